@@ -1,0 +1,43 @@
+# Rill: `make run` starts a node, `make test` runs the whole suite, `make bench` the benchmarks.
+# Each target installs what it needs on a fresh machine (a venv with the package, Debian's
+# redis-server/redis-tools as the oracle and benchmark baseline).
+
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PORT ?= 6379
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+.PHONY: run test bench lint deps system-deps clean
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[dev]'
+	touch $@
+
+deps: $(VENV)/.installed
+
+system-deps:
+	@if ! command -v redis-server >/dev/null || ! command -v redis-benchmark >/dev/null; then \
+		$(SUDO) apt-get update -q && \
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q redis-server redis-tools; \
+	fi
+
+run: deps
+	@echo "Starting Rill on 127.0.0.1:$(PORT) — connect with: redis-cli -p $(PORT)   (Ctrl-C stops it)"
+	$(VENV)/bin/rill node --port $(PORT)
+
+lint: deps
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy node
+	$(VENV)/bin/lint-imports
+
+test: deps system-deps lint
+	$(VENV)/bin/pytest
+
+bench: deps system-deps
+	$(PY) -m bench
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache bench/results/*.tmp

@@ -1,0 +1,136 @@
+"""Connection commands: PING, ECHO, QUIT, SELECT, AUTH, HELLO, RESET."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from node import REDIS_VERSION
+from node.commands.args import parse_int
+from node.commands.context import Session
+from node.commands.reply import OK, CommandError, Raw
+from node.commands.table import command
+
+_PONG = Raw(b"+PONG\r\n")
+
+
+@command("ping", -1, "fast", group="connection", summary="Returns the server's liveliness response.")
+def ping(ctx: Session, argv: list[bytes]) -> Any:
+    if len(argv) > 2:
+        raise CommandError("ERR wrong number of arguments for 'ping' command")
+    if len(argv) == 2:
+        return argv[1]
+    return _PONG
+
+
+@command("echo", 2, "fast", group="connection", summary="Returns the given string.")
+def echo(ctx: Session, argv: list[bytes]) -> Any:
+    return argv[1]
+
+
+@command("quit", -1, "no_auth fast allow_busy", group="connection", summary="Closes the connection.")
+def quit_(ctx: Session, argv: list[bytes]) -> Any:
+    ctx.closing = True
+    return OK
+
+
+@command("select", 2, "loading stale fast", group="connection", summary="Changes the selected database.")
+def select(ctx: Session, argv: list[bytes]) -> Any:
+    index = parse_int(argv[1], "ERR value is not an integer or out of range")
+    if not 0 <= index < len(ctx.node.keyspace.dbs):
+        raise CommandError("ERR DB index is out of range")
+    ctx.select(index)
+    return OK
+
+
+def _check_password(ctx: Session, user: bytes, password: bytes) -> None:
+    required = ctx.node.config.requirepass
+    if user != b"default" or (required and password.decode("utf-8", "replace") != required):
+        raise CommandError("WRONGPASS invalid username-password pair or user is disabled.")
+    if not required:
+        raise CommandError(
+            "ERR AUTH <password> called without any password configured for the default user. "
+            "Are you sure your configuration is correct?"
+        )
+    ctx.authenticated = True
+
+
+@command("auth", -2, "noscript loading stale fast no_auth allow_busy", group="connection",
+         summary="Authenticates the connection.")
+def auth(ctx: Session, argv: list[bytes]) -> Any:
+    if len(argv) > 3:
+        raise CommandError("ERR syntax error")
+    if len(argv) == 2:
+        if not ctx.node.config.requirepass:
+            raise CommandError(
+                "ERR AUTH <password> called without any password configured for the default user. "
+                "Are you sure your configuration is correct?"
+            )
+        _check_password(ctx, b"default", argv[1])
+    else:
+        _check_password(ctx, argv[1], argv[2])
+    return OK
+
+
+@command("hello", -1, "noscript loading stale fast no_auth allow_busy", group="connection",
+         summary="Handshakes with the server.")
+def hello(ctx: Session, argv: list[bytes]) -> Any:
+    proto = ctx.proto
+    i = 1
+    if len(argv) >= 2:
+        try:
+            ver = int(argv[1])
+        except ValueError:
+            raise CommandError("ERR Protocol version is not an integer or out of range") from None
+        if ver < 2 or ver > 3:
+            raise CommandError("NOPROTO unsupported protocol version")
+        proto = ver
+        i = 2
+    setname: bytes | None = None
+    while i < len(argv):
+        opt = argv[i].lower()
+        more = len(argv) - i - 1
+        if opt == b"auth" and more >= 2:
+            _check_password(ctx, argv[i + 1], argv[i + 2])
+            i += 3
+        elif opt == b"setname" and more >= 1:
+            setname = argv[i + 1]
+            if any(c <= 32 or c > 126 for c in setname):
+                raise CommandError("ERR Client names cannot contain spaces, newlines or special characters.")
+            i += 2
+        else:
+            raise CommandError("ERR Syntax error in HELLO option '%s'" % argv[i].decode("utf-8", "replace"))
+    if not ctx.authenticated:
+        raise CommandError("NOAUTH HELLO must be called with the client already authenticated, "
+                           "otherwise the HELLO <proto> AUTH <user> <pass> option can be used to "
+                           "authenticate the client and select the RESP protocol version at the same time")
+    if setname is not None:
+        ctx.name = setname
+    ctx.proto = proto
+    return {
+        b"server": b"redis",
+        b"version": REDIS_VERSION.encode(),
+        b"proto": proto,
+        b"id": ctx.id,
+        b"mode": b"standalone",
+        b"role": b"master" if ctx.node.role == "master" else b"replica",
+        b"modules": [],
+    }
+
+
+@command("reset", 1, "noscript loading stale fast no_auth allow_busy", group="connection",
+         summary="Resets the connection.")
+def reset(ctx: Session, argv: list[bytes]) -> Any:
+    ctx.multi = None
+    ctx.multi_error = False
+    unwatch = getattr(ctx.node, "unwatch_all", None)
+    if unwatch is not None:
+        unwatch(ctx)
+    ctx.select(0)
+    ctx.proto = 2
+    ctx.name = b""
+    ctx.reply_mode = "on"
+    ctx.flags.discard("monitor")
+    ctx.no_evict = False
+    ctx.no_touch = False
+    ctx.authenticated = not ctx.node.config.requirepass
+    return Raw(b"+RESET\r\n")

@@ -1,0 +1,115 @@
+"""What a command handler sees: the calling client's `Session` and, through it, the `Node`
+services the server provides (keyspace, config, clock, effect log, client registry).
+
+`Node` is a Protocol so the command layer never imports the server (imports point
+engine ← commands ← server); the server implements it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Protocol
+
+from node.engine.keyspace import Database, Keyspace
+
+if TYPE_CHECKING:
+    from node.config import Config
+
+
+class Node(Protocol):
+    keyspace: Keyspace
+    config: Config
+    role: str  # "master" or "slave"
+
+    def now_ms(self) -> int: ...
+    def propagate(self, db_index: int, argv: list[bytes]) -> None: ...
+    def touch_all(self, db_index: int | None) -> None: ...
+    def watch(self, session: Session, key: bytes) -> None: ...
+    def unwatch_all(self, session: Session) -> None: ...
+    def execute(self, session: Session, argv: list[bytes]) -> Any: ...
+    def unblock_session(self, session: Session, reply: Any) -> bool: ...
+    def swapdb(self, a: int, b: int) -> None: ...
+    def sessions(self) -> Iterable[Session]: ...
+    def close_session(self, session: Session) -> None: ...
+    def info(self, sections: list[str]) -> str: ...
+    def reset_stats(self) -> None: ...
+    def request_shutdown(self, session: Session | None) -> None: ...
+    def add_monitor(self, session: Session) -> None: ...
+    def sleep(self, seconds: float) -> None: ...
+    def command_stats(self) -> dict[str, Any]: ...
+
+
+@dataclass(slots=True)
+class Block:
+    """Returned by a handler that must wait: the server parks the client on `keys` (FIFO per
+    key) and calls `retry(session)` whenever one of them is touched; a non-None result is
+    the reply and ends the wait. `timeout_ms` 0 waits forever; on timeout the client gets
+    `timeout_reply`. `retry` may raise CommandError to end the wait with an error."""
+
+    keys: list[bytes]
+    timeout_ms: int
+    retry: Callable[[Session], Any]
+    timeout_reply: Any = None
+
+
+class Session:
+    """Per-connection state that commands read and change."""
+
+    __slots__ = (
+        "node", "id", "db_index", "db", "proto", "name", "lib_name", "lib_ver", "authenticated",
+        "multi", "multi_error", "watched", "watch_dirty", "reply_mode", "addr", "laddr", "fd",
+        "created_ms", "last_interaction_ms", "last_command", "flags", "closing", "no_evict",
+        "no_touch", "user", "effects_in_command", "blocked_on", "output_size", "in_exec",
+    )
+
+    def __init__(self, node: Node, client_id: int, addr: str = "", laddr: str = "", fd: int = -1) -> None:
+        self.node = node
+        self.id = client_id
+        self.db_index = 0
+        self.db: Database = node.keyspace.dbs[0]
+        self.proto = 2
+        self.name: bytes = b""
+        self.lib_name: bytes = b""
+        self.lib_ver: bytes = b""
+        self.authenticated = not node.config.requirepass
+        self.multi: list[list[bytes]] | None = None  # queued commands while in MULTI
+        self.multi_error = False  # a command failed to queue: EXEC must abort
+        self.watched: set[tuple[int, bytes]] = set()
+        self.watch_dirty = False
+        self.reply_mode = "on"  # CLIENT REPLY on|off|skip
+        self.addr = addr
+        self.laddr = laddr
+        self.fd = fd
+        now = node.now_ms()
+        self.created_ms = now
+        self.last_interaction_ms = now
+        self.last_command = "NULL"
+        self.flags: set[str] = set()  # "monitor", "replica", "blocked", "pubsub", …
+        self.closing = False  # close after the pending replies are written
+        self.no_evict = False
+        self.no_touch = False
+        self.user = "default"
+        self.effects_in_command = 0
+        self.blocked_on: Block | None = None
+        self.output_size = 0
+        self.in_exec = False
+
+    def select(self, index: int) -> None:
+        self.db_index = index
+        self.db = self.node.keyspace.dbs[index]
+
+    def propagate(self, *argv: bytes) -> None:
+        """Log one effect (a fully specified command) against this client's database."""
+        self.effects_in_command += 1
+        self.node.propagate(self.db_index, list(argv))
+
+    def now_ms(self) -> int:
+        return self.node.now_ms()
+
+
+@dataclass(frozen=True, slots=True)
+class Effect:
+    """One logged write: the database it applies to and the command that replays it."""
+
+    db_index: int
+    argv: list[bytes] = field(default_factory=list)

@@ -1,0 +1,127 @@
+"""The command table: every command's name, arity, flags, key positions and handler.
+
+Handlers register with `@command(...)`; container commands (XGROUP, CONFIG, CLIENT, …)
+register their subcommands under the parent with `@subcommand(...)`. The dispatcher, COMMAND
+(INFO/DOCS/COUNT), MULTI queueing and read-only replicas all answer from this one table.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable, Final
+
+if TYPE_CHECKING:
+    from node.commands.context import Session
+
+Handler = Callable[["Session", list[bytes]], Any]
+
+# Redis command flags used here. "write" commands are refused on replicas and their
+# effects are logged; "noscript"/"loading"/"stale" are informative for COMMAND INFO.
+KNOWN_FLAGS: Final = frozenset(
+    {
+        "write", "readonly", "denyoom", "admin", "pubsub", "noscript", "blocking", "loading",
+        "stale", "skip_monitor", "skip_slowlog", "fast", "no_auth", "may_replicate",
+        "no_multi", "allow_busy", "no_mandatory_keys",
+    }
+)
+
+
+@dataclass(slots=True)
+class CommandSpec:
+    name: str  # lower case; subcommands as "parent|sub"
+    arity: int  # Redis arity: n = exactly n arguments (with the name), -n = at least n
+    flags: frozenset[str]
+    first_key: int
+    last_key: int
+    key_step: int
+    handler: Handler | None
+    group: str = "generic"  # Redis ACL category / docs group ("stream", "string", …)
+    summary: str = ""
+    subcommands: dict[str, CommandSpec] = field(default_factory=dict)
+
+    @property
+    def is_write(self) -> bool:
+        return "write" in self.flags
+
+    def keys(self, argv: list[bytes]) -> list[bytes]:
+        """Key arguments of argv according to first/last/step (last < 0 counts from the end)."""
+        if self.first_key <= 0:
+            return []
+        last = self.last_key if self.last_key >= 0 else len(argv) + self.last_key
+        return [argv[i] for i in range(self.first_key, min(last, len(argv) - 1) + 1, self.key_step or 1)]
+
+    def arity_ok(self, argc: int) -> bool:
+        a = self.arity
+        return argc == a if a > 0 else argc >= -a
+
+
+TABLE: Final[dict[bytes, CommandSpec]] = {}
+
+
+def command(
+    name: str,
+    arity: int,
+    flags: str = "",
+    first_key: int = 0,
+    last_key: int = 0,
+    key_step: int = 0,
+    group: str = "generic",
+    summary: str = "",
+) -> Callable[[Handler], Handler]:
+    """Register a top-level command handler."""
+    flag_set = frozenset(flags.split())
+    unknown = flag_set - KNOWN_FLAGS
+    assert not unknown, f"unknown flags {unknown} on {name}"
+
+    def register(handler: Handler) -> Handler:
+        key = name.lower().encode()
+        existing = TABLE.get(key)
+        spec = CommandSpec(name.lower(), arity, flag_set, first_key, last_key, key_step, handler, group, summary)
+        if existing is not None:
+            assert existing.handler is None, f"{name} registered twice"
+            spec.subcommands = existing.subcommands
+        TABLE[key] = spec
+        return handler
+
+    return register
+
+
+def container(name: str, arity: int = -2, group: str = "generic", summary: str = "") -> None:
+    """Declare a command that only dispatches to subcommands (XGROUP, XINFO, CONFIG, …)."""
+    key = name.lower().encode()
+    if key not in TABLE:
+        TABLE[key] = CommandSpec(name.lower(), arity, frozenset(), 0, 0, 0, None, group, summary)
+
+
+def subcommand(
+    parent: str,
+    name: str,
+    arity: int,
+    flags: str = "",
+    first_key: int = 0,
+    last_key: int = 0,
+    key_step: int = 0,
+    summary: str = "",
+) -> Callable[[Handler], Handler]:
+    """Register a subcommand; arity counts the parent name too (XGROUP CREATE key g id = 5)."""
+    container(parent)
+    flag_set = frozenset(flags.split())
+    assert not (flag_set - KNOWN_FLAGS), f"unknown flags on {parent} {name}"
+
+    def register(handler: Handler) -> Handler:
+        parent_spec = TABLE[parent.lower().encode()]
+        full = f"{parent.lower()}|{name.lower()}"
+        parent_spec.subcommands[name.lower()] = CommandSpec(
+            full, arity, flag_set, first_key, last_key, key_step, handler, parent_spec.group, summary
+        )
+        return handler
+
+    return register
+
+
+def lookup(argv: list[bytes]) -> CommandSpec | None:
+    """The spec that handles argv (the subcommand's for containers), or None if unknown."""
+    spec = TABLE.get(argv[0].lower())
+    if spec is None or not spec.subcommands or len(argv) < 2:
+        return spec
+    return spec.subcommands.get(argv[1].decode("utf-8", "replace").lower(), spec)

@@ -1,0 +1,735 @@
+"""The stream data type: entries packed into append-only macro nodes, no object per entry.
+
+This module owns the storage of one stream's entries and the Redis rules that act on that
+storage (node split on XADD, tombstones on XDEL, exact and ``~`` trimming).  It knows nothing
+about consumer groups, commands or replies.
+
+Layout (mirrors Redis's radix tree of listpacks, t_stream.c):
+
+* Entries live in *nodes*.  ``Stream._masters`` is a sorted list of each node's master ID
+  (the ID of its first entry, tombstone or not, like the rax key) and ``Stream._nodes`` the
+  nodes in the same order; a node is found by bisecting ``_masters``.  Nodes are appended at
+  the tail only and removed anywhere.
+* Inside a node, ``keys`` holds one packed ID per entry (see ``_Node``), ``offsets`` where
+  the entry starts in ``data``, and ``data`` the values, each as ``varint(len) + bytes``.
+  The field names of the node's first entry are the node's *master fields*; an entry with
+  exactly those fields stores only its values (Redis's SAMEFIELDS flag), any other entry sets
+  its bit in ``own`` and stores ``varint(n_pairs)`` followed by every field and value.
+* XDEL and trimming inside a node set a bit in the ``dead`` bitmask (Redis's DELETED flag);
+  the bytes stay until the whole node goes.  A node whose last live entry is XDEL'd is removed.
+
+Node boundaries are Redis's, byte for byte: the split rule of ``streamAppendItem`` compares
+the size the node *would have as a Redis listpack* (tracked incrementally in ``lp_base``)
+with ``stream-node-max-bytes``, and counts live plus deleted entries against
+``stream-node-max-entries``.  Keeping the same boundaries is what makes ``XTRIM ~``,
+``XADD ... MAXLEN ~`` and XINFO's radix-tree-keys reply exactly what redis-server replies.
+"""
+
+from __future__ import annotations
+
+import sys
+from array import array
+from bisect import bisect_left, bisect_right
+from collections.abc import Iterator, Sequence
+from itertools import islice
+from typing import cast
+
+from node.engine.ids import MAX_ID
+
+_M32 = 0xFFFFFFFF
+_M64 = 0xFFFFFFFFFFFFFFFF
+
+# Redis STREAM_LISTPACK_MAX_SIZE: the byte cap used when stream-node-max-bytes is 0 or larger.
+LP_MAX_SIZE = 1 << 30
+# Listpack header (total bytes + element count) plus the end-of-listpack byte.
+_LP_EMPTY = 7
+# A flags element (values 0..3) is one encoding byte plus one backlen byte.
+_LP_FLAGS = 2
+# The master entry's terminating "0" element.
+_LP_MASTER_END = 2
+
+
+# ---------------------------------------------------------------------------------------
+# Listpack size accounting (listpack.c: lpEncodeGetType, lpEncodeBacklen, lpStringToInt64)
+# ---------------------------------------------------------------------------------------
+
+
+def _lp_int_size(v: int) -> int:
+    """Bytes of a listpack element holding the int64 ``v``, backlen included."""
+    if 0 <= v <= 127:
+        return 2
+    if -4096 <= v <= 4095:
+        return 3
+    if -32768 <= v <= 32767:
+        return 4
+    if -8388608 <= v <= 8388607:
+        return 5
+    if -2147483648 <= v <= 2147483647:
+        return 6
+    return 10
+
+
+def _lp_str_size(s: bytes) -> int:
+    """Bytes of a listpack element holding ``s``, backlen included.
+
+    listpack stores a string that is the canonical form of an int64 ("0", "-12", not "012",
+    "+1" or "-0") as an integer, so it must be measured as one.
+    """
+    n = len(s)
+    if 0 < n < 21:
+        c = s[0]
+        if 0x31 <= c <= 0x39:
+            if n == 1 or s.isdigit():
+                v = int(s)
+                if v <= 0x7FFFFFFFFFFFFFFF:
+                    return _lp_int_size(v)
+        elif c == 0x30:
+            if n == 1:
+                return 2
+        elif c == 0x2D and n > 1 and 0x31 <= s[1] <= 0x39 and s[1:].isdigit():
+            v = int(s)
+            if v >= -0x8000000000000000:
+                return _lp_int_size(v)
+    if n < 64:
+        enc = 1 + n
+    elif n < 4096:
+        enc = 2 + n
+    else:
+        enc = 5 + n
+    if enc <= 127:
+        return enc + 1
+    if enc < 16383:
+        return enc + 2
+    if enc < 2097151:
+        return enc + 3
+    if enc < 268435455:
+        return enc + 4
+    return enc + 5
+
+
+def _as_int64(v: int) -> int:
+    """``v`` (mod 2**64) seen as int64, as lpAppendInteger receives uint64 ID deltas."""
+    v &= _M64
+    return v - (1 << 64) if v >> 63 else v
+
+
+def _lp_entry_size(
+    entry_id: int,
+    master_id: int,
+    names: Sequence[bytes],
+    values: Sequence[bytes],
+    same: bool,
+) -> int:
+    """Listpack bytes of one entry: flags, ms-diff, seq-diff, [n, fields], values, lp-count."""
+    size = (
+        _LP_FLAGS
+        + _lp_int_size(_as_int64((entry_id >> 64) - (master_id >> 64)))
+        + _lp_int_size(_as_int64((entry_id & _M64) - (master_id & _M64)))
+    )
+    for v in values:
+        size += _lp_str_size(v)
+    n = len(values)
+    if same:
+        size += _lp_int_size(n + 3)
+    else:
+        size += _lp_int_size(n) + _lp_int_size(2 * n + 4)
+        for f in names:
+            size += _lp_str_size(f)
+    return size
+
+
+def _lp_master_size(names: Sequence[bytes]) -> int:
+    """Listpack bytes of an empty node plus its master entry, count and deleted excluded."""
+    size = _LP_EMPTY + _lp_int_size(len(names)) + _LP_MASTER_END
+    for f in names:
+        size += _lp_str_size(f)
+    return size
+
+
+# ---------------------------------------------------------------------------------------
+# Varints for value lengths in node data
+# ---------------------------------------------------------------------------------------
+
+
+def _put_len(data: bytearray, n: int) -> None:
+    while n >= 0x80:
+        data.append((n & 0x7F) | 0x80)
+        n >>= 7
+    data.append(n)
+
+
+def _get_len_slow(data: bytes | bytearray, p: int) -> tuple[int, int]:
+    """Decode a multi-byte varint at ``p``; returns (value, position after it)."""
+    n = 0
+    shift = 0
+    while True:
+        b = data[p]
+        p += 1
+        n |= (b & 0x7F) << shift
+        if b < 0x80:
+            return n, p
+        shift += 7
+
+
+# ---------------------------------------------------------------------------------------
+# Nodes
+# ---------------------------------------------------------------------------------------
+
+
+class _Node:
+    """One macro node: up to max_entries entries packed in a handful of objects.
+
+    IDs: a *compact* node packs each ID as ``(ms - master_ms) << 32 | seq`` in an
+    ``array('Q')``, so IDs in a node bisect as plain unsigned ints and cost 8 bytes.  That
+    needs ``ms - master_ms < 2**32`` (about 49 days) and ``seq < 2**32``; the first ID that
+    does not fit turns the node *wide*: ``keys`` becomes a list of absolute IDs.  Switching
+    encoding instead of opening a new node keeps node boundaries identical to Redis's.
+    """
+
+    __slots__ = (
+        "base",
+        "data",
+        "dead",
+        "fields",
+        "keys",
+        "live",
+        "lp_base",
+        "master",
+        "offsets",
+        "own",
+        "tombs",
+        "wide",
+    )
+
+    master: int  # ID of the first entry (live or not): the node's key, like the rax key
+    base: int  # master_ms << 64: what a compact key is relative to
+    wide: bool  # keys are absolute IDs (list) instead of packed deltas (array('Q'))
+    keys: array[int] | list[int]
+    offsets: array[int]  # start of each entry in data
+    data: bytes | bytearray  # bytearray while the node is the tail; bytes once sealed
+    fields: list[bytes]  # master field names, shared between nodes when equal
+    dead: int  # bit i set: entry i is deleted (Redis STREAM_ITEM_FLAG_DELETED)
+    own: int  # bit i set: entry i stores its own field names (no SAMEFIELDS)
+    live: int  # Redis master entry "count": entries not deleted
+    tombs: int  # Redis master entry "deleted": entries marked deleted
+    lp_base: (
+        int  # Redis listpack bytes of the node minus its count and deleted elements
+    )
+
+    def id_at(self, i: int) -> int:
+        k = self.keys[i]
+        if self.wide:
+            return k
+        return self.base + ((k >> 32) << 64) + (k & _M32)
+
+    def lower(self, x: int) -> int:
+        """Index of the first entry whose ID is >= x (len(keys) if none)."""
+        if x <= self.master:
+            return 0
+        keys = self.keys
+        if self.wide:
+            return bisect_left(keys, x)
+        msd = (x >> 64) - (self.base >> 64)
+        if msd >> 32:
+            return len(keys)
+        seq = x & _M64
+        # A seq beyond 32 bits sorts after every packed key of that ms delta.
+        k = (msd + 1) << 32 if seq >> 32 else (msd << 32) | seq
+        return bisect_left(keys, k)
+
+    def upper(self, x: int) -> int:
+        """Index of the first entry whose ID is > x."""
+        return len(self.keys) if x >= MAX_ID else self.lower(x + 1)
+
+    def lp_bytes(self) -> int:
+        return self.lp_base + _lp_int_size(self.live) + _lp_int_size(self.tombs)
+
+    def fields_at(self, i: int) -> list[bytes]:
+        """The flat [f1, v1, ...] list of entry i."""
+        # Typed as bytes for the slices below; a bytearray (tail node) is converted at the end.
+        data = cast(bytes, self.data)
+        tail = type(self.data) is bytearray
+        p = self.offsets[i]
+        out: list[bytes] = []
+        if (self.own >> i) & 1:
+            npairs = data[p]
+            p += 1
+            if npairs >= 0x80:
+                npairs, p = _get_len_slow(data, p - 1)
+            for _ in range(2 * npairs):
+                n = data[p]
+                p += 1
+                if n >= 0x80:
+                    n, p = _get_len_slow(data, p - 1)
+                out.append(data[p : p + n])
+                p += n
+            if tail:
+                return [bytes(x) for x in out]
+            return out
+        for f in self.fields:
+            n = data[p]
+            p += 1
+            if n >= 0x80:
+                n, p = _get_len_slow(data, p - 1)
+            out.append(f)
+            out.append(data[p : p + n])
+            p += n
+        if tail:
+            # Slices of the tail's bytearray are bytearrays; callers get bytes.
+            return [bytes(x) for x in out]
+        return out
+
+    def to_wide(self) -> None:
+        self.keys = [self.id_at(i) for i in range(len(self.keys))]
+        self.wide = True
+
+    def seal(self) -> None:
+        """Drop growth slack once the node stops being the tail (Redis lpShrinkToFit)."""
+        if type(self.data) is bytearray:
+            self.data = bytes(self.data)
+        self.keys = self.keys[:]
+        self.offsets = self.offsets[:]
+
+    def clone(self) -> _Node:
+        n = _Node.__new__(_Node)
+        n.master = self.master
+        n.base = self.base
+        n.wide = self.wide
+        n.keys = self.keys[:]
+        n.offsets = self.offsets[:]
+        n.data = bytearray(self.data) if type(self.data) is bytearray else self.data
+        n.fields = self.fields  # never mutated after creation
+        n.dead = self.dead
+        n.own = self.own
+        n.live = self.live
+        n.tombs = self.tombs
+        n.lp_base = self.lp_base
+        return n
+
+    def last_live_index(self) -> int:
+        """Highest index of a live entry; -1 if none."""
+        i = len(self.keys) - 1
+        dead = self.dead
+        while i >= 0 and (dead >> i) & 1:
+            i -= 1
+        return i
+
+    def first_live_index(self) -> int:
+        """Lowest index of a live entry; len(keys) if none."""
+        dead = self.dead
+        # Lowest zero bit of dead = lowest set bit of ~dead.
+        return ((dead + 1) & ~dead).bit_length() - 1
+
+
+def _new_node(entry_id: int, names: list[bytes]) -> _Node:
+    node = _Node.__new__(_Node)
+    node.master = entry_id
+    node.base = (entry_id >> 64) << 64
+    node.wide = False
+    node.keys = array("Q")
+    node.offsets = array("I")
+    node.data = bytearray()
+    node.fields = names
+    node.dead = 0
+    node.own = 0
+    node.live = 0
+    node.tombs = 0
+    node.lp_base = _lp_master_size(names)
+    return node
+
+
+# ---------------------------------------------------------------------------------------
+# The stream
+# ---------------------------------------------------------------------------------------
+
+
+class Stream:
+    """Entries of one stream key plus the counters XINFO and consumer groups rely on."""
+
+    __slots__ = (
+        "_masters",
+        "_nodes",
+        "entries_added",
+        "last_id",
+        "length",
+        "max_deleted_id",
+    )
+
+    length: int  # live entries
+    last_id: int  # last ID ever added or set by XSETID (Redis last_id)
+    max_deleted_id: int  # greatest ID removed by XDEL (Redis max_deleted_entry_id)
+    entries_added: int  # entries ever added (Redis entries_added); XSETID may set it
+
+    def __init__(self) -> None:
+        self._masters: list[int] = []
+        self._nodes: list[_Node] = []
+        self.length = 0
+        self.last_id = 0
+        self.max_deleted_id = 0
+        self.entries_added = 0
+
+    # -- writing -------------------------------------------------------------------------
+
+    def add(
+        self,
+        entry_id: int,
+        fields: Sequence[bytes],
+        max_entries: int = 100,
+        max_bytes: int = 4096,
+    ) -> None:
+        """Append one entry (XADD).  The caller guarantees ``entry_id > last_id`` and an even
+        ``len(fields) >= 2``; ``max_entries`` / ``max_bytes`` are stream-node-max-entries /
+        stream-node-max-bytes (0 = unlimited) read at the time of the add, as Redis does."""
+        names = fields[0::2] if isinstance(fields, list) else list(fields[0::2])
+        values = fields[1::2]
+        nodes = self._nodes
+        node = nodes[-1] if nodes else None
+        if node is not None:
+            # streamAppendItem's split rule, checked before the count is incremented.
+            cap = max_bytes if 0 < max_bytes <= LP_MAX_SIZE else LP_MAX_SIZE
+            if node.lp_bytes() + sum(map(len, fields)) >= cap or (
+                max_entries and node.live + node.tombs >= max_entries
+            ):
+                node.seal()
+                node = None
+        if node is None:
+            if nodes and nodes[-1].fields == names:
+                # Share one list between consecutive nodes of the same shape.
+                names = nodes[-1].fields
+            node = _new_node(entry_id, names)
+            nodes.append(node)
+            self._masters.append(entry_id)
+            same = True
+        else:
+            same = names == node.fields
+            if type(node.data) is bytes:
+                # The tail was sealed and the node after it removed by XDEL.
+                node.data = bytearray(node.data)
+
+        keys = node.keys
+        i = len(keys)
+        if node.wide:
+            keys.append(entry_id)
+        else:
+            msd = (entry_id >> 64) - (node.base >> 64)
+            seq = entry_id & _M64
+            if msd >> 32 or seq >> 32:
+                node.to_wide()
+                node.keys.append(entry_id)
+            else:
+                keys.append((msd << 32) | seq)
+
+        data = node.data
+        assert type(data) is bytearray
+        node.offsets.append(len(data))
+        if same:
+            for v in values:
+                n = len(v)
+                if n < 0x80:
+                    data.append(n)
+                else:
+                    _put_len(data, n)
+                data += v
+        else:
+            node.own |= 1 << i
+            _put_len(data, len(values))
+            for x in fields:
+                n = len(x)
+                if n < 0x80:
+                    data.append(n)
+                else:
+                    _put_len(data, n)
+                data += x
+        node.lp_base += _lp_entry_size(entry_id, node.master, names, values, same)
+        node.live += 1
+        self.length += 1
+        self.entries_added += 1
+        self.last_id = entry_id
+
+    def delete(self, entry_id: int) -> bool:
+        """XDEL of one ID: True if a live entry was removed."""
+        j = bisect_right(self._masters, entry_id) - 1
+        if j < 0:
+            return False
+        node = self._nodes[j]
+        i = node.lower(entry_id)
+        if i >= len(node.keys) or node.id_at(i) != entry_id or (node.dead >> i) & 1:
+            return False
+        node.dead |= 1 << i
+        node.live -= 1
+        node.tombs += 1
+        self.length -= 1
+        self.max_deleted_id = max(self.max_deleted_id, entry_id)
+        if node.live == 0:
+            # streamIteratorRemoveEntry frees the listpack when its last live entry goes.
+            del self._nodes[j]
+            del self._masters[j]
+        return True
+
+    def trim_maxlen(self, maxlen: int, approx: bool, limit: int) -> int:
+        """XTRIM MAXLEN (Redis streamTrim); returns the number of entries removed."""
+        return self._trim(maxlen, -1, approx, limit)
+
+    def trim_minid(self, minid: int, approx: bool, limit: int) -> int:
+        """XTRIM MINID (Redis streamTrim); returns the number of entries removed."""
+        return self._trim(-1, minid, approx, limit)
+
+    def _trim(self, maxlen: int, minid: int, approx: bool, limit: int) -> int:
+        """streamTrim, step for step.  Exactly one of maxlen / minid is >= 0.
+
+        Walk nodes from the head.  A node goes whole when that keeps length >= maxlen (or
+        its last entry, tombstones included, is < minid).  ``limit`` (0 = none) stops before a
+        node whose live entries would take the removed total past it.  With ``approx`` the
+        walk stops at the first node that cannot go whole; otherwise that node's entries are
+        tombstoned from its start until the condition holds.  Like Redis, this leaves
+        max_deleted_id alone, and a MINID trim can leave a node with no live entry (when its
+        last entry is a tombstone >= minid): Redis keeps that node, so do we.
+        """
+        by_len = maxlen >= 0
+        nodes = self._nodes
+        removed = 0
+        gone = 0  # whole nodes removed from the head
+        for node in nodes:
+            if by_len and self.length <= maxlen:
+                break
+            entries = node.live
+            if limit and removed + entries > limit:
+                break
+            if by_len:
+                whole = self.length - entries >= maxlen
+            else:
+                whole = node.id_at(len(node.keys) - 1) < minid
+            if whole:
+                gone += 1
+                self.length -= entries
+                removed += entries
+                continue
+            if approx:
+                break
+            dead = node.dead
+            marked = 0
+            for i in range(len(node.keys)):
+                if by_len:
+                    if self.length <= maxlen:
+                        break
+                elif node.id_at(i) >= minid:
+                    break
+                if not (dead >> i) & 1:
+                    dead |= 1 << i
+                    marked += 1
+                    self.length -= 1
+            node.dead = dead
+            node.live -= marked
+            node.tombs += marked
+            removed += marked
+            break
+        if gone:
+            del nodes[:gone]
+            del self._masters[:gone]
+        return removed
+
+    # -- reading -------------------------------------------------------------------------
+
+    def first_id(self) -> int:
+        """ID of the first live entry, 0 when the stream is empty."""
+        for node in self._nodes:
+            if node.live:
+                return node.id_at(node.first_live_index())
+        return 0
+
+    def last_live_id(self) -> int:
+        """ID of the last live entry, 0 when empty (may be < last_id after XDEL)."""
+        for node in reversed(self._nodes):
+            if node.live:
+                return node.id_at(node.last_live_index())
+        return 0
+
+    def get(self, entry_id: int) -> list[bytes] | None:
+        """Fields of the live entry ``entry_id``, None if absent or deleted."""
+        j = bisect_right(self._masters, entry_id) - 1
+        if j < 0:
+            return None
+        node = self._nodes[j]
+        i = node.lower(entry_id)
+        if i >= len(node.keys) or node.id_at(i) != entry_id or (node.dead >> i) & 1:
+            return None
+        return node.fields_at(i)
+
+    def contains(self, entry_id: int) -> bool:
+        j = bisect_right(self._masters, entry_id) - 1
+        if j < 0:
+            return False
+        node = self._nodes[j]
+        i = node.lower(entry_id)
+        return (
+            i < len(node.keys)
+            and node.id_at(i) == entry_id
+            and not (node.dead >> i) & 1
+        )
+
+    def range(
+        self, start: int, end: int, count: int = 0, rev: bool = False
+    ) -> list[tuple[int, list[bytes]]]:
+        """Live entries with start <= ID <= end, ascending (descending with rev), at most
+        ``count`` of them (0 = all).  O(log N + M)."""
+        it = self.iter_range(start, end, rev)
+        if count > 0:
+            return list(islice(it, count))
+        return list(it)
+
+    def iter_range(
+        self, start: int, end: int, rev: bool = False
+    ) -> Iterator[tuple[int, list[bytes]]]:
+        """Lazy ``range``.  Do not modify the stream while iterating."""
+        if start > end:
+            return
+        masters = self._masters
+        nodes = self._nodes
+        if not rev:
+            j = bisect_right(masters, start) - 1
+            j = max(j, 0)
+            first = True
+            while j < len(nodes):
+                node = nodes[j]
+                if node.master > end:
+                    return
+                lo = node.lower(start) if first else 0
+                first = False
+                hi = node.upper(end)
+                dead = node.dead
+                for i in range(lo, hi):
+                    if not (dead >> i) & 1:
+                        yield node.id_at(i), node.fields_at(i)
+                if hi < len(node.keys):
+                    return
+                j += 1
+        else:
+            j = bisect_right(masters, end) - 1
+            while j >= 0:
+                node = nodes[j]
+                hi = node.upper(end)
+                lo = node.lower(start)
+                dead = node.dead
+                for i in range(hi - 1, lo - 1, -1):
+                    if not (dead >> i) & 1:
+                        yield node.id_at(i), node.fields_at(i)
+                if node.master <= start:
+                    return
+                j -= 1
+
+    def iter_all(self) -> Iterator[tuple[int, list[bytes]]]:
+        """Every live entry in ID order (snapshots, digests)."""
+        for node in self._nodes:
+            dead = node.dead
+            for i in range(len(node.keys)):
+                if not (dead >> i) & 1:
+                    yield node.id_at(i), node.fields_at(i)
+
+    # -- introspection -------------------------------------------------------------------
+
+    def node_count(self) -> int:
+        """Number of macro nodes (XINFO STREAM radix-tree-keys)."""
+        return len(self._nodes)
+
+    def memory_bytes(self) -> int:
+        """Approximate bytes held by this stream's Python objects (MEMORY USAGE)."""
+        getsizeof = sys.getsizeof
+        total = getsizeof(self) + getsizeof(self._masters) + getsizeof(self._nodes)
+        seen_fields: set[int] = set()
+        for node in self._nodes:
+            total += (
+                getsizeof(node)
+                + getsizeof(node.master)
+                + getsizeof(node.base)
+                + getsizeof(node.keys)
+                + getsizeof(node.offsets)
+                + getsizeof(node.data)
+            )
+            if node.dead:
+                total += getsizeof(node.dead)
+            if node.own:
+                total += getsizeof(node.own)
+            if id(node.fields) not in seen_fields:
+                seen_fields.add(id(node.fields))
+                total += getsizeof(node.fields) + sum(getsizeof(f) for f in node.fields)
+        return total
+
+    def copy(self) -> Stream:
+        """Independent deep copy (byte strings, being immutable, are shared)."""
+        s = Stream()
+        s._masters = self._masters[:]
+        s._nodes = [n.clone() for n in self._nodes]
+        s.length = self.length
+        s.last_id = self.last_id
+        s.max_deleted_id = self.max_deleted_id
+        s.entries_added = self.entries_added
+        return s
+
+    def _check(self) -> None:
+        """Assert every invariant of the structure (tests and debugging only)."""
+        masters = self._masters
+        nodes = self._nodes
+        assert len(masters) == len(nodes)
+        assert self.length >= 0
+        total_live = 0
+        prev = -1
+        for j, node in enumerate(nodes):
+            n = len(node.keys)
+            assert n >= 1, "node without entries"
+            assert len(node.offsets) == n
+            assert masters[j] == node.master
+            assert node.base == (node.master >> 64) << 64
+            assert node.dead >> n == 0 and node.own >> n == 0
+            tombs = node.dead.bit_count()
+            assert node.tombs == tombs and node.live == n - tombs
+            # Only the trim quirk leaves a node without live entries, and only at the head.
+            assert node.live > 0 or j == 0, "empty node after the head"
+            if node.wide:
+                assert type(node.keys) is list
+            else:
+                assert isinstance(node.keys, array) and node.keys.typecode == "Q"
+                for k in node.keys:
+                    assert (k >> 32) < (1 << 32)
+            if j < len(nodes) - 1:
+                assert type(node.data) is bytes, "non-tail node not sealed"
+            ids = [node.id_at(i) for i in range(n)]
+            assert ids[0] == node.master
+            for x in ids:
+                assert x > prev, "IDs not strictly increasing"
+                prev = x
+            # Decode everything, check offsets are exact, recompute the listpack size.
+            data = node.data
+            lp = _lp_master_size(node.fields)
+            for i in range(n):
+                p = node.offsets[i]
+                end = node.offsets[i + 1] if i + 1 < n else len(data)
+                assert p < end <= len(data)
+                flat = node.fields_at(i)
+                assert len(flat) >= 2 and len(flat) % 2 == 0
+                assert all(type(x) is bytes for x in flat)
+                names = flat[0::2]
+                values = flat[1::2]
+                same = not (node.own >> i) & 1
+                if same:
+                    assert names == node.fields
+                    size = sum(_varint_size(len(v)) + len(v) for v in values)
+                else:
+                    size = _varint_size(len(values)) + sum(
+                        _varint_size(len(x)) + len(x) for x in flat
+                    )
+                assert p + size == end, "entry does not fill its slot"
+                lp += _lp_entry_size(ids[i], node.master, names, values, same)
+            assert lp == node.lp_base, "listpack size accounting drifted"
+            total_live += node.live
+        assert total_live == self.length
+        assert self.last_id >= prev, "last_id below the last stored ID"
+        assert self.entries_added >= self.length
+        assert self.max_deleted_id <= self.last_id
+
+
+def _varint_size(n: int) -> int:
+    size = 1
+    while n >= 0x80:
+        n >>= 7
+        size += 1
+    return size

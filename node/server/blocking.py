@@ -1,0 +1,124 @@
+"""Clients blocked on keys (XREAD/XREADGROUP BLOCK, later WAIT-like waits).
+
+Rules, as Redis's blocked.c: waiters are kept per key in FIFO order; a write marks its key
+ready; ready keys are served (each waiter's `retry` asked in order) before the server goes
+back to the event loop, so the writer and the readers it wakes are answered in the same loop
+iteration; a timeout ends the wait with the handler's timeout reply; a disconnect removes the
+waiter without a trace.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from typing import Any, Callable
+
+from node.commands.context import Block, Session
+from node.commands.reply import CommandError, ReplyError
+
+KeyRef = tuple[int, bytes]
+
+
+class Waiter:
+    __slots__ = ("session", "block", "keys", "timer", "deliver", "done")
+
+    def __init__(self, session: Session, block: Block, deliver: Callable[[Any], None]) -> None:
+        self.session = session
+        self.block = block
+        self.keys: list[KeyRef] = [(session.db_index, k) for k in dict.fromkeys(block.keys)]
+        self.timer: asyncio.TimerHandle | None = None
+        self.deliver = deliver  # sends the final reply and resumes the client's queue
+        self.done = False
+
+
+class BlockingManager:
+    def __init__(self) -> None:
+        self._by_key: dict[KeyRef, deque[Waiter]] = {}
+        self._ready: dict[KeyRef, None] = {}  # insertion-ordered set
+        self.blocked_count = 0
+
+    def block(self, session: Session, block: Block, deliver: Callable[[Any], None]) -> Waiter:
+        waiter = Waiter(session, block, deliver)
+        for ref in waiter.keys:
+            self._by_key.setdefault(ref, deque()).append(waiter)
+        if block.timeout_ms > 0:
+            loop = asyncio.get_running_loop()
+            waiter.timer = loop.call_later(block.timeout_ms / 1000.0, self._timeout, waiter)
+        session.blocked_on = block
+        session.flags.add("blocked")
+        self.blocked_count += 1
+        return waiter
+
+    def is_watched(self, ref: KeyRef) -> bool:
+        return ref in self._by_key
+
+    def signal(self, ref: KeyRef) -> None:
+        if ref in self._by_key:
+            self._ready[ref] = None
+
+    def signal_db(self, db_index: int | None) -> None:
+        for ref in self._by_key:
+            if db_index is None or ref[0] == db_index:
+                self._ready[ref] = None
+
+    def serve_ready(self) -> None:
+        """Serve every ready key; serving may make more keys ready (a woken XREADGROUP
+        propagates effects), so loop until none is left."""
+        while self._ready:
+            ref = next(iter(self._ready))
+            del self._ready[ref]
+            queue = self._by_key.get(ref)
+            if not queue:
+                continue
+            for waiter in list(queue):
+                if waiter.done:
+                    continue
+                session = waiter.session
+                try:
+                    reply = waiter.block.retry(session)
+                except CommandError as exc:
+                    reply = ReplyError(exc.message)
+                if reply is not None:
+                    self._finish(waiter)
+                    waiter.deliver(reply)
+
+    def _timeout(self, waiter: Waiter) -> None:
+        if waiter.done:
+            return
+        self._finish(waiter)
+        waiter.deliver(waiter.block.timeout_reply)
+
+    def unblock(self, waiter: Waiter, reply: Any) -> None:
+        """End a wait from outside (CLIENT UNBLOCK, role change)."""
+        if not waiter.done:
+            self._finish(waiter)
+            waiter.deliver(reply)
+
+    def cancel(self, waiter: Waiter) -> None:
+        """The client went away: drop the waiter silently."""
+        if not waiter.done:
+            self._finish(waiter)
+
+    def waiters(self) -> list[Waiter]:
+        seen: dict[int, Waiter] = {}
+        for queue in self._by_key.values():
+            for w in queue:
+                seen[id(w)] = w
+        return list(seen.values())
+
+    def _finish(self, waiter: Waiter) -> None:
+        waiter.done = True
+        if waiter.timer is not None:
+            waiter.timer.cancel()
+        for ref in waiter.keys:
+            queue = self._by_key.get(ref)
+            if queue is not None:
+                try:
+                    queue.remove(waiter)
+                except ValueError:
+                    pass
+                if not queue:
+                    del self._by_key[ref]
+        waiter.session.blocked_on = None
+        waiter.session.flags.discard("blocked")
+        self.blocked_count -= 1

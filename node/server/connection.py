@@ -1,0 +1,227 @@
+"""One client connection: an asyncio Protocol that feeds the request parser, runs the
+parsed commands in a batch and writes all their replies with one `transport.write`.
+
+Flow control (uvicorn's model): when the transport's write buffer passes its high-water mark
+the connection stops reading, so a client that does not read its replies cannot make the
+server buffer without bound; `client-output-buffer-limit` disconnects clients whose
+unread output passes the hard limit (or the soft limit for longer than its seconds).
+A client blocked in XREAD/XREADGROUP keeps its later pipelined commands queued until it is
+woken, as Redis does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections import deque
+from typing import TYPE_CHECKING, Any
+
+from node.commands.context import Block, Session
+from node.commands.reply import ReplyError
+from node.server.blocking import Waiter
+from node.server.dispatch import ProtocolViolation
+from node.server.request_parser import RequestParser
+from node.server.resp import encode, encode_error
+
+if TYPE_CHECKING:
+    from node.server.server import Server
+
+log = logging.getLogger("rill.server")
+
+# Pause reading when this much output is unsent; resume below the low mark.
+_WRITE_HIGH = 4 * 1024 * 1024
+_WRITE_LOW = 1024 * 1024
+
+
+class ClientConnection(asyncio.Protocol):
+    __slots__ = (
+        "server", "session", "parser", "transport", "pending", "waiter", "_paused_reading",
+        "_writing_paused", "_soft_since", "_closed", "output_class",
+    )
+
+    def __init__(self, server: Server) -> None:
+        self.server = server
+        self.transport: asyncio.Transport | None = None
+        self.parser = RequestParser(server.config.proto_max_bulk_len)
+        self.session: Session | None = None
+        self.pending: deque[list[bytes]] = deque()  # commands waiting behind a blocked one
+        self.waiter: Waiter | None = None
+        self._paused_reading = False
+        self._writing_paused = False
+        self._soft_since = 0.0
+        self._closed = False
+        self.output_class = "normal"
+
+    # -- asyncio callbacks ---------------------------------------------------------------
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        # uvloop's transports are not asyncio.Transport subclasses but have the same API.
+        self.transport = transport  # type: ignore[assignment]
+        transport.set_write_buffer_limits(high=_WRITE_HIGH, low=_WRITE_LOW)
+        peer = transport.get_extra_info("peername")
+        sock = transport.get_extra_info("sockname")
+        sockobj = transport.get_extra_info("socket")
+        self.session = self.server.register(
+            self, _addr(peer), _addr(sock), sockobj.fileno() if sockobj is not None else -1
+        )
+        if self.session is None:
+            return  # refused (maxclients): the server already wrote the error and closed
+        self.parser.authenticated = self.session.authenticated
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._closed = True
+        if self.waiter is not None:
+            self.server.blocking.cancel(self.waiter)
+            self.waiter = None
+        if self.session is not None:
+            self.server.unregister(self.session)
+
+    def data_received(self, data: bytes) -> None:
+        session = self.session
+        if session is None or self._closed:
+            return
+        commands, error = self.parser.feed(data)
+        if self.waiter is not None or self.pending:
+            self.pending.extend(commands)
+            if error is not None:
+                self._fail_protocol(error)
+            return
+        out: list[bytes] = []
+        if commands:
+            self._run(commands, out)
+        if error is not None:
+            out.append(encode_error("ERR " + error))
+            session.closing = True
+        self._flush(out)
+        self.server.after_batch()
+
+    def pause_writing(self) -> None:
+        self._writing_paused = True
+        if self.transport is not None and not self._paused_reading:
+            self._paused_reading = True
+            self.transport.pause_reading()
+
+    def resume_writing(self) -> None:
+        self._writing_paused = False
+        if self.transport is not None and self._paused_reading:
+            self._paused_reading = False
+            self.transport.resume_reading()
+
+    # -- running commands ----------------------------------------------------------------
+
+    def _run(self, commands: list[list[bytes]] | deque[list[bytes]], out: list[bytes]) -> None:
+        session = self.session
+        assert session is not None
+        server = self.server
+        execute = server.execute
+        proto = session.proto
+        it = iter(commands)
+        for argv in it:
+            try:
+                reply = execute(session, argv)
+            except ProtocolViolation as exc:
+                out.append(encode_error("ERR " + str(exc)))
+                session.closing = True
+                return
+            if type(reply) is Block:
+                self._block(reply)
+                self.pending.extend(it)
+                return
+            if session.reply_mode != "on":
+                if session.reply_mode == "skip":
+                    session.reply_mode = "on"
+                if type(reply) is not ReplyError or argv[0].lower() != b"client":
+                    continue
+            if session.proto != proto:
+                proto = session.proto  # HELLO switched the protocol mid-batch
+            encode(reply, proto, out)
+            if session.closing:
+                return
+
+    def _block(self, block: Block) -> None:
+        session = self.session
+        assert session is not None
+        self.waiter = self.server.blocking.block(session, block, self._unblocked)
+
+    def _unblocked(self, reply: Any) -> None:
+        """A blocked command finished: send its reply, then run what queued behind it."""
+        self.waiter = None
+        session = self.session
+        if session is None or self._closed:
+            return
+        out: list[bytes] = []
+        encode(reply, session.proto, out)
+        if self.pending:
+            queued = self.pending
+            self.pending = deque()
+            self._run(queued, out)
+        self._flush(out)
+
+    def deliver(self, data: bytes) -> None:
+        """Out-of-band output (MONITOR lines, CLIENT KILL notices)."""
+        if self.transport is not None and not self._closed:
+            self.transport.write(data)
+            self._check_output_limits()
+
+    def _flush(self, out: list[bytes]) -> None:
+        transport = self.transport
+        if transport is None or self._closed:
+            return
+        if out:
+            data = out[0] if len(out) == 1 else b"".join(out)
+            self.server.stats_net_output += len(data)
+            transport.write(data)
+            self._check_output_limits()
+        session = self.session
+        if session is not None and session.closing:
+            self.close()
+
+    def _check_output_limits(self) -> None:
+        transport = self.transport
+        if transport is None:
+            return
+        size = transport.get_write_buffer_size()
+        if self.session is not None:
+            self.session.output_size = size
+        hard, soft, seconds = self.server.config.output_limits.get(self.output_class, (0, 0, 0))
+        if hard and size > hard:
+            self._drop_for_output(size)
+        elif soft and size > soft:
+            now = time.monotonic()
+            if not self._soft_since:
+                self._soft_since = now
+            elif now - self._soft_since > seconds:
+                self._drop_for_output(size)
+        else:
+            self._soft_since = 0.0
+
+    def _drop_for_output(self, size: int) -> None:
+        session = self.session
+        log.warning(
+            "Client id=%s addr=%s closed for overcoming of output buffer limits (%d bytes).",
+            session.id if session else "?", session.addr if session else "?", size,
+        )
+        self.server.stats_output_limit_disconnections += 1
+        self.abort()
+
+    def _fail_protocol(self, message: str) -> None:
+        if self.transport is not None:
+            self.transport.write(encode_error("ERR " + message))
+        self.close()
+
+    def close(self) -> None:
+        if self.transport is not None and not self._closed:
+            self._closed = True
+            self.transport.close()
+
+    def abort(self) -> None:
+        if self.transport is not None:
+            self._closed = True
+            self.transport.abort()
+
+
+def _addr(info: Any) -> str:
+    if isinstance(info, tuple) and len(info) >= 2:
+        return f"{info[0]}:{info[1]}"
+    return str(info) if info else ""

@@ -1,0 +1,242 @@
+"""Turns the bytes a client sends into command argument vectors; the one rule it owns is
+Redis's request framing and its limits (networking.c processMultibulkBuffer/processInlineBuffer).
+
+Sans-I/O: `feed(data)` returns the complete commands and, when the input broke the rules,
+a protocol error message after which the connection must be closed (Redis replies
+`-ERR Protocol error: ...` and closes).
+
+Multibulk requests are parsed by hiredis (C) for speed. hiredis knows no limits and no inline
+requests, so Python scans the framing only where it matters: the incomplete command held
+across reads (to enforce `proto-max-bulk-len`, the multibulk count limit and the
+unauthenticated limits before buffering a huge request) and chunks that are not pure
+multibulk (inline commands, as telnet and `redis-benchmark PING_INLINE` send).
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+import hiredis
+
+from node.text import split_inline_args
+
+MAX_MULTIBULK: Final = 1024 * 1024
+MAX_INLINE: Final = 64 * 1024  # PROTO_INLINE_MAX_SIZE
+UNAUTH_MAX_MULTIBULK: Final = 10
+UNAUTH_MAX_BULK: Final = 16384
+
+_INCOMPLETE: Final = -1
+
+
+class ProtocolError(Exception):
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+# A chunk this large could hold a complete request over a limit: it takes the exact path.
+# Smaller chunks cannot (a request over a limit needs more bytes than this), and a request
+# spanning chunks is checked as its partial bytes arrive.
+_SMALL_CHUNK: Final = 1 << 20
+
+
+def _canonical_size(item: list[bytes] | None) -> int:
+    """Bytes of the canonical RESP encoding of a request hiredis returned."""
+    if item is None:
+        return 5  # *-1\r\n
+    size = 3 + len(str(len(item)))
+    for arg in item:
+        if type(arg) is not bytes:
+            return -(1 << 62)  # not a canonical request: forces the exact path
+        n = len(arg)
+        size += n + 5 + len(str(n))
+    return size
+
+
+class RequestParser:
+    """Per-connection request parser. `authenticated` is updated by the connection so the
+    tighter unauthenticated limits apply only before AUTH (as in Redis 7)."""
+
+    __slots__ = ("_reader", "_partial", "max_bulk", "authenticated")
+
+    def __init__(self, max_bulk: int = 512 * 1024 * 1024) -> None:
+        self._reader = hiredis.Reader()
+        # The exact bytes of the incomplete request received so far (None at a request
+        # boundary). For a multibulk request hiredis holds the same bytes.
+        self._partial: bytearray | None = None
+        self.max_bulk = max_bulk
+        self.authenticated = True
+
+    def feed(self, data: bytes) -> tuple[list[list[bytes]], str | None]:
+        """Complete requests in `data`, and a protocol error message if the input broke
+        the rules (the requests before the error are still returned)."""
+        commands: list[list[bytes]] = []
+        try:
+            self._feed(data, commands)
+        except ProtocolError as exc:
+            return commands, exc.message
+        return commands, None
+
+    def _feed(self, data: bytes, commands: list[list[bytes]]) -> None:
+        if not data:
+            return
+        partial = self._partial
+        first_byte = data[0] if partial is None else partial[0]
+        if first_byte != 0x2A or not self.authenticated or len(data) > _SMALL_CHUNK:
+            self._rescan(data, commands)
+            return
+        reader = self._reader
+        reader.feed(data)
+        first = len(commands)
+        last: object = False
+        while True:
+            try:
+                item = reader.gets()
+            except hiredis.ProtocolError:
+                self._rescan(data, commands, first)
+                return
+            if item is False:
+                break
+            if type(item) is list and item:
+                commands.append(item)
+            elif item is not None and item != []:
+                # Not a multibulk of bulk strings: redo exactly to get Redis's behaviour.
+                self._rescan(data, commands, first)
+                return
+            last = item
+        if last is False:
+            # Nothing completed: the whole chunk belongs to the pending request.
+            if partial is None:
+                self._partial = bytearray(data)
+            else:
+                partial += data
+        elif data.endswith(_encode_request(last)):
+            self._partial = None
+        else:
+            # The chunk ends inside a request: find where it starts.
+            consumed = -(len(partial) if partial is not None else 0)
+            for cmd in commands[first:]:
+                consumed += _canonical_size(cmd)
+            if not 0 <= consumed < len(data):
+                self._rescan(data, commands, first)
+                return
+            self._partial = bytearray(data[consumed:])
+        if self._partial is not None:
+            self._check_partial(self._partial)
+
+    def _check_partial(self, partial: bytearray) -> None:
+        # Enforce the limits on the headers received so far; hiredis buffers the rest.
+        if self._scan_multibulk(partial, 0) != _INCOMPLETE:
+            raise ProtocolError("Protocol error: invalid multibulk request")
+
+    def _rescan(self, data: bytes, commands: list[list[bytes]], first: int | None = None) -> None:
+        """Exact path: forget what hiredis holds and re-parse the pending bytes plus `data`
+        in Python (inline requests, limits, Redis's error texts)."""
+        if first is not None:
+            del commands[first:]
+        self._reader = hiredis.Reader()
+        buf = data if self._partial is None else bytes(self._partial) + data
+        self._partial = None
+        pos = 0
+        n = len(buf)
+        while pos < n:
+            if buf[pos] == 0x2A:
+                end = self._scan_multibulk(buf, pos)
+                if end == _INCOMPLETE:
+                    self._partial = bytearray(buf[pos:])
+                    self._reader.feed(buf[pos:])
+                    return
+                self._reader.feed(buf[pos:end])
+                item = self._reader.gets()
+                if type(item) is list and item:
+                    commands.append(item)
+                pos = end
+            else:
+                pos = self._inline_from(buf, pos, commands)
+                if pos < 0:
+                    return
+
+    def _inline_from(self, buf: bytes, pos: int, commands: list[list[bytes]]) -> int:
+        """Parse one inline line at pos; return the next position, or -1 when the line is
+        incomplete (it is kept as the partial request)."""
+        nl = buf.find(b"\n", pos)
+        if nl < 0:
+            if len(buf) - pos > MAX_INLINE:
+                raise ProtocolError("Protocol error: too big inline request")
+            self._partial = bytearray(buf[pos:])
+            return -1
+        if nl - pos > MAX_INLINE:
+            raise ProtocolError("Protocol error: too big inline request")
+        line = buf[pos:nl]
+        if line.endswith(b"\r"):
+            line = line[:-1]
+        args = split_inline_args(line)
+        if args is None:
+            raise ProtocolError("Protocol error: unbalanced quotes in request")
+        if args:
+            commands.append(args)
+        return nl + 1
+
+    def _scan_multibulk(self, buf: bytes | bytearray, pos: int) -> int:
+        """Walk one multibulk request at pos checking Redis's limits; return its end
+        position, or _INCOMPLETE. Raises ProtocolError with Redis's texts."""
+        nl = buf.find(b"\r\n", pos)
+        if nl < 0:
+            if len(buf) - pos > MAX_INLINE:
+                raise ProtocolError("Protocol error: too big mbulk count string")
+            return _INCOMPLETE
+        count = _parse_ll(buf[pos + 1 : nl])
+        if count is None or count > MAX_MULTIBULK:
+            raise ProtocolError("Protocol error: invalid multibulk length")
+        if not self.authenticated and count > UNAUTH_MAX_MULTIBULK:
+            raise ProtocolError("Protocol error: unauthenticated multibulk length")
+        pos = nl + 2
+        for _ in range(max(count, 0)):
+            if pos >= len(buf):
+                return _INCOMPLETE
+            if buf[pos] != 0x24:  # '$'
+                raise ProtocolError("Protocol error: expected '$', got '%s'" % chr(buf[pos]))
+            nl = buf.find(b"\r\n", pos)
+            if nl < 0:
+                if len(buf) - pos > MAX_INLINE:
+                    raise ProtocolError("Protocol error: too big bulk count string")
+                return _INCOMPLETE
+            size = _parse_ll(buf[pos + 1 : nl])
+            if size is None or size < 0 or size > self.max_bulk:
+                raise ProtocolError("Protocol error: invalid bulk length")
+            if not self.authenticated and size > UNAUTH_MAX_BULK:
+                raise ProtocolError("Protocol error: unauthenticated bulk length")
+            pos = nl + 2 + size + 2
+            if pos > len(buf):
+                return _INCOMPLETE
+        return pos
+
+
+def _encode_request(item: object) -> bytes:
+    if item is None:
+        return b"*-1\r\n"
+    assert isinstance(item, list)
+    parts = [b"*%d\r\n" % len(item)]
+    for arg in item:
+        if type(arg) is not bytes:
+            return b"\x00"  # never matches: the caller takes the exact path
+        parts.append(b"$%d\r\n%s\r\n" % (len(arg), arg))
+    return b"".join(parts)
+
+
+def _parse_ll(raw: bytes | bytearray) -> int | None:
+    # string2ll: optional '-', digits, no spaces or '+'.
+    if not raw or len(raw) > 20:
+        return None
+    digits = raw[1:] if raw[:1] == b"-" else raw
+    if not digits or not digits.isdigit() or (len(digits) > 1 and digits[:1] == b"0"):
+        return None
+    return int(raw)
+
+
+
+
+def has_only_bulk_args(argv: list[object]) -> bool:
+    """False when a request held an element that is not a bulk string; Redis answers that
+    with a protocol error. Checked only when a handler failed on such an argument."""
+    return all(type(arg) is bytes for arg in argv)

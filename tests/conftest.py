@@ -1,0 +1,130 @@
+"""Shared fixtures: real processes on free loopback ports, always stopped at the end.
+
+`rill_node` starts a Rill node (`python -m node.main node ...`); `redis_server` starts
+Debian's redis-server (the oracle). Both are session-scoped by default; tests that need a
+private node use `start_rill`/`start_redis` directly.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import pytest
+import redis
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait_for_port(port: int, proc: subprocess.Popen[bytes], timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"process exited with {proc.returncode} before listening on {port}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                return
+        except OSError:
+            time.sleep(0.02)
+    raise TimeoutError(f"nothing listening on {port} after {timeout}s")
+
+
+@dataclass
+class Proc:
+    """A server process on 127.0.0.1:port."""
+
+    port: int
+    proc: subprocess.Popen[bytes]
+    dir: str
+    args: list[str] = field(default_factory=list)
+    kind: str = "rill"
+
+    def client(self, **kwargs: object) -> redis.Redis:
+        return redis.Redis(host="127.0.0.1", port=self.port, **kwargs)  # type: ignore[arg-type]
+
+    def stop(self, timeout: float = 10.0) -> int:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        return self.proc.returncode
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+    @property
+    def log(self) -> str:
+        path = os.path.join(self.dir, "server.log")
+        if os.path.exists(path):
+            with open(path, encoding="utf-8", errors="replace") as f:
+                return f.read()
+        return ""
+
+
+def start_rill(*extra: str, port: int | None = None, dir: str | None = None) -> Proc:
+    port = port or free_port()
+    workdir = dir or tempfile.mkdtemp(prefix="rill-test-")
+    args = [sys.executable, "-m", "node.main", "node", "--port", str(port), "--dir", workdir,
+            "--logfile", os.path.join(workdir, "server.log"), *extra]
+    proc = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        wait_for_port(port, proc)
+    except Exception:
+        proc.kill()
+        err = proc.stderr.read().decode() if proc.stderr else ""
+        raise RuntimeError(f"rill node failed to start: {err}") from None
+    return Proc(port, proc, workdir, args, "rill")
+
+
+def start_redis(*extra: str, port: int | None = None) -> Proc:
+    binary = shutil.which("redis-server")
+    if binary is None:
+        pytest.fail("redis-server is not installed: `make test` installs Debian's redis-server")
+    port = port or free_port()
+    workdir = tempfile.mkdtemp(prefix="redis-oracle-")
+    args = [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+            "--dir", workdir, "--logfile", os.path.join(workdir, "server.log"), *extra]
+    proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    wait_for_port(port, proc)
+    return Proc(port, proc, workdir, args, "redis")
+
+
+@pytest.fixture(scope="session")
+def rill_node() -> Iterator[Proc]:
+    node = start_rill()
+    yield node
+    node.stop()
+
+
+@pytest.fixture(scope="session")
+def redis_server() -> Iterator[Proc]:
+    server = start_redis()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def r(rill_node: Proc) -> Iterator[redis.Redis]:
+    """A redis-py client on the shared node, with the node flushed before the test."""
+    client = rill_node.client()
+    client.flushall()
+    yield client
+    client.close()
