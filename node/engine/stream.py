@@ -31,7 +31,6 @@ import sys
 from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterator, Sequence
-from itertools import islice
 from typing import cast
 
 from node.engine.ids import MAX_ID
@@ -171,6 +170,28 @@ def _get_len_slow(data: bytes | bytearray, p: int) -> tuple[int, int]:
         shift += 7
 
 
+def _pack(data: bytearray, items: Sequence[bytes]) -> int:
+    """Append ``varint(len) + bytes`` for each item; return the items' listpack size.
+
+    Sizing is fused with packing because XADD pays for it on every entry: a string that
+    cannot be a number (first byte not a digit or '-') and is shorter than 64 bytes costs
+    its length plus two bytes; the rest goes through ``_lp_str_size``.
+    """
+    lp = 0
+    for v in items:
+        n = len(v)
+        if n < 0x80:
+            data.append(n)
+        else:
+            _put_len(data, n)
+        data += v
+        if 0 < n < 64 and (v[0] > 0x39 or v[0] < 0x2D):
+            lp += n + 2
+        else:
+            lp += _lp_str_size(v)
+    return lp
+
+
 # ---------------------------------------------------------------------------------------
 # Nodes
 # ---------------------------------------------------------------------------------------
@@ -191,6 +212,8 @@ class _Node:
         "data",
         "dead",
         "fields",
+        "long",
+        "tmpl",
         "keys",
         "live",
         "lp_base",
@@ -208,13 +231,13 @@ class _Node:
     offsets: array[int]  # start of each entry in data
     data: bytes | bytearray  # bytearray while the node is the tail; bytes once sealed
     fields: list[bytes]  # master field names, shared between nodes when equal
+    tmpl: list[bytes]  # [f1, b"", f2, b"", ...]: copied and filled in when decoding
+    long: bool  # some varint in data takes more than one byte (a length >= 128)
     dead: int  # bit i set: entry i is deleted (Redis STREAM_ITEM_FLAG_DELETED)
     own: int  # bit i set: entry i stores its own field names (no SAMEFIELDS)
     live: int  # Redis master entry "count": entries not deleted
     tombs: int  # Redis master entry "deleted": entries marked deleted
-    lp_base: (
-        int  # Redis listpack bytes of the node minus its count and deleted elements
-    )
+    lp_base: int  # Redis listpack bytes of the node minus its count and deleted elements
 
     def id_at(self, i: int) -> int:
         k = self.keys[i]
@@ -299,6 +322,8 @@ class _Node:
         n.offsets = self.offsets[:]
         n.data = bytearray(self.data) if type(self.data) is bytearray else self.data
         n.fields = self.fields  # never mutated after creation
+        n.tmpl = self.tmpl
+        n.long = self.long
         n.dead = self.dead
         n.own = self.own
         n.live = self.live
@@ -321,7 +346,72 @@ class _Node:
         return ((dead + 1) & ~dead).bit_length() - 1
 
 
-def _new_node(entry_id: int, names: list[bytes]) -> _Node:
+def _collect(node: _Node, lo: int, hi: int, rev: bool, limit: int, out: list[tuple[int, list[bytes]]]) -> None:
+    """Append the live entries of ``node`` with index in [lo, hi) to ``out`` (descending if
+    rev) until ``len(out) == limit`` (0 = no limit).  This is the XRANGE/XREAD hot loop."""
+    keys = node.keys
+    offsets = node.offsets
+    dead = node.dead
+    own = node.own
+    mf = node.fields
+    wide = node.wide
+    base = node.base
+    raw = node.data
+    # Slicing bytes yields bytes.  The tail's bytearray is snapshot once per call while it is
+    # small (a memcpy of at most 64 KiB); past that, entries go through fields_at().
+    slow = False
+    if type(raw) is bytearray:
+        slow = len(raw) > 0x10000
+        raw = bytes(raw) if not slow else raw
+    data = cast(bytes, raw)
+    order = range(hi - 1, lo - 1, -1) if rev else range(lo, hi)
+    if not node.long and not slow:
+        # Every length in this node is a one-byte varint: the common, fast case.
+        tmpl = node.tmpl
+        odd = range(1, len(tmpl), 2)
+        for i in order:
+            if dead and (dead >> i) & 1:
+                continue
+            k = keys[i]
+            eid = k if wide else base + ((k >> 32) << 64) + (k & _M32)
+            if own and (own >> i) & 1:
+                out.append((eid, node.fields_at(i)))
+            else:
+                p = offsets[i]
+                flat = tmpl[:]
+                for j in odd:
+                    q = p + 1 + data[p]
+                    flat[j] = data[p + 1 : q]
+                    p = q
+                out.append((eid, flat))
+            if len(out) == limit:
+                return
+        return
+    for i in order:
+        if dead and (dead >> i) & 1:
+            continue
+        k = keys[i]
+        eid = k if wide else base + ((k >> 32) << 64) + (k & _M32)
+        if slow or (own and (own >> i) & 1):
+            out.append((eid, node.fields_at(i)))
+        else:
+            p = offsets[i]
+            flat = []
+            for f in mf:
+                n = data[p]
+                if n < 0x80:
+                    p += 1
+                else:
+                    n, p = _get_len_slow(data, p)
+                flat.append(f)
+                flat.append(data[p : p + n])
+                p += n
+            out.append((eid, flat))
+        if len(out) == limit:
+            return
+
+
+def _new_node(entry_id: int, names: list[bytes], tmpl: list[bytes] | None) -> _Node:
     node = _Node.__new__(_Node)
     node.master = entry_id
     node.base = (entry_id >> 64) << 64
@@ -330,6 +420,8 @@ def _new_node(entry_id: int, names: list[bytes]) -> _Node:
     node.offsets = array("I")
     node.data = bytearray()
     node.fields = names
+    node.tmpl = tmpl if tmpl is not None else [x for f in names for x in (f, b"")]
+    node.long = False
     node.dead = 0
     node.own = 0
     node.live = 0
@@ -384,6 +476,9 @@ class Stream:
         values = fields[1::2]
         nodes = self._nodes
         node = nodes[-1] if nodes else None
+        if node is not None and node.id_at(len(node.keys) - 1) >= entry_id:
+            self._drop_stale_tombstones(entry_id)
+            node = nodes[-1] if nodes else None
         if node is not None:
             # streamAppendItem's split rule, checked before the count is incremented.
             cap = max_bytes if 0 < max_bytes <= LP_MAX_SIZE else LP_MAX_SIZE
@@ -393,10 +488,12 @@ class Stream:
                 node.seal()
                 node = None
         if node is None:
+            tmpl = None
             if nodes and nodes[-1].fields == names:
-                # Share one list between consecutive nodes of the same shape.
+                # Share the lists between consecutive nodes of the same shape.
                 names = nodes[-1].fields
-            node = _new_node(entry_id, names)
+                tmpl = nodes[-1].tmpl
+            node = _new_node(entry_id, names, tmpl)
             nodes.append(node)
             self._masters.append(entry_id)
             same = True
@@ -408,6 +505,7 @@ class Stream:
 
         keys = node.keys
         i = len(keys)
+        msd = 0
         if node.wide:
             keys.append(entry_id)
         else:
@@ -422,29 +520,66 @@ class Stream:
         data = node.data
         assert type(data) is bytearray
         node.offsets.append(len(data))
+        nv = len(values)
+        if node.wide:
+            lp = (
+                _LP_FLAGS
+                + _lp_int_size(_as_int64((entry_id >> 64) - (node.base >> 64)))
+                + _lp_int_size(_as_int64((entry_id & _M64) - (node.master & _M64)))
+            )
+        else:
+            # Both deltas fit in 32 bits here, so they need no int64 wrap-around.
+            lp = _LP_FLAGS + _lp_int_size(msd) + _lp_int_size(seq - (node.master & _M64))
         if same:
-            for v in values:
-                n = len(v)
-                if n < 0x80:
-                    data.append(n)
-                else:
-                    _put_len(data, n)
-                data += v
+            lp += _pack(data, values) + _lp_int_size(nv + 3)
+            if not node.long and max(map(len, values)) >= 0x80:
+                node.long = True
         else:
             node.own |= 1 << i
-            _put_len(data, len(values))
-            for x in fields:
-                n = len(x)
-                if n < 0x80:
-                    data.append(n)
-                else:
-                    _put_len(data, n)
-                data += x
-        node.lp_base += _lp_entry_size(entry_id, node.master, names, values, same)
+            _put_len(data, nv)
+            lp += _pack(data, fields) + _lp_int_size(nv) + _lp_int_size(2 * nv + 4)
+            if not node.long and (nv >= 0x80 or max(map(len, fields)) >= 0x80):
+                node.long = True
+        node.lp_base += lp
         node.live += 1
         self.length += 1
         self.entries_added += 1
         self.last_id = entry_id
+
+    def _drop_stale_tombstones(self, entry_id: int) -> None:
+        """Physically remove stored entries with IDs >= ``entry_id`` before adding it.
+
+        They can only be tombstones left above ``last_id`` by XSETID (which Redis checks
+        against the last *live* ID) or by an exact MINID trim that emptied the head node.
+        Redis appends after them, leaving its listpack out of ID order; no read can see the
+        difference, but bisecting needs sorted IDs, so Rill drops them instead.  Only node
+        byte/count accounting (hence later split points) can differ from Redis here.
+        """
+        nodes = self._nodes
+        while nodes:
+            node = nodes[-1]
+            n = len(node.keys)
+            cut = node.lower(entry_id)
+            if cut == n:
+                return
+            for i in range(cut, n):
+                assert (node.dead >> i) & 1, "a live entry above last_id"
+                flat = node.fields_at(i)
+                same = not (node.own >> i) & 1
+                node.lp_base -= _lp_entry_size(node.id_at(i), node.master, flat[0::2], flat[1::2], same)
+            if cut == 0:
+                del nodes[-1]
+                del self._masters[-1]
+                continue
+            data = node.data if type(node.data) is bytearray else bytearray(node.data)
+            del data[node.offsets[cut] :]
+            node.data = data
+            del node.keys[cut:]
+            del node.offsets[cut:]
+            node.dead &= (1 << cut) - 1
+            node.own &= (1 << cut) - 1
+            node.tombs -= n - cut
+            return
 
     def delete(self, entry_id: int) -> bool:
         """XDEL of one ID: True if a live entry was removed."""
@@ -561,58 +696,51 @@ class Stream:
             return False
         node = self._nodes[j]
         i = node.lower(entry_id)
-        return (
-            i < len(node.keys)
-            and node.id_at(i) == entry_id
-            and not (node.dead >> i) & 1
-        )
+        return i < len(node.keys) and node.id_at(i) == entry_id and not (node.dead >> i) & 1
 
-    def range(
-        self, start: int, end: int, count: int = 0, rev: bool = False
-    ) -> list[tuple[int, list[bytes]]]:
+    def range(self, start: int, end: int, count: int = 0, rev: bool = False) -> list[tuple[int, list[bytes]]]:
         """Live entries with start <= ID <= end, ascending (descending with rev), at most
         ``count`` of them (0 = all).  O(log N + M)."""
-        it = self.iter_range(start, end, rev)
-        if count > 0:
-            return list(islice(it, count))
-        return list(it)
+        out: list[tuple[int, list[bytes]]] = []
+        for node, lo, hi in self._spans(start, end, rev):
+            _collect(node, lo, hi, rev, count, out)
+            if count and len(out) >= count:
+                break
+        return out
 
-    def iter_range(
-        self, start: int, end: int, rev: bool = False
-    ) -> Iterator[tuple[int, list[bytes]]]:
-        """Lazy ``range``.  Do not modify the stream while iterating."""
+    def iter_range(self, start: int, end: int, rev: bool = False) -> Iterator[tuple[int, list[bytes]]]:
+        """Lazy ``range``, decoding one node at a time.  Do not modify the stream while
+        iterating."""
+        for node, lo, hi in self._spans(start, end, rev):
+            batch: list[tuple[int, list[bytes]]] = []
+            _collect(node, lo, hi, rev, 0, batch)
+            yield from batch
+
+    def _spans(self, start: int, end: int, rev: bool) -> Iterator[tuple[_Node, int, int]]:
+        """(node, lo, hi): the index runs [lo, hi) of each node that holds IDs in
+        [start, end], in iteration order."""
         if start > end:
             return
         masters = self._masters
         nodes = self._nodes
         if not rev:
-            j = bisect_right(masters, start) - 1
-            j = max(j, 0)
-            first = True
+            j = max(bisect_right(masters, start) - 1, 0)
+            lo = nodes[j].lower(start) if nodes else 0
             while j < len(nodes):
                 node = nodes[j]
                 if node.master > end:
                     return
-                lo = node.lower(start) if first else 0
-                first = False
                 hi = node.upper(end)
-                dead = node.dead
-                for i in range(lo, hi):
-                    if not (dead >> i) & 1:
-                        yield node.id_at(i), node.fields_at(i)
+                yield node, lo, hi
                 if hi < len(node.keys):
                     return
+                lo = 0
                 j += 1
         else:
             j = bisect_right(masters, end) - 1
             while j >= 0:
                 node = nodes[j]
-                hi = node.upper(end)
-                lo = node.lower(start)
-                dead = node.dead
-                for i in range(hi - 1, lo - 1, -1):
-                    if not (dead >> i) & 1:
-                        yield node.id_at(i), node.fields_at(i)
+                yield node, node.lower(start), node.upper(end)
                 if node.master <= start:
                     return
                 j -= 1
@@ -679,6 +807,7 @@ class Stream:
             assert len(node.offsets) == n
             assert masters[j] == node.master
             assert node.base == (node.master >> 64) << 64
+            assert node.tmpl == [x for f in node.fields for x in (f, b"")]
             assert node.dead >> n == 0 and node.own >> n == 0
             tombs = node.dead.bit_count()
             assert node.tombs == tombs and node.live == n - tombs
@@ -714,17 +843,19 @@ class Stream:
                     assert names == node.fields
                     size = sum(_varint_size(len(v)) + len(v) for v in values)
                 else:
-                    size = _varint_size(len(values)) + sum(
-                        _varint_size(len(x)) + len(x) for x in flat
-                    )
+                    size = _varint_size(len(values)) + sum(_varint_size(len(x)) + len(x) for x in flat)
                 assert p + size == end, "entry does not fill its slot"
+                if not node.long:
+                    stored = values if same else [*flat, b"x" * len(values)]
+                    assert max(map(len, stored)) < 0x80, "long flag unset"
                 lp += _lp_entry_size(ids[i], node.master, names, values, same)
             assert lp == node.lp_base, "listpack size accounting drifted"
             total_live += node.live
         assert total_live == self.length
-        assert self.last_id >= prev, "last_id below the last stored ID"
+        # XSETID may leave last_id below stored tombstones (and below max_deleted_id), as in
+        # Redis, but never below a live entry.
+        assert self.last_id >= self.last_live_id(), "last_id below the last live ID"
         assert self.entries_added >= self.length
-        assert self.max_deleted_id <= self.last_id
 
 
 def _varint_size(n: int) -> int:
