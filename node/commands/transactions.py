@@ -1,0 +1,119 @@
+"""Transactions: MULTI, EXEC, DISCARD, WATCH and UNWATCH, with Redis 7.2's rules (multi.c).
+
+The dispatcher queues commands while a client is in MULTI and marks the transaction doomed
+when one is rejected before running (unknown, wrong arity, …). EXEC then:
+
+* aborts with EXECABORT if the transaction is doomed (checked before WATCH, as Redis does);
+* replies a null array if a WATCHed key was modified (by anyone, this client included) or
+  was flushed/swapped while it existed;
+* otherwise unwatches and runs every queued command through the server, collecting each
+  reply (errors as values). A command that would block answers at once instead, as if its
+  timeout had expired, because nothing may wait inside a transaction.
+
+The server wraps the whole EXEC in one effect-log unit, so the transaction's effects reach
+replicas and the AOF as one MULTI/EXEC (or as a single command when there is only one).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from node.commands.context import Block, Session
+from node.commands.reply import NULL_ARRAY, OK, CommandError, ReplyError
+from node.commands.table import TABLE, command
+
+_EXECABORT: Final = "EXECABORT Transaction discarded because of previous errors."
+_READONLY: Final = "READONLY You can't write against a read only replica."
+
+
+@command("multi", 1, "noscript loading stale fast allow_busy", group="transactions",
+         summary="Starts a transaction.")
+def multi(ctx: Session, argv: list[bytes]) -> Any:
+    # A nested MULTI is refused but does not doom the transaction.
+    if ctx.multi is not None:
+        raise CommandError("ERR MULTI calls can not be nested")
+    ctx.multi = []
+    ctx.multi_error = False
+    return OK
+
+
+def _end_transaction(ctx: Session) -> list[list[bytes]]:
+    queued = ctx.multi or []
+    ctx.multi = None
+    ctx.multi_error = False
+    ctx.node.unwatch_all(ctx)
+    return queued
+
+
+def _writes_refused(ctx: Session, queued: list[list[bytes]]) -> bool:
+    """The node became a read-only replica while writes were queued (processCommand
+    rejects such an EXEC as a whole); the replication link itself may write."""
+    if ctx.node.role != "slave" or "master" in ctx.flags:
+        return False
+    for argv in queued:
+        spec = TABLE.get(argv[0].lower())
+        if spec is not None and spec.is_write:
+            return True
+    return False
+
+
+def _run_queued(ctx: Session, argv: list[bytes]) -> Any:
+    reply = ctx.node.execute(ctx, argv)
+    if type(reply) is not Block:
+        return reply
+    try:
+        ready = reply.retry(ctx)
+    except CommandError as exc:
+        return ReplyError(exc.message)
+    return reply.timeout_reply if ready is None else ready
+
+
+@command("exec", 1, "noscript loading stale skip_slowlog", group="transactions",
+         summary="Executes all commands in a transaction.")
+def exec_(ctx: Session, argv: list[bytes]) -> Any:
+    if ctx.multi is None:
+        raise CommandError("ERR EXEC without MULTI")
+    refused = _writes_refused(ctx, ctx.multi)
+    doomed = ctx.multi_error
+    dirty = ctx.watch_dirty
+    queued = _end_transaction(ctx)
+    if refused:
+        raise CommandError("EXECABORT Transaction discarded because of: " + _READONLY)
+    if doomed:
+        raise CommandError(_EXECABORT)
+    if dirty:
+        return NULL_ARRAY
+    ctx.in_exec = True
+    try:
+        return [_run_queued(ctx, command_argv) for command_argv in queued]
+    finally:
+        ctx.in_exec = False
+
+
+@command("discard", 1, "noscript loading stale fast allow_busy", group="transactions",
+         summary="Discards a transaction.")
+def discard(ctx: Session, argv: list[bytes]) -> Any:
+    if ctx.multi is None:
+        raise CommandError("ERR DISCARD without MULTI")
+    _end_transaction(ctx)
+    return OK
+
+
+@command("watch", -2, "noscript loading stale fast allow_busy", 1, -1, 1, group="transactions",
+         summary="Monitors changes to keys to determine the execution of a transaction.")
+def watch(ctx: Session, argv: list[bytes]) -> Any:
+    if ctx.multi is not None:
+        raise CommandError("ERR WATCH inside MULTI is not allowed")
+    # Once dirty, the next EXEC fails whatever else is watched.
+    if not ctx.watch_dirty:
+        node = ctx.node
+        for key in argv[1:]:
+            node.watch(ctx, key)
+    return OK
+
+
+@command("unwatch", 1, "noscript loading stale fast allow_busy", group="transactions",
+         summary="Forgets about watched keys of a transaction.")
+def unwatch(ctx: Session, argv: list[bytes]) -> Any:
+    ctx.node.unwatch_all(ctx)
+    return OK
