@@ -1,4 +1,4 @@
-# Rill: `make run` starts a node, `make test` runs the whole suite, `make bench` the benchmarks.
+# Rill: `make run` starts a local cluster (a primary and two replicas), `make test` runs the whole suite, `make bench` the benchmarks.
 # Each target installs what it needs on a fresh machine (a venv with the package, Debian's
 # redis-server/redis-tools as the oracle and benchmark baseline).
 
@@ -8,7 +8,7 @@ PY := $(VENV)/bin/python
 PORT ?= 6379
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: run test bench lint deps system-deps clean
+.PHONY: run test bench lint deps system-deps clean proto
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -24,17 +24,21 @@ system-deps:
 		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q redis-server redis-tools; \
 	fi
 
+# A local cluster: a primary on PORT and two replicas on PORT+1 and PORT+2 (Ctrl-C stops all).
 run: deps
-	@echo "Starting Rill on 127.0.0.1:$(PORT) — connect with: redis-cli -p $(PORT)   (Ctrl-C stops it)"
-	$(VENV)/bin/rill node --port $(PORT)
+	$(VENV)/bin/rill cluster --port $(PORT)
 
 lint: deps
 	$(VENV)/bin/ruff check .
-	$(VENV)/bin/mypy node
+	$(VENV)/bin/mypy node replication
 	$(VENV)/bin/lint-imports
 
 test: deps system-deps lint
 	$(VENV)/bin/pytest
+
+# Regenerates replication/pb/ from proto/ (tests/replication/test_proto_fresh.py checks it).
+proto: deps
+	$(PY) -m replication.pb.generate
 
 bench: deps system-deps
 	$(PY) -m bench

@@ -8,14 +8,24 @@ lives beside both rather than inside either.
 from __future__ import annotations
 
 import fnmatch
+import os
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable, Final
+from typing import Final
 
 from node.text import memory_to_bytes, split_config_line
 
 
 class ConfigError(Exception):
-    """A bad directive or value; the text is what Redis would print (without the ERR)."""
+    """A bad directive or value; the text is what Redis would print (without the ERR).
+
+    At startup `where` ("the configuration file, at line 3") and `line` (the offending
+    directive) complete the report the way redis-server prints a fatal config error."""
+
+    def __init__(self, message: str, where: str = "", line: str = "") -> None:
+        super().__init__(message)
+        self.where = where
+        self.line = line
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,58 +38,81 @@ class Directive:
     maximum: int | None = None
     choices: tuple[str, ...] = ()
     aliases: tuple[str, ...] = ()
+    # Redis's PROTECTED_CONFIG: refused by CONFIG SET with its own text (enable-protected-configs
+    # is "no" by default, and Rill has no such switch).
+    protected: bool = False
+    clamp: tuple[int, int] | None = None  # accepted values outside this are stored clamped
 
+
+# The C limits Redis's numeric directives are declared with (config.c).
+_INT_MAX: Final = (1 << 31) - 1
+_LLONG_MAX: Final = (1 << 63) - 1
+_ULLONG_MAX: Final = (1 << 64) - 1
 
 _DIRECTIVES: Final[tuple[Directive, ...]] = (
     Directive("port", "6379", "int", mutable=False, minimum=0, maximum=65535),
     Directive("bind", "127.0.0.1", "string", mutable=False),
     Directive("requirepass", "", "string"),
     Directive("masterauth", "", "string"),
-    Directive("dir", ".", "string", mutable=False),
-    Directive("databases", "16", "int", mutable=False, minimum=1, maximum=1 << 20),
-    Directive("maxclients", "10000", "int", minimum=1, maximum=1 << 30),
+    Directive("dir", ".", "string", mutable=False, protected=True),
+    Directive("databases", "16", "int", mutable=False, minimum=1, maximum=_INT_MAX),
+    Directive("maxclients", "10000", "int", minimum=1, maximum=(1 << 32) - 1),
     Directive("loglevel", "notice", "enum", choices=("debug", "verbose", "notice", "warning", "nothing")),
     Directive("logfile", "", "string", mutable=False),
     Directive("pidfile", "", "string", mutable=False),
     Directive("daemonize", "no", "bool", mutable=False),
     Directive("protected-mode", "no", "bool"),
-    Directive("timeout", "0", "int", minimum=0, maximum=1 << 31),
-    Directive("tcp-keepalive", "300", "int", minimum=0, maximum=1 << 31),
-    Directive("tcp-backlog", "511", "int", mutable=False, minimum=0, maximum=1 << 31),
-    Directive("hz", "10", "int", minimum=1, maximum=500),
-    Directive("proto-max-bulk-len", "536870912", "memory", minimum=1024 * 1024, maximum=1 << 62),
-    Directive("client-query-buffer-limit", "1073741824", "memory", minimum=1024 * 1024, maximum=1 << 62),
+    Directive("timeout", "0", "int", minimum=0, maximum=_INT_MAX),
+    Directive("tcp-keepalive", "300", "int", minimum=0, maximum=_INT_MAX),
+    Directive("tcp-backlog", "511", "int", mutable=False, minimum=0, maximum=_INT_MAX),
+    # Redis accepts any int and clamps it to 1..500 (CONFIG_MIN_HZ, CONFIG_MAX_HZ).
+    Directive("hz", "10", "int", minimum=0, maximum=_INT_MAX, clamp=(1, 500)),
+    Directive("proto-max-bulk-len", "536870912", "memory", minimum=1024 * 1024, maximum=_LLONG_MAX),
+    Directive("client-query-buffer-limit", "1073741824", "memory", minimum=1024 * 1024, maximum=_LLONG_MAX),
     Directive(
         "client-output-buffer-limit",
         "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60",
         "special",
     ),
-    Directive("stream-node-max-entries", "100", "int", minimum=0, maximum=(1 << 63) - 1),
-    Directive("stream-node-max-bytes", "4096", "memory", minimum=0, maximum=(1 << 63) - 1),
+    Directive("stream-node-max-entries", "100", "int", minimum=0, maximum=_LLONG_MAX),
+    Directive("stream-node-max-bytes", "4096", "memory", minimum=0, maximum=_LLONG_MAX),
     Directive("save", "", "special"),
     Directive("appendonly", "no", "bool"),
     Directive("appendfilename", "appendonly.aof", "string", mutable=False),
     Directive("appenddirname", "appendonlydir", "string", mutable=False),
-    Directive("appendfsync", "everysec", "enum", choices=("always", "everysec", "no")),
-    Directive("dbfilename", "dump.rdb", "string"),
-    Directive("auto-aof-rewrite-percentage", "100", "int", minimum=0, maximum=1 << 31),
-    Directive("auto-aof-rewrite-min-size", "67108864", "memory", minimum=0, maximum=1 << 62),
+    Directive("appendfsync", "everysec", "enum", choices=("everysec", "always", "no")),
+    Directive("dbfilename", "dump.rdb", "string", mutable=False, protected=True),
+    Directive("auto-aof-rewrite-percentage", "100", "int", minimum=0, maximum=_INT_MAX),
+    Directive("auto-aof-rewrite-min-size", "67108864", "memory", minimum=0, maximum=_LLONG_MAX),
     Directive("aof-load-truncated", "yes", "bool"),
-    Directive("maxmemory", "0", "memory", minimum=0, maximum=1 << 62),
-    Directive("maxmemory-policy", "noeviction", "enum", choices=("noeviction",)),
-    Directive("slowlog-log-slower-than", "10000", "int", minimum=-1, maximum=1 << 62),
-    Directive("slowlog-max-len", "128", "int", minimum=0, maximum=1 << 62),
+    Directive("maxmemory", "0", "memory", minimum=0, maximum=_ULLONG_MAX),
+    # Every Redis policy is accepted (clients set them); Rill never evicts.
+    Directive(
+        "maxmemory-policy", "noeviction", "enum",
+        choices=("volatile-lru", "volatile-lfu", "volatile-random", "volatile-ttl", "allkeys-lru",
+                 "allkeys-lfu", "allkeys-random", "noeviction"),
+    ),
+    Directive("slowlog-log-slower-than", "10000", "int", minimum=-1, maximum=_LLONG_MAX),
+    Directive("slowlog-max-len", "128", "int", minimum=0, maximum=_LLONG_MAX),
     Directive("latency-tracking", "yes", "bool"),
-    Directive("lua-time-limit", "5000", "int", minimum=0, maximum=1 << 62, aliases=("busy-reply-threshold",)),
-    Directive("notify-keyspace-events", "", "string"),
+    Directive("lua-time-limit", "5000", "int", minimum=0, maximum=_LLONG_MAX, aliases=("busy-reply-threshold",)),
+    Directive("notify-keyspace-events", "", "special"),
     Directive("replica-read-only", "yes", "bool", aliases=("slave-read-only",)),
     Directive("replicaof", "", "special", mutable=False, aliases=("slaveof",)),
     Directive("repl-port", "0", "int", mutable=False, minimum=0, maximum=65535),
-    Directive("repl-backlog-size", "16777216", "memory", minimum=16 * 1024, maximum=1 << 62),
-    Directive("repl-timeout", "60", "int", minimum=1, maximum=1 << 31),
-    Directive("repl-ping-replica-period", "10", "int", minimum=1, maximum=1 << 31),
-    Directive("min-replicas-to-write", "0", "int", minimum=0, maximum=1 << 31, aliases=("min-slaves-to-write",)),
-    Directive("min-replicas-max-lag", "10", "int", minimum=0, maximum=1 << 31, aliases=("min-slaves-max-lag",)),
+    Directive("repl-backlog-size", "16777216", "memory", minimum=16 * 1024, maximum=_LLONG_MAX),
+    Directive("repl-timeout", "60", "int", minimum=1, maximum=_INT_MAX),
+    Directive("repl-ping-replica-period", "10", "int", minimum=1, maximum=_INT_MAX),
+    Directive("min-replicas-to-write", "0", "int", minimum=0, maximum=_INT_MAX, aliases=("min-slaves-to-write",)),
+    Directive("min-replicas-max-lag", "10", "int", minimum=0, maximum=_INT_MAX, aliases=("min-slaves-max-lag",)),
+    # TLS for the replication gRPC link (Rill's counterpart of tls-replication; the RESP port
+    # has no TLS): the node's certificate, served as a primary and presented as a replica;
+    # the CA that signs its peers' certificates; whether replicas must present one.
+    Directive("repl-tls", "no", "bool", mutable=False),
+    Directive("repl-tls-cert-file", "", "string", mutable=False),
+    Directive("repl-tls-key-file", "", "string", mutable=False),
+    Directive("repl-tls-ca-cert-file", "", "string", mutable=False),
+    Directive("repl-tls-auth-clients", "no", "bool", mutable=False),
 )
 
 DIRECTIVES: Final[dict[str, Directive]] = {d.name: d for d in _DIRECTIVES}
@@ -93,14 +126,24 @@ def canonical_name(name: str) -> str | None:
     return ALIASES.get(name)
 
 
-def _normalize(d: Directive, raw: str) -> str:
-    """Validate a value and return its canonical text (as CONFIG GET shows it)."""
+def _normalize(d: Directive, raw: str, current: str | None = None) -> str:
+    """Validate a value and return its canonical text (as CONFIG GET shows it). `current`
+    is the value it replaces, for directives that update only what they name."""
     if d.kind in ("int", "memory"):
-        value = memory_to_bytes(raw) if d.kind == "memory" else _parse_int(raw)
+        if d.kind == "memory":
+            # memtoull: "" is 0, a sign is refused, and strtoull saturates on overflow.
+            value = 0 if raw == "" else memory_to_bytes(raw)
+            if value is None or value < 0:
+                raise ConfigError("argument must be a memory value")
+            value = min(value, _ULLONG_MAX)
+        else:
+            value = _parse_int(raw)
         if value is None:
-            raise ConfigError(f"argument couldn't be parsed into an integer")
+            raise ConfigError("argument couldn't be parsed into an integer")
         if (d.minimum is not None and value < d.minimum) or (d.maximum is not None and value > d.maximum):
             raise ConfigError(f"argument must be between {d.minimum} and {d.maximum} inclusive")
+        if d.clamp is not None:
+            value = min(max(value, d.clamp[0]), d.clamp[1])
         return str(value)
     if d.kind == "bool":
         low = raw.lower()
@@ -113,24 +156,29 @@ def _normalize(d: Directive, raw: str) -> str:
             raise ConfigError(f"argument(s) must be one of the following: {', '.join(d.choices)}")
         return low
     if d.name == "client-output-buffer-limit":
-        return _normalize_obl(raw)
+        return _normalize_obl(raw, current or d.default)
     if d.name == "save":
         return _normalize_save(raw)
+    if d.name == "notify-keyspace-events":
+        return _normalize_events(raw)
     return raw
 
 
 def _parse_int(raw: str) -> int | None:
-    text = raw.strip()
-    if not text or not text.lstrip("-").isdigit():
+    """string2ll: an optional '-', digits without leading zeros, within int64."""
+    body = raw[1:] if raw.startswith("-") else raw
+    if not body.isascii() or not body.isdigit() or (len(body) > 1 and body[0] == "0"):
         return None
-    return int(text)
+    value = int(raw)
+    return value if -(1 << 63) <= value < (1 << 63) else None
 
 
-def _normalize_obl(raw: str) -> str:
+def _normalize_obl(raw: str, before: str) -> str:
+    """Classes not named keep their limits, as in Redis (an empty value changes nothing)."""
     words = raw.split()
-    if not words or len(words) % 4:
+    if len(words) % 4:
         raise ConfigError("Wrong number of arguments in buffer limit configuration.")
-    current = dict(_parse_obl(DIRECTIVES["client-output-buffer-limit"].default))
+    current = dict(_parse_obl(before))
     for i in range(0, len(words), 4):
         cls = words[i].lower()
         cls = {"replica": "slave", "master": "normal"}.get(cls, cls)
@@ -147,6 +195,25 @@ def _normalize_obl(raw: str) -> str:
 def _parse_obl(text: str) -> list[tuple[str, tuple[int, int, int]]]:
     words = text.split()
     return [(words[i], (int(words[i + 1]), int(words[i + 2]), int(words[i + 3]))) for i in range(0, len(words), 4)]
+
+
+# notify.c: the class letters, in the order keyspaceEventsFlagsToString writes them; "A" is
+# every type/event class (not K, E, m or n).
+_EVENT_CLASSES: Final = "g$lshzxetdn"
+_EVENT_ALL: Final = "g$lshzxetd"
+
+
+def _normalize_events(raw: str) -> str:
+    letters = set(raw)
+    if letters - set(_EVENT_CLASSES + "AKEm"):
+        raise ConfigError("Invalid event class character. Use 'Ag$lshzxeKEtmdn'.")
+    if "A" in letters:
+        letters |= set(_EVENT_ALL)
+    if set(_EVENT_ALL) <= letters:
+        out = "A"  # "n" is not shown once every class is on
+    else:
+        out = "".join(c for c in _EVENT_CLASSES if c in letters)
+    return out + "".join(c for c in "KEm" if c in letters)
 
 
 def _normalize_save(raw: str) -> str:
@@ -191,8 +258,8 @@ class Config:
             raise ConfigError(f"Unknown option or number of arguments for CONFIG SET - '{name}'")
         d = DIRECTIVES[canon]
         if not startup and not d.mutable:
-            raise ConfigError(f"can't set immutable config")
-        value = _normalize(d, raw)
+            raise ConfigError("can't set immutable config")
+        value = _normalize(d, raw, self._values[canon])
         self._values[canon] = value
         self._refresh_cache()
         if not startup:
@@ -200,27 +267,37 @@ class Config:
                 listener(canon, value)
 
     def set_many(self, pairs: list[tuple[str, str]]) -> None:
-        """CONFIG SET with several pairs: all or nothing, as Redis 7 does."""
+        """CONFIG SET with several pairs: all or nothing. As Redis 7's configSetCommand, the
+        names are checked first, in order, and the first problem is reported (an unknown
+        name, an immutable or protected directive, a duplicate: named as given); then each
+        value (named in lower case, the name Redis looked it up by, an alias included). The
+        error text is Redis's without its "ERR " code."""
         seen: set[str] = set()
-        staged: list[tuple[str, str]] = []
+        staged: list[tuple[str, Directive, str]] = []
         for name, raw in pairs:
             canon = canonical_name(name)
             if canon is None:
                 raise ConfigError(f"Unknown option or number of arguments for CONFIG SET - '{name}'")
-            if canon in seen:
-                raise ConfigError(f"duplicate parameter - '{name}'")
-            seen.add(canon)
             d = DIRECTIVES[canon]
+            reason = ""
             if not d.mutable:
-                raise ConfigError(f"can't set immutable config - '{name}'")
+                reason = "can't set protected config" if d.protected else "can't set immutable config"
+            elif canon in seen:
+                reason = "duplicate parameter"
+            if reason:
+                raise ConfigError(f"CONFIG SET failed (possibly related to argument '{name}') - {reason}")
+            seen.add(canon)
+            staged.append((name.lower(), d, raw))
+        values: list[tuple[str, str]] = []
+        for given, d, raw in staged:
             try:
-                staged.append((canon, _normalize(d, raw)))
+                values.append((d.name, _normalize(d, raw, self._values[d.name])))
             except ConfigError as exc:
-                raise ConfigError(f"{exc} - '{name}'") from None
-        for canon, value in staged:
+                raise ConfigError(f"CONFIG SET failed (possibly related to argument '{given}') - {exc}") from None
+        for canon, value in values:
             self._values[canon] = value
         self._refresh_cache()
-        for canon, value in staged:
+        for canon, value in values:
             for listener in self._listeners:
                 listener(canon, value)
 
@@ -245,24 +322,26 @@ class Config:
         with open(path, encoding="utf-8") as f:
             for lineno, line in enumerate(f, 1):
                 words = split_config_line(line)
+                where = f"the configuration file {path}, at line {lineno}"
                 if words is None:
-                    raise ConfigError(f"{path}:{lineno}: unbalanced quotes in configuration line")
+                    raise ConfigError("Unbalanced quotes in configuration line", where, line.strip())
                 if not words:
                     continue
                 try:
                     self.apply_directive(words[0], words[1:])
                 except ConfigError as exc:
-                    raise ConfigError(f"{path}:{lineno}: '{line.strip()}': {exc}") from None
-        self.config_file = path
+                    raise ConfigError(str(exc), where, line.strip()) from None
+        # Absolute: the node moves into its data directory after reading the configuration.
+        self.config_file = os.path.abspath(path)
 
     def apply_directive(self, name: str, args: list[str]) -> None:
         canon = canonical_name(name)
         if canon is None:
-            raise ConfigError(f"Bad directive or wrong number of arguments ('{name}')")
+            raise ConfigError("Bad directive or wrong number of arguments")
         if canon == "save" and args == [""]:
             args = []
         if DIRECTIVES[canon].kind != "special" and canon != "bind" and len(args) != 1:
-            raise ConfigError(f"Bad directive or wrong number of arguments ('{name}')")
+            raise ConfigError("Bad directive or wrong number of arguments")
         self.set(canon, " ".join(args), startup=True)
 
     def rewrite(self) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import os
 import sys
 
 from node import REDIS_VERSION, __version__
@@ -21,26 +22,53 @@ _LOG_LEVELS = {
 
 def parse_node_args(argv: list[str]) -> Config:
     """redis-server style: an optional config file first, then `--directive value...` pairs
-    (a directive takes every following word up to the next `--`)."""
+    (a directive takes every following word up to the next `--`). Then, as Redis does when it
+    applies `dir`, the process moves into the data directory."""
     config = Config()
     args = list(argv)
     if args and not args[0].startswith("--"):
-        config.load_file(args.pop(0))
+        path = args.pop(0)
+        try:
+            config.load_file(path)
+        except OSError as exc:
+            raise ConfigError(f"Fatal error, can't open config file '{path}': {exc.strerror}") from None
     i = 0
     while i < len(args):
         word = args[i]
-        if not word.startswith("--") or len(word) == 2:
-            raise ConfigError(f"Bad directive or wrong number of arguments ('{word}')")
-        name = word[2:]
         values: list[str] = []
         i += 1
         while i < len(args) and not args[i].startswith("--"):
             values.append(args[i])
             i += 1
-        if canonical_name(name) is None:
-            raise ConfigError(f"Bad directive or wrong number of arguments ('{name}')")
-        config.apply_directive(name, values if values else [""])
+        name = word[2:] if word.startswith("--") else word
+        try:
+            if not word.startswith("--") or not name or canonical_name(name) is None:
+                raise ConfigError("Bad directive or wrong number of arguments")
+            config.apply_directive(name, values if values else [""])
+        except ConfigError as exc:
+            shown = " ".join([name, *(f'"{v}"' for v in values)])
+            raise ConfigError(str(exc), f"the command line, at {word}", shown) from None
+    data_dir = config.get("dir")
+    try:
+        os.chdir(data_dir)
+    except OSError as exc:
+        raise ConfigError(
+            f"Can't chdir to '{data_dir}': {exc.strerror}", "the configuration", f'dir "{data_dir}"'
+        ) from None
+    # CONFIG GET dir shows the absolute path, as Redis (which reports getcwd()) does.
+    config.set("dir", os.getcwd(), startup=True)
     return config
+
+
+def fatal_config_report(exc: ConfigError) -> str:
+    """The report redis-server prints before exiting on a bad configuration."""
+    lines = [f"*** FATAL CONFIG FILE ERROR (Rill {__version__}) ***"]
+    if exc.where:
+        lines.append(f"Reading {exc.where}")
+    if exc.line:
+        lines.append(f">>> '{exc.line}'")
+    lines.append(str(exc))
+    return "\n".join(lines)
 
 
 def setup_logging(config: Config) -> None:
@@ -48,24 +76,38 @@ def setup_logging(config: Config) -> None:
     logfile = config.get("logfile")
     handler: logging.Handler = logging.FileHandler(logfile) if logfile else logging.StreamHandler(sys.stdout)
     handler.setFormatter(logging.Formatter("%(process)d:M %(asctime)s.%(msecs)03d %(message)s", "%d %b %Y %H:%M:%S"))
-    root = logging.getLogger("rill")
-    root.handlers[:] = [handler]
-    root.setLevel(level)
+    for name in ("rill", "replication"):  # the node's log, and the log shipper's it embeds
+        logger = logging.getLogger(name)
+        logger.handlers[:] = [handler]
+        logger.setLevel(level)
+        logger.propagate = False
+    # The event loop's and gRPC's own reports (a transport error, an exception in a callback)
+    # belong in the same log, not on stderr.
+    for name in ("asyncio", "grpc"):
+        other = logging.getLogger(name)
+        other.handlers[:] = [handler]
+        other.setLevel(logging.WARNING)
+        other.propagate = False
 
 
 def run_node(argv: list[str]) -> int:
     try:
         config = parse_node_args(argv)
-    except (ConfigError, OSError) as exc:
-        print(f"*** FATAL CONFIG FILE ERROR (Rill {__version__}) ***\n{exc}", file=sys.stderr)
+    except ConfigError as exc:
+        print(fatal_config_report(exc), file=sys.stderr)
         return 1
-    setup_logging(config)
+    try:
+        setup_logging(config)
+    except OSError as exc:
+        print(f"Can't open the log file: {exc.strerror}", file=sys.stderr)
+        return 1
     try:
         import uvloop
 
         uvloop.install()
     except ImportError:  # the stdlib loop works, only slower
         logging.getLogger("rill").warning("uvloop not available, using the asyncio event loop")
+    from node.persistence.service import PersistenceError
     from node.server.server import Server
 
     server = Server(config)
@@ -73,6 +115,11 @@ def run_node(argv: list[str]) -> int:
         asyncio.run(server.serve())
     except OSError as exc:
         logging.getLogger("rill").error("Could not start: %s", exc)
+        return 1
+    except PersistenceError as exc:
+        # The data on disk cannot be loaded: refuse to start rather than serve without it.
+        logging.getLogger("rill").error("%s", exc)
+        print(exc, file=sys.stderr)
         return 1
     return 0
 
@@ -88,6 +135,14 @@ def main(argv: list[str] | None = None) -> int:
         description="Start a node. Flags follow redis-server: rill node [redis.conf] [--port 6379] [--requirepass x] ...",
         add_help=False,
     )
+    sub.add_parser(
+        "cluster",
+        help="start a local cluster: one primary and two replicas on loopback (Ctrl-C stops them)",
+        add_help=False,
+    )
+    check = sub.add_parser("check-aof", help="check (and repair) an AOF manifest, AOF file or snapshot")
+    check.add_argument("--fix", action="store_true", help="cut a truncated or damaged AOF at its last complete command")
+    check.add_argument("file", help="appendonly.aof.manifest, an incr .aof file or a snapshot")
     if not argv:
         parser.print_help()
         return 2
@@ -98,7 +153,15 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"  --{name} (default: {DIRECTIVES[name].default!r})")
             return 0
         return run_node(argv[1:])
-    parser.parse_args(argv)
+    if argv[0] == "cluster":
+        from node.cluster import main as run_cluster
+
+        return run_cluster(argv[1:])
+    args = parser.parse_args(argv)
+    if args.command == "check-aof":
+        from node.persistence.check import check_aof
+
+        return check_aof(args.file, args.fix, sys.stdout)
     return 2
 
 

@@ -102,7 +102,3 @@ def split_inline_args(line: bytes) -> list[bytes] | None:
 
 def _is_hex(c: int) -> bool:
     return c in b"0123456789abcdefABCDEF"
-
-
-# A multibulk count of 7+ digits or a bulk length of 9+ digits may break a limit: such chunks
-# take the exact Python path so hiredis never allocates or buffers for a request Redis rejects.

@@ -84,12 +84,17 @@ def start_rill(*extra: str, port: int | None = None, dir: str | None = None) -> 
     workdir = dir or tempfile.mkdtemp(prefix="rill-test-")
     args = [sys.executable, "-m", "node.main", "node", "--port", str(port), "--dir", workdir,
             "--logfile", os.path.join(workdir, "server.log"), *extra]
-    proc = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    # stderr goes to a file, never a pipe nobody reads (a full pipe would block the node).
+    stderr_path = os.path.join(workdir, "stderr.log")
+    with open(stderr_path, "wb") as stderr:
+        proc = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=stderr)
     try:
         wait_for_port(port, proc)
     except Exception:
         proc.kill()
-        err = proc.stderr.read().decode() if proc.stderr else ""
+        proc.wait()
+        with open(stderr_path, encoding="utf-8", errors="replace") as f:
+            err = f.read()
         raise RuntimeError(f"rill node failed to start: {err}") from None
     return Proc(port, proc, workdir, args, "rill")
 
@@ -102,7 +107,7 @@ def start_redis(*extra: str, port: int | None = None) -> Proc:
     workdir = tempfile.mkdtemp(prefix="redis-oracle-")
     args = [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
             "--dir", workdir, "--logfile", os.path.join(workdir, "server.log"), *extra]
-    proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     wait_for_port(port, proc)
     return Proc(port, proc, workdir, args, "redis")
 

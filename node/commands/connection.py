@@ -22,12 +22,12 @@ def ping(ctx: Session, argv: list[bytes]) -> Any:
     return _PONG
 
 
-@command("echo", 2, "fast", group="connection", summary="Returns the given string.")
+@command("echo", 2, "loading stale fast", group="connection", summary="Returns the given string.")
 def echo(ctx: Session, argv: list[bytes]) -> Any:
     return argv[1]
 
 
-@command("quit", -1, "no_auth fast allow_busy", group="connection", summary="Closes the connection.")
+@command("quit", -1, "noscript loading stale fast no_auth allow_busy", group="connection", summary="Closes the connection.")
 def quit_(ctx: Session, argv: list[bytes]) -> Any:
     ctx.closing = True
     return OK

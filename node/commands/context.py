@@ -7,12 +7,15 @@ engine ← commands ← server); the server implements it.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from node.engine.keyspace import Database, Keyspace
 
 if TYPE_CHECKING:
+    from node.commands.persistence_cmds import PersistenceControl
+    from node.commands.replication_cmds import ReplicationControl
     from node.config import Config
 
 
@@ -20,6 +23,12 @@ class Node(Protocol):
     keyspace: Keyspace
     config: Config
     role: str  # "master" or "slave"
+    lastsave: int  # unix time of the last successful save (LASTSAVE)
+
+    @property
+    def persistence(self) -> PersistenceControl: ...  # SAVE, BGSAVE, BGREWRITEAOF, WAITAOF
+    @property
+    def replication(self) -> ReplicationControl: ...  # REPLICAOF, WAIT, WAITAOF, ROLE
 
     def now_ms(self) -> int: ...
     def propagate(self, db_index: int, argv: list[bytes]) -> None: ...
@@ -33,7 +42,9 @@ class Node(Protocol):
     def close_session(self, session: Session) -> None: ...
     def info(self, sections: list[str]) -> str: ...
     def reset_stats(self) -> None: ...
-    def request_shutdown(self, session: Session | None) -> None: ...
+    def request_shutdown(self, session: Session | None, flags: frozenset[str] = frozenset()) -> None: ...
+    def replication_offset(self) -> int: ...
+    def memory_stats(self) -> dict[bytes, Any]: ...
     def add_monitor(self, session: Session) -> None: ...
     def sleep(self, seconds: float) -> None: ...
     def command_stats(self) -> dict[str, Any]: ...
@@ -60,6 +71,7 @@ class Session:
         "multi", "multi_error", "watched", "watch_dirty", "reply_mode", "addr", "laddr", "fd",
         "created_ms", "last_interaction_ms", "last_command", "flags", "closing", "no_evict",
         "no_touch", "user", "effects_in_command", "blocked_on", "output_size", "in_exec",
+        "woff",
     )
 
     def __init__(self, node: Node, client_id: int, addr: str = "", laddr: str = "", fd: int = -1) -> None:
@@ -93,6 +105,9 @@ class Session:
         self.blocked_on: Block | None = None
         self.output_size = 0
         self.in_exec = False
+        # Log offset just after this client's last write (Redis's c->woff): what WAIT and
+        # WAITAOF wait for. Set by the server when a command logged effects.
+        self.woff = 0
 
     def select(self, index: int) -> None:
         self.db_index = index

@@ -7,8 +7,9 @@ register their subcommands under the parent with `@subcommand(...)`. The dispatc
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Final
+from typing import TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:
     from node.commands.context import Session
@@ -21,7 +22,7 @@ KNOWN_FLAGS: Final = frozenset(
     {
         "write", "readonly", "denyoom", "admin", "pubsub", "noscript", "blocking", "loading",
         "stale", "skip_monitor", "skip_slowlog", "fast", "no_auth", "may_replicate",
-        "no_multi", "allow_busy", "no_mandatory_keys",
+        "no_multi", "allow_busy", "no_mandatory_keys", "no_async_loading",
     }
 )
 

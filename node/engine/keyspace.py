@@ -1,22 +1,23 @@
 """The keyspace: numbered databases mapping keys to values, and the type rules.
 
-Values are `bytes` (the string type) or `Stream`. Pure data: no I/O, no clock.
+Values are `bytes` (the string type) or `StreamValue` (a `Stream` with its consumer
+groups). Pure data: no I/O, no clock.
 """
 
 from __future__ import annotations
 
 from typing import Final, Union
 
-from node.engine.stream import Stream
+from node.engine.stream_value import StreamValue
 
-Value = Union[bytes, Stream]
+Value = Union[bytes, StreamValue]
 Database = dict[bytes, Value]
 
 WRONGTYPE: Final = "WRONGTYPE Operation against a key holding the wrong kind of value"
 
 
 def type_name(value: Value) -> str:
-    return "stream" if type(value) is Stream else "string"
+    return "string" if type(value) is bytes else "stream"
 
 
 class Keyspace:

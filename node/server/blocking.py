@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from typing import Any, Callable
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
+from typing import Any
 
 from node.commands.context import Block, Session
 from node.commands.reply import CommandError, ReplyError
@@ -32,7 +34,10 @@ class Waiter:
 
 
 class BlockingManager:
-    def __init__(self) -> None:
+    def __init__(self, unit: Callable[[], AbstractContextManager[object]] = nullcontext) -> None:
+        # Each retry runs inside `unit()`: the server passes the effect log's unit, so the
+        # effects of one woken command (XREADGROUP's XCLAIMs + SETID) stay one MULTI/EXEC.
+        self._unit = unit
         self._by_key: dict[KeyRef, deque[Waiter]] = {}
         self._ready: dict[KeyRef, None] = {}  # insertion-ordered set
         self.blocked_count = 0
@@ -48,6 +53,9 @@ class BlockingManager:
         session.flags.add("blocked")
         self.blocked_count += 1
         return waiter
+
+    def has_waiters(self) -> bool:
+        return bool(self._by_key)
 
     def is_watched(self, ref: KeyRef) -> bool:
         return ref in self._by_key
@@ -75,7 +83,8 @@ class BlockingManager:
                     continue
                 session = waiter.session
                 try:
-                    reply = waiter.block.retry(session)
+                    with self._unit():
+                        reply = waiter.block.retry(session)
                 except CommandError as exc:
                     reply = ReplyError(exc.message)
                 if reply is not None:

@@ -15,7 +15,7 @@ import asyncio
 import logging
 import time
 from collections import deque
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from node.commands.context import Block, Session
 from node.commands.reply import ReplyError
@@ -57,8 +57,8 @@ class ClientConnection(asyncio.Protocol):
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         # uvloop's transports are not asyncio.Transport subclasses but have the same API.
-        self.transport = transport  # type: ignore[assignment]
-        transport.set_write_buffer_limits(high=_WRITE_HIGH, low=_WRITE_LOW)
+        self.transport = cast(asyncio.Transport, transport)
+        self.transport.set_write_buffer_limits(high=_WRITE_HIGH, low=_WRITE_LOW)
         peer = transport.get_extra_info("peername")
         sock = transport.get_extra_info("sockname")
         sockobj = transport.get_extra_info("socket")
@@ -81,6 +81,8 @@ class ClientConnection(asyncio.Protocol):
         session = self.session
         if session is None or self._closed:
             return
+        self.server.stats_net_input += len(data)
+        session.last_interaction_ms = self.server.now_ms()  # CLIENT LIST idle=
         commands, error = self.parser.feed(data)
         if self.waiter is not None or self.pending:
             self.pending.extend(commands)
@@ -90,6 +92,16 @@ class ClientConnection(asyncio.Protocol):
         out: list[bytes] = []
         if commands:
             self._run(commands, out)
+            # AUTH/HELLO may have authenticated the client: lift the parser's pre-AUTH limits.
+            self.parser.authenticated = session.authenticated
+            # Before AUTH the parser hands out one request at a time.
+            while (
+                error is None and self.parser.has_unparsed() and self.waiter is None
+                and not self.pending and not session.closing
+            ):
+                commands, error = self.parser.feed(b"")
+                self._run(commands, out)
+                self.parser.authenticated = session.authenticated
         if error is not None:
             out.append(encode_error("ERR " + error))
             session.closing = True
@@ -131,6 +143,8 @@ class ClientConnection(asyncio.Protocol):
             if session.reply_mode != "on":
                 if session.reply_mode == "skip":
                     session.reply_mode = "on"
+                elif session.reply_mode == "skip_next":
+                    session.reply_mode = "skip"  # CLIENT REPLY SKIP: the next reply goes too
                 if type(reply) is not ReplyError or argv[0].lower() != b"client":
                     continue
             if session.proto != proto:
@@ -168,11 +182,27 @@ class ClientConnection(asyncio.Protocol):
         transport = self.transport
         if transport is None or self._closed:
             return
+        gate = self.server.persistence.gate
         if out:
             data = out[0] if len(out) == 1 else b"".join(out)
             self.server.stats_net_output += len(data)
-            transport.write(data)
-            self._check_output_limits()
+            if gate.must_hold(self):
+                # Effects are not in the AOF yet: the reply waits (node.persistence.aof).
+                gate.hold(self, data)
+            else:
+                transport.write(data)
+                self._check_output_limits()
+        session = self.session
+        if session is not None and session.closing and self not in gate.held:
+            self.close()
+
+    def release_output(self, data: bytes) -> None:
+        """Replies the AOF held back, now that their effects are on disk."""
+        transport = self.transport
+        if transport is None or self._closed:
+            return
+        transport.write(data)
+        self._check_output_limits()
         session = self.session
         if session is not None and session.closing:
             self.close()

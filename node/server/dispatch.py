@@ -7,11 +7,12 @@ The rules and texts are Redis 7.2's (server.c processCommand/call).
 from __future__ import annotations
 
 import time
-from typing import Any, Final
+from collections.abc import Callable
+from typing import Any, Final, Protocol
 
 from node.commands.context import Block, Session
 from node.commands.reply import QUEUED, CommandError, ReplyError
-from node.commands.table import TABLE, CommandSpec
+from node.commands.table import TABLE, CommandSpec, lookup
 
 # Commands that run immediately even inside MULTI (processCommand's exec/discard/multi/
 # watch/quit/reset exception).
@@ -28,19 +29,78 @@ class CommandStats:
         self.failed = 0
 
 
-class Dispatcher:
-    """Owns the lookup cache and the statistics; the server calls `execute`."""
+class EffectUnit(Protocol):
+    def begin(self) -> None: ...
+    def end(self) -> None: ...
 
-    def __init__(self) -> None:
+
+class _NoUnit:
+    def begin(self) -> None:
+        pass
+
+    def end(self) -> None:
+        pass
+
+
+# A plain command's fast-path entry: spec, its stats, arity bounds, and whether its effects
+# must form one unit (writes and EXEC).
+_Plain = tuple[CommandSpec, CommandStats, int, int, bool]
+
+
+class Dispatcher:
+    """Owns the lookup cache and the statistics; the server calls `execute`.
+
+    `execute` first tries a fast path for plain commands (no subcommands) of an authenticated
+    client outside MULTI, when no rule refuses writes; everything else goes through the full
+    sequence of checks in processCommand's order.
+    """
+
+    def __init__(self, effects: EffectUnit | None = None) -> None:
         # Name as sent (e.g. b"XADD") → spec; avoids lower-casing on every call.
         self._cache: dict[bytes, CommandSpec] = {}
+        self._plain: dict[bytes, _Plain] = {}
+        self._effects: EffectUnit = effects if effects is not None else _NoUnit()
+        # False while some rule may refuse writes (a replica, a persistence error, too few
+        # replicas): writes then take the full path, which knows every rule.
+        self.writes_unchecked = True
         self.stats: dict[str, CommandStats] = {}
         self.errors: dict[str, int] = {}
         self.total_commands = 0
         self.total_errors = 0
+        # The spec of the last command that ran (not one refused or queued); set after its
+        # handler returns, so for EXEC it names EXEC, not the last queued command. MONITOR
+        # shows only commands that ran.
+        self.executed: CommandSpec | None = None
+        # Set by the persistence service while the AOF or a snapshot cannot be written: the
+        # -MISCONF text that write commands (and PING, as in Redis) get instead of running.
+        self._write_denial: str | None = None
+        # Set by the replication side while min-replicas-to-write is on: returns the
+        # -NOREPLICAS text when too few good replicas are connected, else None.
+        self._write_quorum: Callable[[], str | None] | None = None
+
+    @property
+    def write_denial(self) -> str | None:
+        return self._write_denial
+
+    @write_denial.setter
+    def write_denial(self, text: str | None) -> None:
+        self._write_denial = text
+        self.writes_unchecked = text is None and self._write_quorum is None
+
+    @property
+    def write_quorum(self) -> Callable[[], str | None] | None:
+        return self._write_quorum
+
+    @write_quorum.setter
+    def write_quorum(self, check: Callable[[], str | None] | None) -> None:
+        self._write_quorum = check
+        self.writes_unchecked = self._write_denial is None and check is None
 
     def reset_stats(self) -> None:
-        self.stats.clear()
+        # Zeroed in place, not dropped: CONFIG RESETSTAT is itself counted after it runs,
+        # into the entry `call` already holds (as Redis counts it).
+        for st in self.stats.values():
+            st.calls = st.usec = st.rejected = st.failed = 0
         self.errors.clear()
         self.total_errors = 0
 
@@ -73,19 +133,39 @@ class Dispatcher:
             self._stat(spec).rejected += 1
         if session.multi is not None:
             session.multi_error = True
+        if spec is not None and spec.name == "exec":
+            # rejectCommand: a refused EXEC discards the transaction (open or not) and says why.
+            session.multi = None
+            session.multi_error = False
+            session.node.unwatch_all(session)
+            message = "EXECABORT Transaction discarded because of: " + message.removeprefix("ERR ")
         self.count_error(message)
         return ReplyError(message)
 
     def execute(self, session: Session, argv: list[bytes], role: str, from_master: bool = False) -> Any:
         """Run argv for session; returns the reply value or a Block."""
         self.total_commands += 1
+        plain = self._plain.get(argv[0])
+        if plain is not None:
+            spec, st, low, high, unit = plain
+            if (
+                low <= len(argv) <= high
+                and session.authenticated
+                and session.multi is None
+                and (not spec.is_write or (self.writes_unchecked and role == "master"))
+            ):
+                return self._run(session, spec, st, argv, unit)
+        return self._execute_checked(session, argv, role, from_master)
+
+    def _execute_checked(self, session: Session, argv: list[bytes], role: str, from_master: bool) -> Any:
         spec = self.resolve(argv)
         if spec is None:
             return self.reject(session, None, unknown_command_text(argv))
         if spec.subcommands:
-            if len(argv) < 2:
+            # A container with a handler of its own (COMMAND) also runs without a subcommand.
+            if len(argv) < 2 and spec.handler is None:
                 return self.reject(session, spec, f"ERR wrong number of arguments for '{spec.name}' command")
-            sub = spec.subcommands.get(argv[1].decode("utf-8", "replace").lower())
+            sub = spec.subcommands.get(argv[1].decode("utf-8", "replace").lower()) if len(argv) > 1 else None
             if sub is None:
                 if spec.handler is None:
                     return self.reject(
@@ -101,36 +181,64 @@ class Dispatcher:
         flags = spec.flags
         if not session.authenticated and "no_auth" not in flags:
             return self.reject(session, spec, "NOAUTH Authentication required.")
+        if (
+            self.write_denial is not None
+            and role == "master"
+            and ("write" in flags or spec.name == "ping" or (spec.name == "exec" and _queues_write(session)))
+            and "replay" not in session.flags
+        ):
+            return self.reject(session, spec, self.write_denial)
+        if (
+            self._write_quorum is not None
+            and role == "master"
+            and ("write" in flags or (spec.name == "exec" and _queues_write(session)))
+            and "replay" not in session.flags
+        ):
+            denial = self._write_quorum()  # min-replicas-to-write: checkGoodReplicasStatus
+            if denial is not None:
+                return self.reject(session, spec, denial)
+        # processCommand refuses writes on a replica before queueing them, so MULTI on a
+        # replica dooms the transaction instead of queueing a write that cannot run.
+        if role == "slave" and not from_master and "write" in flags:
+            return self.reject(session, spec, "READONLY You can't write against a read only replica.")
         if session.multi is not None and argv[0].lower() not in _MULTI_IMMEDIATE:
             if "no_multi" in flags:
                 return self.reject(session, spec, "ERR Command not allowed inside a transaction")
             session.multi.append(argv)
             return QUEUED
-        if role == "slave" and not from_master and "write" in flags:
-            return self.reject(session, spec, "READONLY You can't write against a read only replica.")
         return self.call(session, spec, argv)
 
     def call(self, session: Session, spec: CommandSpec, argv: list[bytes]) -> Any:
-        st = self.stats.get(spec.name)
-        if st is None:
-            st = self._stat(spec)
+        st = self._stat(spec)
+        unit = spec.is_write or spec.name == "exec"
+        # Only top-level commands: argv[0] of a subcommand names its container.
+        if spec.handler is not None and not spec.subcommands and "|" not in spec.name and len(self._plain) < 4096:
+            arity = spec.arity
+            self._plain[argv[0]] = (spec, st, abs(arity), arity if arity > 0 else 1 << 30, unit)
+        return self._run(session, spec, st, argv, unit)
+
+    def _run(self, session: Session, spec: CommandSpec, st: CommandStats, argv: list[bytes], unit: bool) -> Any:
         session.last_command = spec.name
         handler = spec.handler
         assert handler is not None
         start = time.perf_counter_ns()
+        if unit:
+            self._effects.begin()
         try:
             reply = handler(session, argv)
         except CommandError as exc:
-            st.failed += 1
-            self.count_error(exc.message)
-            reply = ReplyError(exc.message)
+            reply = ReplyError(exc.message)  # counted as failed below, once
         except (TypeError, AttributeError, UnicodeError):
             if not all(type(a) is bytes for a in argv):
                 # An element that was not a bulk string reached the handler.
                 raise ProtocolViolation("Protocol error: expected '$', got something else") from None
             raise
+        finally:
+            if unit:
+                self._effects.end()
         st.calls += 1
         st.usec += (time.perf_counter_ns() - start) // 1000
+        self.executed = spec
         if type(reply) is ReplyError:
             st.failed += 1
             self.count_error(reply.message)
@@ -139,6 +247,15 @@ class Dispatcher:
 
 class ProtocolViolation(Exception):
     """The request itself broke the protocol: reply with the error and close."""
+
+
+def _queues_write(session: Session) -> bool:
+    """EXEC counts as a write when a queued command is one (Redis: mstate.cmd_flags)."""
+    for argv in session.multi or ():
+        spec = lookup(argv)
+        if spec is not None and spec.is_write:
+            return True
+    return False
 
 
 def _printable(arg: bytes) -> str:

@@ -9,7 +9,10 @@ replication) receive each committed unit as RESP bytes with the offset it ends a
 from __future__ import annotations
 
 import secrets
-from typing import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+from hiredis import pack_command
 
 from node.server.resp import encode_command
 
@@ -30,9 +33,17 @@ class EffectLog:
         self._pending: list[tuple[int, list[bytes]]] = []
         self._depth = 0
         self._listeners: list[Listener] = []
+        # A replica applying its primary's units: its own re-encoding of their effects is
+        # dropped, the primary's bytes are logged instead (`replicated`).
+        self.muted = False
 
     def add_listener(self, listener: Listener) -> None:
         self._listeners.append(listener)
+
+    def force_select(self) -> None:
+        """Start the next unit with a SELECT (a new AOF file, a new replica stream: a reader
+        that starts there must learn the database)."""
+        self._db = -1
 
     def begin(self) -> None:
         self._depth += 1
@@ -41,6 +52,15 @@ class EffectLog:
         self._pending.append((db_index, argv))
         if self._depth == 0:
             self.commit()
+
+    @contextmanager
+    def unit(self) -> Iterator[None]:
+        """Effects appended inside form one unit (wrapped in MULTI/EXEC when several)."""
+        self.begin()
+        try:
+            yield
+        finally:
+            self.end()
 
     def end(self) -> None:
         self._depth -= 1
@@ -52,6 +72,15 @@ class EffectLog:
         if not pending:
             return
         self._pending = []
+        if self.muted:
+            return
+        if len(pending) == 1 and pending[0][0] == self._db:
+            # The common case: one effect in the current database.
+            data = pack_command(tuple(pending[0][1]))  # type: ignore[arg-type]
+            self.offset += len(data)
+            for listener in self._listeners:
+                listener(data, self.offset)
+            return
         parts: list[bytes] = []
         wrap = len(pending) > 1
         leading_select = pending[0][0] != self._db
@@ -65,6 +94,22 @@ class EffectLog:
             parts.insert(1 if leading_select else 0, encode_command([b"MULTI"]))
             parts.append(encode_command([b"EXEC"]))
         data = b"".join(parts)
+        if self._db != 0:
+            # Every unit outside database 0 names its database, so any unit boundary is a
+            # valid starting point for a reader in database 0 (a replica after a full sync or
+            # a restart, an AOF incr file): none depends on a SELECT in an earlier unit.
+            self._db = -1
         self.offset += len(data)
         for listener in self._listeners:
             listener(data, self.offset)
+
+    def replicated(self, data: bytes, end_offset: int) -> None:
+        """Units a replica applied, logged as its primary cut them: the log continues at the
+        primary's offsets with the primary's bytes, so the AOF holds exactly what the backlog
+        does and a restart resumes at an offset the primary knows."""
+        self.offset = end_offset
+        # The primary's units follow its own rule (see commit): the next unit of this node,
+        # once promoted, names its database whatever the replicated stream left selected.
+        self._db = -1
+        for listener in self._listeners:
+            listener(data, end_offset)

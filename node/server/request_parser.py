@@ -14,6 +14,7 @@ multibulk (inline commands, as telnet and `redis-benchmark PING_INLINE` send).
 
 from __future__ import annotations
 
+import re
 from typing import Final
 
 import hiredis
@@ -38,6 +39,17 @@ class ProtocolError(Exception):
 # Smaller chunks cannot (a request over a limit needs more bytes than this), and a request
 # spanning chunks is checked as its partial bytes arrive.
 _SMALL_CHUNK: Final = 1 << 20
+_MULTIBULK_START: Final = (0x2A, 0x24)  # '*', and '$' (see _feed)
+_BULK_ONLY: Final = frozenset({bytes})
+# hiredis allocates an array as soon as it reads its count: a count of a million or more
+# (Redis's limit is 1024*1024) is checked by the exact path first. A value that merely
+# contains such text only takes the slower path.
+_LARGE_COUNT: Final = re.compile(rb"\*[1-9][0-9]{6}")
+# Elements hiredis would turn into bytes although they are not bulk strings (Redis answers
+# "expected '$', got '+'"); values containing these bytes also just take the exact path.
+_STATUS_LIKE_ELEMENT: Final = b"\r\n+"
+_VERBATIM_LIKE_ELEMENT: Final = b"\r\n="
+_BIGNUM_LIKE_ELEMENT: Final = b"\r\n("
 
 
 def _canonical_size(item: list[bytes] | None) -> int:
@@ -57,13 +69,16 @@ class RequestParser:
     """Per-connection request parser. `authenticated` is updated by the connection so the
     tighter unauthenticated limits apply only before AUTH (as in Redis 7)."""
 
-    __slots__ = ("_reader", "_partial", "max_bulk", "authenticated")
+    __slots__ = ("_reader", "_partial", "_unparsed", "max_bulk", "authenticated")
 
     def __init__(self, max_bulk: int = 512 * 1024 * 1024) -> None:
         self._reader = hiredis.Reader()
         # The exact bytes of the incomplete request received so far (None at a request
         # boundary). For a multibulk request hiredis holds the same bytes.
         self._partial: bytearray | None = None
+        # Before AUTH, requests are parsed one at a time (Redis applies its limits per
+        # request, so an AUTH lifts them for the very next one): the rest waits here.
+        self._unparsed = b""
         self.max_bulk = max_bulk
         self.authenticated = True
 
@@ -77,12 +92,35 @@ class RequestParser:
             return commands, exc.message
         return commands, None
 
+    def has_unparsed(self) -> bool:
+        """True when requests received before AUTH wait to be parsed (call feed(b""))."""
+        return bool(self._unparsed)
+
     def _feed(self, data: bytes, commands: list[list[bytes]]) -> None:
+        if self._unparsed:
+            data = self._unparsed + data
+            self._unparsed = b""
+            self._rescan(data, commands)
+            return
         if not data:
             return
         partial = self._partial
         first_byte = data[0] if partial is None else partial[0]
-        if first_byte != 0x2A or not self.authenticated or len(data) > _SMALL_CHUNK:
+        # '$' at a believed boundary also goes to hiredis: the boundary test below can take an
+        # element boundary inside a request for a request boundary (when a value ends with
+        # the previous request's encoding), and then the next read starts with '$'. hiredis
+        # knows its real state: it continues the request, or returns a bare bulk string,
+        # which is redone exactly as an inline request.
+        if (
+            first_byte not in _MULTIBULK_START
+            or not self.authenticated
+            or len(data) > _SMALL_CHUNK
+            or (partial is not None and partial.find(b"\r\n") < 0)  # its count is still unread
+            or _LARGE_COUNT.search(data) is not None
+            or _STATUS_LIKE_ELEMENT in data
+            or _VERBATIM_LIKE_ELEMENT in data
+            or _BIGNUM_LIKE_ELEMENT in data
+        ):
             self._rescan(data, commands)
             return
         reader = self._reader
@@ -97,7 +135,7 @@ class RequestParser:
                 return
             if item is False:
                 break
-            if type(item) is list and item:
+            if type(item) is list and item and _BULK_ONLY.issuperset(map(type, item)):
                 commands.append(item)
             elif item is not None and item != []:
                 # Not a multibulk of bulk strings: redo exactly to get Redis's behaviour.
@@ -110,7 +148,9 @@ class RequestParser:
                 self._partial = bytearray(data)
             else:
                 partial += data
-        elif data.endswith(_encode_request(last)):
+        elif not reader.has_data() and data.endswith(_encode_request(last)):
+            # hiredis holds no unread bytes (it leaves an incomplete bulk string unread) and
+            # the read ends with the last request: a request boundary.
             self._partial = None
         else:
             # The chunk ends inside a request: find where it starts.
@@ -146,11 +186,15 @@ class RequestParser:
                     self._partial = bytearray(buf[pos:])
                     self._reader.feed(buf[pos:])
                     return
-                self._reader.feed(buf[pos:end])
-                item = self._reader.gets()
-                if type(item) is list and item:
-                    commands.append(item)
+                if buf[pos + 1 : pos + 2] != b"-" and buf[pos + 1 : pos + 3] != b"0\r":
+                    # A count <= 0 is an empty request, ignored as Redis does (hiredis would
+                    # refuse counts below -1).
+                    self._reader.feed(buf[pos:end])
+                    commands.append(self._reader.gets())
                 pos = end
+                if not self.authenticated and pos < n:
+                    self._unparsed = buf[pos:]
+                    return
             else:
                 pos = self._inline_from(buf, pos, commands)
                 if pos < 0:
@@ -175,6 +219,9 @@ class RequestParser:
             raise ProtocolError("Protocol error: unbalanced quotes in request")
         if args:
             commands.append(args)
+            if not self.authenticated and nl + 1 < len(buf):
+                self._unparsed = buf[nl + 1 :]
+                return -1
         return nl + 1
 
     def _scan_multibulk(self, buf: bytes | bytearray, pos: int) -> int:

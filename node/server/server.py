@@ -9,20 +9,25 @@ import asyncio
 import gc
 import logging
 import os
+import secrets
 import signal
 import time
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from node import REDIS_VERSION, __version__
 from node.commands import load_all
 from node.commands.context import Session
-from node.commands.table import TABLE
+from node.commands.table import lookup
 from node.config import Config
 from node.engine.keyspace import Keyspace
+from node.persistence.service import Persistence
 from node.server.blocking import BlockingManager
 from node.server.connection import ClientConnection
 from node.server.dispatch import Dispatcher
 from node.server.effects import EffectLog
+from node.server.info import InstantaneousMetrics, current_rss, memory_stats, render_info
+from node.server.replication_node import ReplicationNode
 from node.server.resp import encode_error
 
 log = logging.getLogger("rill.server")
@@ -36,10 +41,9 @@ class Server:
         self.config = config
         self.keyspace = Keyspace(config.databases)
         self.role = "master"
-        self.dispatcher = Dispatcher()
-        self.blocking = BlockingManager()
         self.effects = EffectLog()
-        self.effects.add_listener(self._feed_monitors_of_effects)
+        self.dispatcher = Dispatcher(self.effects)
+        self.blocking = BlockingManager(self.effects.unit)
         self.clients: dict[int, ClientConnection] = {}
         self.monitors: list[ClientConnection] = []
         self._next_client_id = 1
@@ -57,6 +61,14 @@ class Server:
         self.stats_keyspace_misses = 0
         self.dirty = 0  # writes since the last save (Redis's server.dirty)
         self.lastsave = int(time.time())
+        self.run_id = secrets.token_hex(20)
+        self.startup_rss = 0  # RSS once listening: INFO's used_memory_startup
+        self.metrics = InstantaneousMetrics()
+        self.shutdown_reason = ""
+        self.shutdown_flags: frozenset[str] = frozenset()
+        config.on_change(self._on_config_change)
+        self.persistence = Persistence(self)
+        self.replication = ReplicationNode(self)
 
     # -- Node services used by command handlers -----------------------------------------
 
@@ -66,7 +78,10 @@ class Server:
     def propagate(self, db_index: int, argv: list[bytes]) -> None:
         self.dirty += 1
         self.effects.append(db_index, argv)
-        spec = TABLE.get(argv[0].lower())
+        if not self._watchers and not self.blocking.has_waiters():
+            return  # nobody to tell that these keys changed
+        # Subcommand effects (XGROUP DESTROY key ...) name their keys in the subcommand's spec.
+        spec = lookup(argv)
         if spec is not None and spec.first_key > 0:
             for key in spec.keys(argv):
                 self.touch(db_index, key)
@@ -81,8 +96,12 @@ class Server:
         self.blocking.signal(ref)
 
     def touch_all(self, db_index: int | None) -> None:
-        for (db, _key), watchers in self._watchers.items():
-            if db_index is None or db == db_index:
+        """Database db_index (every one for None) is about to be emptied: call before
+        clearing. As Redis's touchAllWatchedKeysInDb, only WATCHes of keys that exist now
+        are invalidated (a flush does not change a missing key); blocked clients wake."""
+        dbs = self.keyspace.dbs
+        for (db, key), watchers in self._watchers.items():
+            if (db_index is None or db == db_index) and key in dbs[db]:
                 for session in watchers:
                     session.watch_dirty = True
         self.blocking.signal_db(db_index)
@@ -103,14 +122,20 @@ class Server:
         session.watch_dirty = False
 
     def swapdb(self, a: int, b: int) -> None:
+        dbs = self.keyspace.dbs
+        # touchAllWatchedKeysInDb(a, b) and (b, a): a watched key changes when either
+        # database holds it before the swap.
+        for (db, key), watchers in self._watchers.items():
+            if db in (a, b) and (key in dbs[a] or key in dbs[b]):
+                for session in watchers:
+                    session.watch_dirty = True
         self.keyspace.swap(a, b)
         for conn in self.clients.values():
             s = conn.session
             if s is not None and s.db_index in (a, b):
                 s.db = self.keyspace.dbs[s.db_index]
-        # Watched keys in either database may now hold other values (Redis touches both).
-        self.touch_all(a)
-        self.touch_all(b)
+        self.blocking.signal_db(a)
+        self.blocking.signal_db(b)
 
     def sessions(self) -> Iterable[Session]:
         return [c.session for c in self.clients.values() if c.session is not None]
@@ -124,9 +149,13 @@ class Server:
             conn.close()
 
     def info(self, sections: list[str]) -> str:
-        from node.server.info import render_info
-
         return render_info(self, sections)
+
+    def memory_stats(self) -> dict[bytes, Any]:
+        return memory_stats(self)
+
+    def replication_offset(self) -> int:
+        return self.effects.offset
 
     def reset_stats(self) -> None:
         self.dispatcher.reset_stats()
@@ -137,12 +166,16 @@ class Server:
         self.stats_output_limit_disconnections = 0
         self.stats_keyspace_hits = 0
         self.stats_keyspace_misses = 0
+        self.dispatcher.total_commands = 0
 
     def command_stats(self) -> dict[str, Any]:
         return self.dispatcher.stats
 
-    def request_shutdown(self, session: Session | None) -> None:
-        log.warning("User requested shutdown...")
+    def request_shutdown(self, session: Session | None, flags: frozenset[str] = frozenset()) -> None:
+        words = " ".join(["SHUTDOWN", *sorted(f.upper() for f in flags)])
+        who = f"client id={session.id} addr={session.addr}" if session is not None else "the node"
+        self.shutdown_reason = f"{words} from {who}"
+        self.shutdown_flags = flags
         if self._shutdown is not None:
             self._shutdown.set()
 
@@ -160,32 +193,38 @@ class Server:
     # -- executing commands --------------------------------------------------------------
 
     def execute(self, session: Session, argv: list[bytes]) -> Any:
-        if self.monitors:
-            self._feed_monitors(session, argv)
-        self.effects.begin()
-        try:
-            return self.dispatcher.execute(session, argv, self.role)
-        finally:
-            self.effects.end()
+        # The dispatcher makes each write's effects one unit of the effect log.
+        written = session.effects_in_command
+        # The replication link's session ("master") applies its primary's writes on a replica.
+        from_master = "master" in session.flags
+        if not self.monitors:
+            reply = self.dispatcher.execute(session, argv, self.role, from_master)
+        else:
+            # Redis feeds MONITOR after a command ran (so SELECT shows its new database) and
+            # not at all when it was refused or queued.
+            self.dispatcher.executed = None
+            reply = self.dispatcher.execute(session, argv, self.role, from_master)
+            spec = self.dispatcher.executed
+            if spec is not None and not spec.flags & _HIDDEN_FROM_MONITOR:
+                self._feed_monitors(session, argv)
+        if session.effects_in_command != written:
+            # WAIT and WAITAOF wait for the offset just after the client's last write (c->woff).
+            session.woff = self.effects.offset
+        return reply
 
     def after_batch(self) -> None:
         """Serve clients woken by the batch before going back to the event loop."""
         self.blocking.serve_ready()
 
     def _feed_monitors(self, session: Session, argv: list[bytes]) -> None:
-        name = argv[0].lower()
-        if name in (b"auth", b"hello", b"monitor"):
-            return  # Redis hides credentials and does not show MONITOR itself
-        now = time.time()
-        args = " ".join('"%s"' % _monitor_escape(a) for a in argv)
-        line = "+%.6f [%d %s] %s\r\n" % (now, session.db_index, session.addr, args)
+        """One MONITOR line (replicationFeedMonitors): `+<sec>.<usec> [<db> <addr>] "arg" ...`
+        with credentials redacted, to every monitor (the sender too, as Redis does)."""
+        now_us = time.time_ns() // 1000
+        args = " ".join('"%s"' % _monitor_escape(a) for a in _redacted(argv))
+        line = "+%d.%06d [%d %s] %s\r\n" % (now_us // 1_000_000, now_us % 1_000_000, session.db_index, session.addr, args)
         data = line.encode()
         for conn in list(self.monitors):
-            if conn.session is not session:
-                conn.deliver(data)
-
-    def _feed_monitors_of_effects(self, data: bytes, offset: int) -> None:
-        pass  # replication and AOF attach here; MONITOR shows client commands instead
+            conn.deliver(data)
 
     # -- clients ---------------------------------------------------------------------------
 
@@ -223,6 +262,9 @@ class Server:
         self._shutdown = asyncio.Event()
         binds = self.config.get("bind").split() or ["127.0.0.1"]
         port = self.config.get_int("port")
+        # The data is loaded before listening, so no client ever sees a partial data set.
+        self.persistence.load()
+        self.replication.attach()
         self._server = await loop.create_server(
             lambda: ClientConnection(self),
             host=binds,
@@ -237,21 +279,45 @@ class Server:
                 loop.add_signal_handler(sig, self._on_signal, sig)
             except (NotImplementedError, RuntimeError):
                 pass
+        await self.replication.start()
         # Long-lived data (command table, config) is frozen out of the GC's view, and the
         # young-generation threshold raised: per-command garbage is acyclic, so frequent
         # collections would only cost time on the hot path.
         gc.collect()
         gc.freeze()
         gc.set_threshold(50_000, 50, 100)
+        self.startup_rss = current_rss()
+        self.metrics.start(loop, self._metric_counters)
+        self.persistence.start(loop)
         log.info(
             "Rill %s (Redis %s compatible) ready: pid=%d port=%d",
             __version__, REDIS_VERSION, os.getpid(), self.port,
         )
 
     def _on_signal(self, sig: int) -> None:
-        log.warning("Received %s, scheduling shutdown...", signal.Signals(sig).name)
+        self.shutdown_reason = signal.Signals(sig).name
         if self._shutdown is not None:
             self._shutdown.set()
+
+    def _metric_counters(self) -> dict[str, int]:
+        return {
+            "commands": self.dispatcher.total_commands,
+            "net_input": self.stats_net_input,
+            "net_output": self.stats_net_output,
+        }
+
+    def _on_config_change(self, name: str, value: str) -> None:
+        if name == "proto-max-bulk-len":
+            # New connections read the limit when created; live ones are updated here.
+            for conn in self.clients.values():
+                conn.parser.max_bulk = self.config.proto_max_bulk_len
+        elif name == "requirepass" and not value:
+            # With no password the default user needs no AUTH: clients that connected while
+            # one was required are let in (Redis checks the user's nopass flag per command).
+            for conn in self.clients.values():
+                if conn.session is not None:
+                    conn.session.authenticated = True
+                conn.parser.authenticated = True
 
     async def serve(self) -> None:
         await self.start()
@@ -260,15 +326,58 @@ class Server:
         await self.stop()
 
     async def stop(self) -> None:
+        """Stop accepting, close every client once the replies already produced are written
+        (blocked clients get none, as on a Redis shutdown), then log one line."""
+        started = time.monotonic()
+        self.metrics.stop()
         if self._server is not None:
             self._server.close()
-        # Clients get what was already written; blocked clients are simply closed, as on a
-        # Redis shutdown.
+        # The replication link stops first: nothing is applied once the shutdown began.
+        await self.replication.stop()
+        # The AOF is made durable (and replies waiting for it released) before clients close.
+        self.persistence.shutdown(self.shutdown_flags)
+        clients = len(self.clients)
         for conn in list(self.clients.values()):
             conn.close()
+        # transport.close() flushes asynchronously; wait for it, but never for a client that
+        # does not read: after the grace period its unsent output is dropped.
+        deadline = started + _SHUTDOWN_FLUSH_GRACE
+        while self.clients and time.monotonic() < deadline:
+            await asyncio.sleep(0.005)
+        dropped = len(self.clients)
+        for conn in list(self.clients.values()):
+            conn.abort()
         if self._server is not None:
             await self._server.wait_closed()
-        log.warning("Rill is now ready to exit, bye bye...")
+        log.warning(
+            "Shutdown (%s): closed %d client connection(s)%s in %.0f ms, offset=%d; Rill is now ready to exit, bye bye...",
+            self.shutdown_reason or "requested", clients,
+            f", {dropped} with unsent output dropped" if dropped else "",
+            (time.monotonic() - started) * 1000, self.effects.offset,
+        )
+
+
+# Redis does not show admin commands (CONFIG, DEBUG, MONITOR, ...) to monitors.
+_HIDDEN_FROM_MONITOR = frozenset({"admin", "skip_monitor"})
+
+# How long a shutdown waits for clients to take the replies already written to them.
+_SHUTDOWN_FLUSH_GRACE = 2.0
+
+
+def _redacted(argv: list[bytes]) -> list[bytes]:
+    """The arguments MONITOR may show: AUTH's, and HELLO's AUTH user and password, are
+    replaced by "(redacted)" (redactClientCommandArgument)."""
+    name = argv[0].lower()
+    if name == b"auth":
+        return [argv[0]] + [b"(redacted)"] * (len(argv) - 1)
+    if name == b"hello":
+        shown = list(argv)
+        for i in range(2, len(argv) - 2):
+            if argv[i].lower() == b"auth":
+                shown[i + 1] = shown[i + 2] = b"(redacted)"
+                break
+        return shown
+    return argv
 
 
 def _monitor_escape(arg: bytes) -> str:
@@ -284,6 +393,10 @@ def _monitor_escape(arg: bytes) -> str:
             out.append("\\r")
         elif b == 9:
             out.append("\\t")
+        elif b == 7:
+            out.append("\\a")
+        elif b == 8:
+            out.append("\\b")
         elif 32 <= b < 127:
             out.append(chr(b))
         else:

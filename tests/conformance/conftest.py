@@ -7,8 +7,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.conftest import Proc
 from tests.conformance.harness import Pair
+from tests.conftest import Proc
 
 
 def _pair(redis_server: Proc, rill_node: Proc, proto: int) -> Iterator[Pair]:

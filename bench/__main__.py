@@ -1,0 +1,126 @@
+"""`python -m bench`: start redis-server and a Rill node, run every selected test at each
+pipeline depth against both in the same run, print the table and write the JSON results."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import subprocess
+import sys
+import time
+from typing import Any
+
+from bench.client import RespClient
+from bench.procs import ROOT, BenchError, Server, install_exit_handlers, start_redis, start_rill
+from bench.report import row_dict, table, write_json
+from bench.throughput import DEFAULT_TESTS, PIPELINED_SCALE, STREAM_READ_MAX_REQUESTS, TESTS, Row, run_row
+
+DEFAULT_REQUESTS = 100_000
+QUICK_REQUESTS = 10_000
+
+
+def _parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python -m bench",
+        description="Rill vs redis-server with redis-benchmark, side by side in one run.",
+        epilog=f"-P runs above 1 send {PIPELINED_SCALE}x the requests; XREADGROUP and XACK runs are "
+               f"capped at {STREAM_READ_MAX_REQUESTS} requests (their entries are loaded before each run).",
+    )
+    parser.add_argument("--quick", action="store_true",
+                        help=f"smoke run: {QUICK_REQUESTS} requests per run unless -n is given")
+    parser.add_argument("--tests", default=",".join(DEFAULT_TESTS),
+                        help="comma-separated tests (default: %(default)s)")
+    parser.add_argument("-n", "--requests", type=int, default=None,
+                        help=f"requests per -P 1 run (default {DEFAULT_REQUESTS})")
+    parser.add_argument("-c", "--clients", type=int, default=50, help="parallel connections (default 50)")
+    parser.add_argument("--pipelines", default="1,16", help="pipeline depths (default: %(default)s)")
+    parser.add_argument("--out", default=os.path.join(ROOT, "bench", "results"),
+                        help="directory for <timestamp>.json and latest.json")
+    parser.add_argument("--profile", metavar="PATH", default=None,
+                        help="run the Rill node under cProfile and write its profile to PATH")
+    parser.add_argument("--no-persistence", action="store_true",
+                        help="skip the AOF throughput runs (python -m bench.persistence; --quick skips them too)")
+    args = parser.parse_args(argv)
+    names = [t.strip().lower() for t in args.tests.split(",") if t.strip()]
+    unknown = [t for t in names if t not in TESTS]
+    if unknown or not names:
+        parser.error(f"unknown tests {unknown}; choose from {','.join(DEFAULT_TESTS)}")
+    args.test_names = names
+    args.pipeline_list = [int(p) for p in args.pipelines.split(",")]
+    if args.requests is None:
+        args.requests = QUICK_REQUESTS if args.quick else DEFAULT_REQUESTS
+    if args.requests <= 0 or args.clients <= 0 or any(p <= 0 for p in args.pipeline_list):
+        parser.error("-n, -c and the pipeline depths must be positive")
+    return args
+
+
+def _server_version(server: Server) -> str:
+    with RespClient(server.port) as client:
+        info = client.call("INFO", "server")
+    if isinstance(info, bytes):
+        for line in info.decode().splitlines():
+            if line.startswith("redis_version:"):
+                return line.split(":", 1)[1].strip()
+    return "unknown"
+
+
+def _environment(servers: dict[str, Server]) -> dict[str, Any]:
+    tool = subprocess.run(["redis-benchmark", "--version"], capture_output=True, text=True).stdout.strip()
+    return {
+        "cpus": os.cpu_count(),
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "redis_benchmark": tool,
+        "redis_server_version": _server_version(servers["redis"]),
+        "rill_reported_version": _server_version(servers["rill"]),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parse_args(argv)
+    install_exit_handlers()
+    started = time.time()
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(started))
+    servers: dict[str, Server] = {}
+    rows: list[Row] = []
+    try:
+        servers["redis"] = start_redis()
+        servers["rill"] = start_rill(args.profile)
+        env = _environment(servers)
+        print(f"redis-server pid {servers['redis'].pid} port {servers['redis'].port}, "
+              f"rill pid {servers['rill'].pid} port {servers['rill'].port}; "
+              f"-c {args.clients} -n {args.requests} -P {args.pipelines}", file=sys.stderr, flush=True)
+        for name in args.test_names:
+            for pipeline in args.pipeline_list:
+                rows.append(run_row(servers, TESTS[name], pipeline, args.requests, args.clients))
+    except BenchError as exc:
+        print(f"benchmark aborted: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        for server in servers.values():
+            server.stop()
+    document = {
+        "timestamp": stamp,
+        "duration_s": round(time.time() - started, 1),
+        "params": {"clients": args.clients, "requests": args.requests, "pipelines": args.pipeline_list,
+                   "pipelined_scale": PIPELINED_SCALE, "quick": args.quick, "tests": args.test_names},
+        "environment": env,
+        "rows": [row_dict(row) for row in rows],
+    }
+    print(table(rows))
+    for path in write_json(document, args.out, stamp):
+        print(f"wrote {os.path.relpath(path)}")
+    if args.profile:
+        print(f"rill profile written to {args.profile}")
+    if args.no_persistence or args.quick:
+        return 0
+    # SET and XADD with appendonly yes, per appendfsync policy, against redis-server the same way.
+    from bench import persistence
+
+    return persistence.main(["-n", str(min(args.requests, 50_000)), "-c", str(args.clients),
+                             "--out", os.path.join(args.out, "persistence")])
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,92 @@
+"""A minimal pipelining RESP client for preparing benchmark data and probing commands.
+
+redis-benchmark does the measuring; this client only loads streams quickly (thousands of
+commands per write) and sends one command to learn whether a server supports it. It speaks
+plain RESP2 over a socket with hiredis as the reply parser, so it behaves the same against
+both servers.
+"""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Iterable, Sequence
+
+import hiredis
+
+
+class ServerReplyError(Exception):
+    """The server replied an error to a command the benchmark needs."""
+
+
+def encode(argv: Sequence[bytes | str | int]) -> bytes:
+    parts = [b"*%d\r\n" % len(argv)]
+    for arg in argv:
+        raw = arg if isinstance(arg, bytes) else str(arg).encode()
+        parts.append(b"$%d\r\n%s\r\n" % (len(raw), raw))
+    return b"".join(parts)
+
+
+class RespClient:
+    def __init__(self, port: int, timeout: float = 60.0) -> None:
+        self._sock = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+        self._reader = hiredis.Reader()
+
+    def close(self) -> None:
+        self._sock.close()
+
+    def __enter__(self) -> RespClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _read(self, count: int) -> list[object]:
+        replies: list[object] = []
+        while len(replies) < count:
+            item = self._reader.gets()
+            if item is False:
+                data = self._sock.recv(1 << 20)
+                if not data:
+                    raise ConnectionError("server closed the connection")
+                self._reader.feed(data)
+                continue
+            replies.append(item)
+        return replies
+
+    def call(self, *argv: bytes | str | int) -> object:
+        """Send one command; an error reply is returned as a hiredis.ReplyError value."""
+        self._sock.sendall(encode(argv))
+        return self._read(1)[0]
+
+    def check(self, *argv: bytes | str | int) -> object:
+        """Like call, but an error reply raises ServerReplyError."""
+        reply = self.call(*argv)
+        if isinstance(reply, hiredis.ReplyError):
+            raise ServerReplyError(f"{_show(argv)} -> {str(reply).strip()}")
+        return reply
+
+    def pipeline(self, commands: Iterable[Sequence[bytes | str | int]], batch: int = 5000) -> int:
+        """Send the commands `batch` per write; raise on the first error reply; return the
+        number of commands sent."""
+        sent = 0
+        chunk: list[Sequence[bytes | str | int]] = []
+        for argv in commands:
+            chunk.append(argv)
+            if len(chunk) == batch:
+                sent += self._send_batch(chunk)
+                chunk = []
+        if chunk:
+            sent += self._send_batch(chunk)
+        return sent
+
+    def _send_batch(self, chunk: list[Sequence[bytes | str | int]]) -> int:
+        self._sock.sendall(b"".join(encode(argv) for argv in chunk))
+        for argv, reply in zip(chunk, self._read(len(chunk))):
+            if isinstance(reply, hiredis.ReplyError):
+                raise ServerReplyError(f"{_show(argv)} -> {str(reply).strip()}")
+        return len(chunk)
+
+
+def _show(argv: Sequence[bytes | str | int]) -> str:
+    words = [a.decode("utf-8", "replace") if isinstance(a, bytes) else str(a) for a in argv]
+    return " ".join(words)

@@ -1,0 +1,203 @@
+"""`python -m bench.persistence_load`: restart time with a large data set, Rill vs redis-server
+loading the equivalent files, side by side.
+
+The data set (the same commands to both): `--entries` stream entries (default 1,000,000)
+across `--streams` streams (default 10), one consumer group per stream, and `--pending`
+pending entries in all (default 100,000) spread over 5 consumers per group. Then each server
+is restarted `--repeat` times from:
+
+* snapshot — Rill's snapshot (SAVE) vs Redis's RDB (SAVE);
+* aof-rewritten — after BGREWRITEAOF: Rill's base snapshot vs Redis's RDB-preamble base;
+* aof-log — the AOF as written by the commands (no rewrite): every effect replayed.
+
+Reported per case: the load time each server logs ("DB loaded from disk: X seconds"; for
+Rill the time from the start of loading to the end) and the wall time from process start to
+the first PONG (Rill's includes starting the Python interpreter, about 0.3 s). Results go to
+bench/results/persistence/load-<timestamp>.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from typing import Any
+
+from bench.client import RespClient
+from bench.procs import ROOT, BenchError, free_port
+
+_REDIS_LOADED = re.compile(r"DB loaded from (?:disk|append only file): ([0-9.]+) seconds")
+_RILL_LOADED = re.compile(r"DB loaded from disk: ([0-9.]+) seconds")
+
+
+def _args(kind: str, workdir: str, port: int, aof: bool) -> list[str]:
+    common = ["--port", str(port), "--dir", workdir, "--logfile", os.path.join(workdir, "server.log"),
+              "--appendonly", "yes" if aof else "no", "--appendfsync", "everysec",
+              "--auto-aof-rewrite-percentage", "0"]
+    if kind == "redis":
+        return ["redis-server", "--bind", "127.0.0.1", "--save", "", *common]
+    return [sys.executable, "-m", "node.main", "node", *common]
+
+
+def _ping(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=1.0) as sock:
+            sock.sendall(b"*1\r\n$4\r\nPING\r\n")
+            return sock.recv(64).startswith(b"+PONG")
+    except OSError:
+        return False
+
+
+class Proc:
+    def __init__(self, kind: str, workdir: str, aof: bool) -> None:
+        self.kind = kind
+        self.workdir = workdir
+        self.port = free_port()
+        self.started = time.monotonic()
+        self.proc = subprocess.Popen(_args(kind, workdir, self.port, aof), cwd=ROOT,
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = self.started + 600
+        while not _ping(self.port):
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                self.stop()
+                raise BenchError(f"{kind} did not start (see {workdir}/server.log)")
+            time.sleep(0.005)
+        self.ready_s = time.monotonic() - self.started
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(120)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+    def logged_load_seconds(self) -> float | None:
+        with open(os.path.join(self.workdir, "server.log"), encoding="utf-8", errors="replace") as f:
+            text = f.read()
+        pattern = _REDIS_LOADED if self.kind == "redis" else _RILL_LOADED
+        found = pattern.findall(text)
+        return float(found[-1]) if found else None
+
+
+def _commands(entries: int, streams: int) -> Iterator[tuple[str, ...]]:
+    for i in range(entries):
+        yield ("XADD", f"stream:{i % streams}", "*", "sensor", str(i % 977), "temp", f"{i % 50}.{i % 10}",
+               "site", "plant-a")
+
+
+def load_data(port: int, entries: int, streams: int, pending: int) -> None:
+    consumers = 5
+    per_group = pending // streams
+    with RespClient(port, timeout=600) as client:
+        client.pipeline(_commands(entries, streams))
+        for s in range(streams):
+            client.check("XGROUP", "CREATE", f"stream:{s}", "g", "0")
+            delivered = 0
+            c = 0
+            while delivered < per_group:
+                count = min(2000, per_group - delivered)
+                client.check("XREADGROUP", "GROUP", "g", f"consumer-{c % consumers}", "COUNT", str(count),
+                             "STREAMS", f"stream:{s}", ">")
+                delivered += count
+                c += 1
+
+
+def _dir_size(path: str) -> int:
+    total = 0
+    for root, _, names in os.walk(path):
+        for n in names:
+            if not n.endswith(".log"):
+                total += os.path.getsize(os.path.join(root, n))
+    return total
+
+
+def _restarts(kind: str, workdir: str, aof: bool, repeat: int) -> dict[str, Any]:
+    loads: list[float] = []
+    ready: list[float] = []
+    for _ in range(repeat):
+        proc = Proc(kind, workdir, aof)
+        try:
+            logged = proc.logged_load_seconds()
+            with RespClient(proc.port) as client:
+                info = client.call("INFO", "keyspace")
+            if not isinstance(info, bytes) or b"keys=" not in info:
+                raise BenchError(f"{kind} restarted empty")
+        finally:
+            proc.stop()
+        if logged is not None:
+            loads.append(logged)
+        ready.append(proc.ready_s)
+    return {"load_s": min(loads) if loads else None, "ready_s": min(ready), "bytes": _dir_size(workdir)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.persistence_load",
+                                     description="Restart time with a large data set, Rill vs redis-server.")
+    parser.add_argument("--entries", type=int, default=1_000_000)
+    parser.add_argument("--streams", type=int, default=10)
+    parser.add_argument("--pending", type=int, default=100_000)
+    parser.add_argument("--repeat", type=int, default=3, help="restarts per case; the best is reported")
+    parser.add_argument("--cases", default="snapshot,aof-rewritten,aof-log")
+    parser.add_argument("--out", default=os.path.join(ROOT, "bench", "results", "persistence"))
+    args = parser.parse_args(argv)
+    cases = [c.strip() for c in args.cases.split(",") if c.strip()]
+    results: dict[str, dict[str, Any]] = {}
+    started = time.time()
+    for case in cases:
+        aof = case != "snapshot"
+        results[case] = {}
+        for kind in ("redis", "rill"):
+            workdir = tempfile.mkdtemp(prefix=f"bench-load-{kind}-")
+            try:
+                proc = Proc(kind, workdir, aof)
+                try:
+                    t = time.monotonic()
+                    load_data(proc.port, args.entries, args.streams, args.pending)
+                    built = time.monotonic() - t
+                    with RespClient(proc.port, timeout=600) as client:
+                        if case == "snapshot":
+                            client.check("SAVE")
+                        elif case == "aof-rewritten":
+                            client.check("BGREWRITEAOF")
+                            while b"aof_rewrite_in_progress:0" not in client.check("INFO", "persistence"):  # type: ignore[operator]
+                                time.sleep(0.05)
+                finally:
+                    proc.stop()
+                result = _restarts(kind, workdir, aof, args.repeat)
+                result["build_s"] = round(built, 2)
+                results[case][kind] = result
+                print(f"{case:<14} {kind:<5} load {result['load_s']} s, ready {result['ready_s']:.3f} s, "
+                      f"{result['bytes']:,} bytes on disk (data built in {built:.1f} s)", file=sys.stderr, flush=True)
+            finally:
+                shutil.rmtree(workdir, ignore_errors=True)
+    print(f"\n{args.entries:,} entries in {args.streams} streams, {args.streams} groups, {args.pending:,} pending")
+    print(f"{'case':<14} {'redis load s':>12} {'rill load s':>11} {'ratio':>6} {'redis ready s':>13} {'rill ready s':>12} {'ratio':>6}")
+    for case, pair in results.items():
+        r, x = pair["redis"], pair["rill"]
+        load_ratio = x["load_s"] / r["load_s"] if r["load_s"] and x["load_s"] is not None else None
+        pair["load_ratio"] = None if load_ratio is None else round(load_ratio, 2)
+        pair["ready_ratio"] = round(x["ready_s"] / r["ready_s"], 2)
+        print(f"{case:<14} {r['load_s']!s:>12} {x['load_s']!s:>11} {pair['load_ratio']!s:>6} "
+              f"{r['ready_s']:>13.3f} {x['ready_s']:>12.3f} {pair['ready_ratio']:>6}")
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(started))
+    os.makedirs(args.out, exist_ok=True)
+    path = os.path.join(args.out, f"load-{stamp}.json")
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump({"timestamp": stamp, "params": vars(args), "results": results}, f, indent=1)
+    print(f"wrote {os.path.relpath(path)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

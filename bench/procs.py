@@ -1,0 +1,153 @@
+"""Server processes for the benchmarks: start redis-server and a Rill node on free loopback
+ports, read their CPU time and memory from /proc, and always stop them (an atexit hook backs
+up the callers' try/finally, so an exception or Ctrl-C never leaves a server behind).
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+_CLK_TCK = os.sysconf("SC_CLK_TCK")
+_running: list[Server] = []
+
+
+class BenchError(Exception):
+    """The benchmark cannot go on (a server did not start or died)."""
+
+
+@dataclass
+class Server:
+    """One server process listening on 127.0.0.1:port."""
+
+    kind: str  # "redis" or "rill"
+    port: int
+    proc: subprocess.Popen[bytes]
+    workdir: str
+    stop_signal: int = signal.SIGTERM
+    args: list[str] = field(default_factory=list)
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def cpu_seconds(self) -> float:
+        """utime + stime of the process (all its threads), from /proc/<pid>/stat."""
+        with open(f"/proc/{self.pid}/stat", "rb") as f:
+            raw = f.read()
+        # The command name (field 2) may hold spaces: the fields after it follow the last ')'.
+        fields = raw[raw.rindex(b")") + 2 :].split()
+        utime, stime = int(fields[11]), int(fields[12])  # fields 14 and 15 of proc(5)
+        return (utime + stime) / _CLK_TCK
+
+    def rss_bytes(self) -> int:
+        with open(f"/proc/{self.pid}/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) * 1024
+        return 0
+
+    def stop(self, timeout: float = 15.0) -> int:
+        """Graceful stop (SIGTERM, or SIGINT for a profiled node so cProfile writes its
+        file), then SIGKILL if it does not exit in time."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(self.stop_signal)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        if self in _running:
+            _running.remove(self)
+        shutil.rmtree(self.workdir, ignore_errors=True)
+        return self.proc.returncode
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _wait_ready(server: Server, timeout: float) -> None:
+    """Until the server answers PING (a listening socket alone may precede readiness)."""
+    deadline = time.monotonic() + timeout
+    last = ""
+    while time.monotonic() < deadline:
+        if not server.alive():
+            raise BenchError(f"{server.kind} exited with code {server.proc.returncode} before it was ready")
+        try:
+            with socket.create_connection(("127.0.0.1", server.port), timeout=0.5) as sock:
+                sock.sendall(b"*1\r\n$4\r\nPING\r\n")
+                if sock.recv(64).startswith(b"+PONG"):
+                    return
+        except OSError as exc:
+            last = str(exc)
+        time.sleep(0.05)
+    raise BenchError(f"{server.kind} on port {server.port} not ready after {timeout}s ({last})")
+
+
+def _launch(kind: str, args: list[str], workdir: str, port: int, stop_signal: int) -> Server:
+    proc = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    server = Server(kind, port, proc, workdir, stop_signal, args)
+    _running.append(server)
+    try:
+        _wait_ready(server, 20.0)
+    except BaseException:
+        server.stop()
+        raise
+    return server
+
+
+def start_redis() -> Server:
+    binary = shutil.which("redis-server")
+    if binary is None:
+        raise BenchError("redis-server is not installed (`make bench` installs Debian's redis-server)")
+    port = free_port()
+    workdir = tempfile.mkdtemp(prefix="bench-redis-")
+    args = [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+            "--dir", workdir, "--logfile", os.path.join(workdir, "server.log")]
+    return _launch("redis", args, workdir, port, signal.SIGTERM)
+
+
+def start_rill(profile_path: str | None = None) -> Server:
+    """A Rill node; with `profile_path` it runs under cProfile, which writes the profile when
+    the node exits after SIGINT."""
+    port = free_port()
+    workdir = tempfile.mkdtemp(prefix="bench-rill-")
+    python = [sys.executable]
+    if profile_path:
+        python += ["-m", "cProfile", "-o", profile_path]
+    args = [*python, "-m", "node.main", "node", "--port", str(port), "--dir", workdir,
+            "--logfile", os.path.join(workdir, "server.log")]
+    return _launch("rill", args, workdir, port, signal.SIGINT if profile_path else signal.SIGTERM)
+
+
+def stop_all() -> None:
+    for server in list(_running):
+        server.stop()
+
+
+def _exit_on_sigterm(signum: int, frame: object) -> None:
+    # SystemExit unwinds the callers' finally blocks, which stop the servers.
+    raise SystemExit(128 + signum)
+
+
+def install_exit_handlers() -> None:
+    """Stop every started server on interpreter exit and on SIGTERM."""
+    atexit.register(stop_all)
+    if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, _exit_on_sigterm)

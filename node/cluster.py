@@ -1,0 +1,179 @@
+"""`rill cluster`: a local replication cluster for trying Rill out — one primary and N
+replicas (2 by default) as separate `rill node` processes on loopback, on consecutive RESP
+ports from --port. It prints each node's address and role once the replicas are in sync,
+and stops every node on Ctrl-C (or SIGTERM), or when one of them exits.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+
+import hiredis
+
+from node.server.resp import encode_command
+
+_READY_TIMEOUT = 20.0
+_STOP_TIMEOUT = 10.0
+
+
+@dataclass
+class _Node:
+    port: int
+    directory: str
+    proc: subprocess.Popen[bytes]
+    replicaof: int | None  # the primary's RESP port, for replicas
+
+    @property
+    def log_path(self) -> str:
+        return os.path.join(self.directory, "server.log")
+
+
+def _call(port: int, *argv: str, timeout: float = 1.0) -> object:
+    """One command over a fresh connection; None when the node does not answer."""
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=timeout) as sock:
+            sock.sendall(encode_command([a.encode() for a in argv]))
+            reader = hiredis.Reader()
+            while True:
+                reply = reader.gets()
+                if reply is not False:
+                    return reply
+                data = sock.recv(65536)
+                if not data:
+                    return None
+                reader.feed(data)
+    except OSError:
+        return None
+
+
+def _info(port: int) -> dict[str, str]:
+    reply = _call(port, "INFO", "replication")
+    if not isinstance(reply, bytes):
+        return {}
+    fields: dict[str, str] = {}
+    for line in reply.decode("utf-8", "replace").splitlines():
+        name, sep, value = line.partition(":")
+        if sep:
+            fields[name] = value
+    return fields
+
+
+def _start(port: int, directory: str, replicaof: int | None, extra: list[str]) -> _Node:
+    os.makedirs(directory, exist_ok=True)
+    args = [sys.executable, "-m", "node.main", "node", "--port", str(port), "--dir", directory,
+            "--logfile", os.path.join(directory, "server.log"), *extra]
+    if replicaof is not None:
+        args += ["--replicaof", "127.0.0.1", str(replicaof)]
+    with open(os.path.join(directory, "stderr.log"), "wb") as stderr:
+        proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=stderr, start_new_session=True)
+    return _Node(port, directory, proc, replicaof)
+
+
+def _wait_ready(nodes: list[_Node]) -> str | None:
+    """Until every node answers and every replica's link is up; the problem otherwise."""
+    deadline = time.monotonic() + _READY_TIMEOUT
+    while time.monotonic() < deadline:
+        for node in nodes:
+            if node.proc.poll() is not None:
+                return f"the node on port {node.port} exited with code {node.proc.returncode} (see {node.directory})"
+        states = [_info(node.port) for node in nodes]
+        if all(s and (n.replicaof is None or s.get("master_link_status") == "up") for n, s in zip(nodes, states)):
+            return None
+        time.sleep(0.1)
+    return f"the cluster was not in sync after {_READY_TIMEOUT:.0f}s (see the logs in {os.path.dirname(nodes[0].directory)})"
+
+
+def _describe(nodes: list[_Node]) -> str:
+    lines = []
+    for node in nodes:
+        info = _info(node.port)
+        role = info.get("role", "?")
+        where = f"127.0.0.1:{node.port}"
+        if role == "master":
+            detail = f"{info.get('connected_slaves', '?')} replica(s) connected"
+        else:
+            detail = f"replica of {info.get('master_host')}:{info.get('master_port')}, link {info.get('master_link_status')}"
+        lines.append(f"  {where:<16} role={role:<7} replication port {info.get('repl_grpc_port', '?'):<6} {detail}")
+        lines.append(f"  {'':<16} log: {node.log_path}")
+    return "\n".join(lines)
+
+
+def _stop(nodes: list[_Node]) -> None:
+    for node in nodes:
+        if node.proc.poll() is None:
+            node.proc.terminate()
+    deadline = time.monotonic() + _STOP_TIMEOUT
+    for node in nodes:
+        try:
+            node.proc.wait(max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            node.proc.kill()
+            node.proc.wait()
+
+
+class _Stop(Exception):
+    pass
+
+
+def _raise_stop(signum: int, frame: object) -> None:
+    # A second Ctrl-C must not interrupt stopping the nodes.
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, signal.SIG_IGN)
+    raise _Stop
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(
+        prog="rill cluster",
+        description="Start a local cluster: one primary and its replicas on 127.0.0.1, on consecutive ports.",
+        epilog="Arguments after -- are passed to every node (e.g. -- --appendonly yes).",
+    )
+    parser.add_argument("--port", type=int, default=6379, help="the primary's RESP port; replicas take the next ones")
+    parser.add_argument("--replicas", type=int, default=2, help="number of replicas (default 2)")
+    parser.add_argument("--dir", default=None, help="data directory (default: a temporary one, removed on exit)")
+    parser.add_argument("node_args", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    extra = args.node_args[1:] if args.node_args[:1] == ["--"] else args.node_args
+    if args.replicas < 0 or not 0 < args.port <= 65535 - args.replicas:
+        parser.error("--port and --replicas must leave every port in 1..65535")
+    base = args.dir or tempfile.mkdtemp(prefix="rill-cluster-")
+    nodes: list[_Node] = []
+    previous = {sig: signal.signal(sig, _raise_stop) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        nodes.append(_start(args.port, os.path.join(base, str(args.port)), None, extra))
+        for i in range(1, args.replicas + 1):
+            port = args.port + i
+            nodes.append(_start(port, os.path.join(base, str(port)), args.port, extra))
+        problem = _wait_ready(nodes)
+        if problem is not None:
+            print(f"rill cluster: {problem}", file=sys.stderr)
+            return 1
+        print(f"Rill local cluster: 1 primary, {args.replicas} replica(s). Ctrl-C stops them all.")
+        print(_describe(nodes))
+        print(f"Try: redis-cli -p {args.port} XADD s '*' f v; redis-cli -p {args.port + 1 if args.replicas else args.port} XRANGE s - +")
+        sys.stdout.flush()
+        while True:
+            for node in nodes:
+                if node.proc.poll() is not None:
+                    print(f"rill cluster: the node on port {node.port} exited with code {node.proc.returncode}; "
+                          "stopping the others", file=sys.stderr)
+                    return 1
+            time.sleep(0.2)
+    except _Stop:
+        print("\nStopping the cluster...")
+        return 0
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        _stop(nodes)
+        if args.dir is None:
+            shutil.rmtree(base, ignore_errors=True)

@@ -1,0 +1,352 @@
+"""COMMAND: the command table as clients see it (COMMAND, COUNT, INFO, DOCS, LIST, GETKEYS,
+GETKEYSANDFLAGS, HELP), in Redis 7's reply shapes.
+
+Everything is derived from `node.commands.table`: flags are listed in Redis's order, ACL
+categories follow Redis's implicit rules (write → @write, not fast → @slow, admin →
+@admin @dangerous, …) plus the docs group's category, and key specs are built from the
+first/last/step key positions. Commands whose keys follow a keyword (XREAD's STREAMS) are
+described here, since the table's positions cannot express them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any, Final
+
+from node.commands.context import Session
+from node.commands.glob import glob_match
+from node.commands.helptext import help_reply
+from node.commands.reply import CommandError, RSet
+from node.commands.table import TABLE, CommandSpec, command, subcommand
+
+# Flags as COMMAND lists them, in Redis's order (addCommandFlags); may_replicate is hidden.
+_FLAG_ORDER: Final = (
+    "write", "readonly", "denyoom", "module", "admin", "pubsub", "noscript", "blocking", "loading",
+    "stale", "skip_monitor", "skip_slowlog", "asking", "fast", "no_auth", "no_mandatory_keys",
+    "no_async_loading", "no_multi", "movablekeys", "allow_busy",
+)
+
+# ACL categories in Redis's bit order, which is the order COMMAND lists them in.
+_CATEGORY_ORDER: Final = (
+    "keyspace", "read", "write", "set", "sortedset", "list", "hash", "string", "bitmap",
+    "hyperloglog", "geo", "stream", "pubsub", "admin", "fast", "slow", "blocking", "dangerous",
+    "connection", "transaction", "scripting",
+)
+
+# The category a docs group implies (Redis's command JSON files give each command the
+# category of its family).
+_GROUP_CATEGORY: Final = {
+    "generic": "keyspace", "string": "string", "stream": "stream", "connection": "connection",
+    "transactions": "transaction", "pubsub": "pubsub", "scripting": "scripting", "list": "list",
+    "hash": "hash", "set": "set", "sorted-set": "sortedset", "bitmap": "bitmap", "geo": "geo",
+    "hyperloglog": "hyperloglog",
+}
+
+# Categories Redis's JSON gives explicitly beyond what flags and group imply.
+_EXTRA_CATEGORIES: Final = {
+    "command": ("connection",),
+    "dbsize": ("keyspace",),
+    "flushall": ("keyspace", "dangerous"),
+    "flushdb": ("keyspace", "dangerous"),
+    "swapdb": ("keyspace", "dangerous"),
+    "info": ("dangerous",),
+    "lastsave": ("admin", "dangerous"),
+    "role": ("admin", "dangerous"),
+    "keys": ("dangerous",),
+}
+
+# The Redis version that introduced each command (COMMAND DOCS "since").
+_SINCE: Final = {
+    "ping": "1.0.0", "echo": "1.0.0", "quit": "1.0.0", "select": "1.0.0", "auth": "1.0.0",
+    "hello": "6.0.0", "reset": "6.2.0",
+    "get": "1.0.0", "set": "1.0.0", "del": "1.0.0", "exists": "1.0.0", "type": "1.0.0",
+    "keys": "1.0.0", "dbsize": "1.0.0", "flushall": "1.0.0", "flushdb": "1.0.0", "scan": "2.8.0",
+    "randomkey": "1.0.0", "rename": "1.0.0", "swapdb": "4.0.0", "unlink": "4.0.0", "touch": "3.2.1",
+    "multi": "1.2.0", "exec": "1.2.0", "discard": "2.0.0", "watch": "2.2.0", "unwatch": "2.2.0",
+    "xadd": "5.0.0", "xrange": "5.0.0", "xrevrange": "5.0.0", "xlen": "5.0.0", "xread": "5.0.0",
+    "xreadgroup": "5.0.0", "xack": "5.0.0", "xclaim": "5.0.0", "xautoclaim": "6.2.0",
+    "xpending": "5.0.0", "xdel": "5.0.0", "xtrim": "5.0.0", "xsetid": "5.0.0", "xgroup": "5.0.0",
+    "xgroup|create": "5.0.0", "xgroup|setid": "5.0.0", "xgroup|destroy": "5.0.0",
+    "xgroup|createconsumer": "6.2.0", "xgroup|delconsumer": "5.0.0", "xgroup|help": "5.0.0",
+    "xinfo": "5.0.0", "xinfo|stream": "5.0.0", "xinfo|groups": "5.0.0", "xinfo|consumers": "5.0.0",
+    "xinfo|help": "5.0.0",
+    "info": "1.0.0", "config": "2.0.0", "config|get": "2.0.0", "config|set": "2.0.0",
+    "config|resetstat": "2.0.0", "config|rewrite": "2.8.0", "config|help": "5.0.0",
+    "client": "2.4.0", "client|id": "5.0.0", "client|setname": "2.6.9", "client|getname": "2.6.9",
+    "client|list": "2.4.0", "client|info": "6.2.0", "client|kill": "2.4.0", "client|setinfo": "7.2.0",
+    "client|no-evict": "7.0.0", "client|no-touch": "7.2.0", "client|reply": "3.2.0",
+    "client|unblock": "5.0.0", "client|pause": "3.0.0", "client|unpause": "6.2.0",
+    "client|help": "5.0.0", "client|tracking": "6.0.0", "client|trackinginfo": "6.2.0",
+    "client|getredir": "6.0.0", "client|caching": "6.0.0",
+    "command": "2.8.13", "command|count": "2.8.13", "command|info": "2.8.13", "command|docs": "7.0.0",
+    "command|list": "7.0.0", "command|getkeys": "2.8.13", "command|getkeysandflags": "7.0.0",
+    "command|help": "5.0.0",
+    "time": "2.6.0", "lastsave": "1.0.0", "monitor": "1.0.0", "debug": "1.0.0", "shutdown": "1.0.0",
+    "role": "2.8.12", "function": "7.0.0", "function|list": "7.0.0", "function|flush": "7.0.0",
+    "function|help": "7.0.0", "memory": "4.0.0", "memory|usage": "4.0.0", "memory|stats": "4.0.0",
+    "memory|doctor": "4.0.0", "memory|help": "4.0.0", "memory|purge": "4.0.0",
+    "memory|malloc-stats": "4.0.0", "slowlog": "2.2.12", "slowlog|get": "2.2.12",
+    "slowlog|len": "2.2.12", "slowlog|reset": "2.2.12", "slowlog|help": "6.2.0", "latency": "2.8.13",
+    "latency|latest": "2.8.13", "latency|history": "2.8.13", "latency|reset": "2.8.13",
+    "latency|graph": "2.8.13", "latency|doctor": "2.8.13", "latency|histogram": "7.0.0",
+    "latency|help": "2.8.13", "wait": "3.0.0", "save": "1.0.0", "bgsave": "1.0.0",
+    "bgrewriteaof": "1.0.0", "replicaof": "5.0.0", "slaveof": "1.0.0", "failover": "6.2.0",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class _KeywordKeys:
+    """Keys that follow a keyword: the first half of the arguments after it (XREAD STREAMS)."""
+
+    keyword: bytes
+    start: int  # where the search for the keyword begins
+    flags: tuple[str, ...]
+
+
+_KEYWORD_KEYS: Final = {
+    "xread": _KeywordKeys(b"streams", 1, ("RO", "access")),
+    "xreadgroup": _KeywordKeys(b"streams", 4, ("RW", "update")),
+}
+
+_HELP: Final = (
+    "(no subcommand)",
+    "    Return details about all Redis commands.",
+    "COUNT",
+    "    Return the total number of commands in this Redis server.",
+    "LIST",
+    "    Return a list of all commands in this Redis server.",
+    "INFO [<command-name> ...]",
+    "    Return details about multiple Redis commands.",
+    "    If no command names are given, documentation details for all",
+    "    commands are returned.",
+    "DOCS [<command-name> ...]",
+    "    Return documentation details about multiple Redis commands.",
+    "    If no command names are given, documentation details for all",
+    "    commands are returned.",
+    "GETKEYS <full-command>",
+    "    Return the keys from a full Redis command.",
+    "GETKEYSANDFLAGS <full-command>",
+    "    Return the keys and the access flags from a full Redis command.",
+)
+
+
+# -- describing one command -----------------------------------------------------------------
+
+
+def _parent_name(spec: CommandSpec) -> str:
+    return spec.name.split("|", 1)[0]
+
+
+def command_flags(spec: CommandSpec) -> list[str]:
+    flags = set(spec.flags)
+    if spec.name in _KEYWORD_KEYS:
+        flags.add("movablekeys")
+    return [f for f in _FLAG_ORDER if f in flags]
+
+
+def acl_categories(spec: CommandSpec) -> list[str]:
+    """Redis's setImplicitACLCategories plus the family's category."""
+    cats: set[str] = set(_EXTRA_CATEGORIES.get(_parent_name(spec), ()))
+    group_cat = _GROUP_CATEGORY.get(spec.group)
+    # A pure container (CONFIG, XGROUP) has no category of its own beyond @slow.
+    if group_cat is not None and spec.handler is not None:
+        cats.add(group_cat)
+    flags = spec.flags
+    if "write" in flags:
+        cats.add("write")
+    if "readonly" in flags and "scripting" not in cats:
+        cats.add("read")
+    if "admin" in flags:
+        cats.update(("admin", "dangerous"))
+    if "pubsub" in flags:
+        cats.add("pubsub")
+    if "fast" in flags:
+        cats.add("fast")
+    if "blocking" in flags:
+        cats.add("blocking")
+    if "fast" not in cats:
+        cats.add("slow")
+    return ["@" + c for c in _CATEGORY_ORDER if c in cats]
+
+
+def _key_flags(spec: CommandSpec) -> tuple[str, ...]:
+    if spec.name in _KEYWORD_KEYS:
+        return _KEYWORD_KEYS[spec.name].flags
+    if "write" in spec.flags:
+        return ("RW", "update")
+    return ("RO", "access")
+
+
+def key_specs(spec: CommandSpec) -> list[dict[bytes, Any]]:
+    keyword = _KEYWORD_KEYS.get(spec.name)
+    if keyword is not None:
+        return [{
+            b"flags": RSet(keyword.flags),
+            b"begin_search": {b"type": b"keyword", b"spec": {b"keyword": keyword.keyword.upper(), b"startfrom": keyword.start}},
+            b"find_keys": {b"type": b"range", b"spec": {b"lastkey": -1, b"keystep": 1, b"limit": 2}},
+        }]
+    if spec.first_key <= 0:
+        return []
+    last = spec.last_key - spec.first_key if spec.last_key >= 0 else spec.last_key
+    return [{
+        b"flags": RSet(_key_flags(spec)),
+        b"begin_search": {b"type": b"index", b"spec": {b"index": spec.first_key}},
+        b"find_keys": {b"type": b"range", b"spec": {b"lastkey": last, b"keystep": spec.key_step or 1, b"limit": 0}},
+    }]
+
+
+def command_info(spec: CommandSpec) -> list[Any]:
+    return [
+        spec.name.encode(),
+        spec.arity,
+        RSet(command_flags(spec)),
+        spec.first_key,
+        spec.last_key,
+        spec.key_step,
+        RSet(acl_categories(spec)),
+        RSet(),
+        RSet(key_specs(spec)),
+        RSet(command_info(sub) for sub in spec.subcommands.values()),
+    ]
+
+
+def command_docs(spec: CommandSpec) -> dict[bytes, Any]:
+    docs: dict[bytes, Any] = {}
+    if spec.summary:
+        docs[b"summary"] = spec.summary.encode()
+    since = _SINCE.get(spec.name)
+    if since is not None:
+        docs[b"since"] = since.encode()
+    docs[b"group"] = spec.group.encode()
+    if spec.subcommands:
+        docs[b"subcommands"] = {sub.name.encode(): command_docs(sub) for sub in spec.subcommands.values()}
+    return docs
+
+
+def _by_full_name(raw: bytes) -> CommandSpec | None:
+    """A command or "parent|sub" by name, case-insensitively (lookupCommandBySds)."""
+    name = raw.decode("utf-8", "replace").lower()
+    parent, _, sub = name.partition("|")
+    spec = TABLE.get(parent.encode())
+    if spec is None or not sub:
+        return spec
+    return spec.subcommands.get(sub)
+
+
+def _all_specs() -> Iterable[CommandSpec]:
+    for spec in TABLE.values():
+        yield spec
+        yield from spec.subcommands.values()
+
+
+# -- key extraction (GETKEYS) -----------------------------------------------------------------
+
+
+def _spec_for_argv(argv: list[bytes]) -> CommandSpec | None:
+    """lookupCommand: a container's subcommand when one is named, else the command."""
+    spec = TABLE.get(argv[0].lower())
+    if spec is None or not spec.subcommands or len(argv) == 1:
+        return spec
+    return spec.subcommands.get(argv[1].decode("utf-8", "replace").lower())
+
+
+def key_positions(spec: CommandSpec, argv: list[bytes]) -> list[int] | None:
+    """Indexes of the key arguments of argv, or None when its keys cannot be located."""
+    keyword = _KEYWORD_KEYS.get(spec.name)
+    if keyword is not None:
+        for i in range(keyword.start, len(argv)):
+            if argv[i].lower() == keyword.keyword:
+                rest = len(argv) - i - 1
+                return list(range(i + 1, i + 1 + rest // 2)) or None
+        return None
+    last = spec.last_key if spec.last_key >= 0 else len(argv) + spec.last_key
+    return list(range(spec.first_key, min(last, len(argv) - 1) + 1, spec.key_step or 1))
+
+
+def _getkeys(argv: list[bytes]) -> tuple[CommandSpec, list[bytes], list[int]]:
+    target = argv[2:]
+    spec = _spec_for_argv(target)
+    if spec is None:
+        raise CommandError("ERR Invalid command specified")
+    if spec.first_key <= 0 and spec.name not in _KEYWORD_KEYS:
+        raise CommandError("ERR The command has no key arguments")
+    if not spec.arity_ok(len(target)):
+        raise CommandError("ERR Invalid number of arguments specified for command")
+    positions = key_positions(spec, target)
+    if positions is None:
+        raise CommandError("ERR Invalid arguments specified for command")
+    return spec, target, positions
+
+
+# -- handlers -------------------------------------------------------------------------------
+
+
+@command("command", -1, "loading stale", group="server", summary="Returns detailed information about all commands.")
+def command_(ctx: Session, argv: list[bytes]) -> Any:
+    if len(argv) == 1:
+        return [command_info(spec) for spec in TABLE.values()]
+    raise CommandError(
+        "ERR unknown subcommand '%s'. Try COMMAND HELP." % argv[1].decode("utf-8", "replace")[:128]
+    )
+
+
+@subcommand("command", "count", 2, "loading stale", summary="Returns a count of commands.")
+def command_count(ctx: Session, argv: list[bytes]) -> Any:
+    return len(TABLE)
+
+
+@subcommand("command", "info", -2, "loading stale", summary="Returns information about one, multiple or all commands.")
+def command_info_(ctx: Session, argv: list[bytes]) -> Any:
+    if len(argv) == 2:
+        return [command_info(spec) for spec in TABLE.values()]
+    out: list[Any] = []
+    for raw in argv[2:]:
+        spec = _by_full_name(raw)
+        out.append(None if spec is None else command_info(spec))
+    return out
+
+
+@subcommand("command", "docs", -2, "loading stale", summary="Returns documentary information about one, multiple or all commands.")
+def command_docs_(ctx: Session, argv: list[bytes]) -> Any:
+    if len(argv) == 2:
+        specs: Iterable[CommandSpec] = TABLE.values()
+    else:
+        specs = [s for s in (_by_full_name(raw) for raw in argv[2:]) if s is not None]
+    return {spec.name.encode(): command_docs(spec) for spec in specs}
+
+
+@subcommand("command", "list", -2, "loading stale", summary="Returns a list of command names.")
+def command_list(ctx: Session, argv: list[bytes]) -> Any:
+    names = [spec.name.encode() for spec in _all_specs()]
+    if len(argv) == 2:
+        return names
+    if len(argv) != 5 or argv[2].lower() != b"filterby":
+        raise CommandError("ERR syntax error")
+    kind, value = argv[3].lower(), argv[4]
+    if kind == b"module":
+        return []  # Rill loads no modules
+    if kind == b"aclcat":
+        category = "@" + value.decode("utf-8", "replace").lower()
+        return [spec.name.encode() for spec in _all_specs() if category in acl_categories(spec)]
+    if kind == b"pattern":
+        return [name for name in names if glob_match(value, name, nocase=True)]
+    raise CommandError("ERR syntax error")
+
+
+@subcommand("command", "getkeys", -4, "loading stale", summary="Extracts the key names from an arbitrary command.")
+def command_getkeys(ctx: Session, argv: list[bytes]) -> Any:
+    _spec, target, positions = _getkeys(argv)
+    return [target[i] for i in positions]
+
+
+@subcommand("command", "getkeysandflags", -4, "loading stale", summary="Extracts the key names and access flags for an arbitrary command.")
+def command_getkeysandflags(ctx: Session, argv: list[bytes]) -> Any:
+    spec, target, positions = _getkeys(argv)
+    flags = RSet(_key_flags(spec))
+    return [[target[i], flags] for i in positions]
+
+
+@subcommand("command", "help", 2, "loading stale", summary="Returns helpful text about the different subcommands.")
+def command_help(ctx: Session, argv: list[bytes]) -> Any:
+    return help_reply(argv[0], _HELP)

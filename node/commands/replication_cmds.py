@@ -1,0 +1,65 @@
+"""Replication commands: REPLICAOF/SLAVEOF, WAIT and ROLE (WAITAOF lives with the
+persistence commands and hands its replica part to the replication side). Replies and error
+texts are Redis 7.2's (replication.c); the work is done by the node's replication side,
+reached through `ctx.node.replication`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final, Protocol
+
+from node.commands.args import NOT_AN_INTEGER, to_int
+from node.commands.context import Session
+from node.commands.reply import OK, CommandError
+from node.commands.stream_args import parse_timeout_ms
+from node.commands.table import command
+
+_WAIT_ON_REPLICA: Final = (
+    "ERR WAIT cannot be used with replica instances. Please also note that since Redis 4.0 if a replica is "
+    "configured to be writable (which is not the default) writes to replicas are just local and are not "
+    "propagated."
+)
+_INVALID_PORT: Final = "ERR Invalid master port"
+
+
+class ReplicationControl(Protocol):
+    """What the commands ask of the replication side (node.server.replication_node)."""
+
+    def replicaof(self, session: Session, host: str, port: int) -> Any: ...
+    def promote(self, session: Session | None) -> None: ...
+    def wait(self, session: Session, numreplicas: int, timeout_ms: int) -> Any: ...
+    def waitaof(self, session: Session, numlocal: int, numreplicas: int, timeout_ms: int) -> Any: ...
+    def role_reply(self) -> list[Any]: ...
+
+
+@command("replicaof", 3, "admin noscript stale no_async_loading", group="server",
+         summary="Configures a server as replica of another, or promotes it to a master.")
+@command("slaveof", 3, "admin noscript stale no_async_loading", group="server",
+         summary="Sets a Redis server as a replica of another, or promotes it to being a master.")
+def replicaof(ctx: Session, argv: list[bytes]) -> Any:
+    if argv[1].lower() == b"no" and argv[2].lower() == b"one":
+        ctx.node.replication.promote(ctx)
+        return OK
+    port = to_int(argv[2])
+    if port is None or not 0 <= port <= 65535:
+        raise CommandError(_INVALID_PORT)
+    return ctx.node.replication.replicaof(ctx, argv[1].decode("utf-8", "replace"), port)
+
+
+@command("wait", 3, "noscript", group="connection",
+         summary="Blocks until the asynchronous replication of all preceding write commands sent by the "
+                 "connection is completed.")
+def wait(ctx: Session, argv: list[bytes]) -> Any:
+    # The role is checked before the arguments, as waitCommand does.
+    if ctx.node.role == "slave":
+        raise CommandError(_WAIT_ON_REPLICA)
+    numreplicas = to_int(argv[1])
+    if numreplicas is None:
+        raise CommandError(NOT_AN_INTEGER)
+    timeout = parse_timeout_ms(argv[2], ctx.now_ms())
+    return ctx.node.replication.wait(ctx, numreplicas, timeout)
+
+
+@command("role", 1, "noscript loading stale fast", group="server", summary="Returns the replication role.")
+def role(ctx: Session, argv: list[bytes]) -> Any:
+    return ctx.node.replication.role_reply()

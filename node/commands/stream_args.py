@@ -1,0 +1,349 @@
+"""What the stream command modules share: argument parsing with Redis 7.2's rules and
+error texts (IDs: strict, range, exclusive '(' bounds, XADD's '*' and 'ms-*'; COUNT; BLOCK
+timeouts; the XADD/XTRIM trimming options; the XREAD/XREADGROUP option loop), the stream
+key lookup with its type check, the entry reply shape and parking a blocking read.
+
+Sources: t_stream.c streamParseAddOrTrimArgsOrReply / xreadCommand, timeout.c
+getTimeoutFromObjectOrReply.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from node.commands.args import NOT_AN_INTEGER, SYNTAX_ERROR, to_int
+from node.commands.context import Block, Session
+from node.commands.reply import NULL_ARRAY, CommandError, Raw
+from node.engine.ids import MAX_ID, MAX_SEQ, decr_id, format_id, incr_id, parse_id
+from node.engine.keyspace import WRONGTYPE, Database
+from node.engine.stream_ops import TRIM_MAXLEN, TRIM_MINID, TRIM_NONE, AddTrimArgs, Effect, Entry, StreamError
+from node.engine.stream_value import StreamValue
+
+INVALID_ID: Final = "ERR Invalid stream ID specified as stream command argument"
+
+_LLONG_MAX: Final = (1 << 63) - 1
+_MAX_ID_ARG_LEN: Final = 127  # streamGenericParseIDOrReply's buffer
+
+
+def from_log(ctx: Session) -> bool:
+    """True when the command replays the effect log (a replica applying its primary's
+    stream, or an AOF being loaded): Redis's mustObeyClient(). Such a session carries the
+    "replay" flag; it may send effect forms a client may not (XADD `MAXLEN = n LIMIT m`)."""
+    return "replay" in ctx.flags
+
+
+# -- IDs -----------------------------------------------------------------------------------
+
+
+def parse_strict_id(raw: bytes, missing_seq: int = 0) -> int:
+    """streamParseStrictIDOrReply: `ms` or `ms-seq`; '-' and '+' are invalid."""
+    if raw == b"-" or raw == b"+":
+        raise CommandError(INVALID_ID)
+    value = parse_id(raw, missing_seq)
+    if value is None:
+        raise CommandError(INVALID_ID)
+    return value
+
+
+def parse_range_id(raw: bytes, missing_seq: int = 0) -> int:
+    """streamParseIDOrReply: like parse_strict_id, but '-' is 0-0 and '+' the maximum ID."""
+    if raw == b"-":
+        return 0
+    if raw == b"+":
+        return MAX_ID
+    value = parse_id(raw, missing_seq)
+    if value is None:
+        raise CommandError(INVALID_ID)
+    return value
+
+
+def parse_start_bound(raw: bytes) -> int:
+    """Inclusive lower bound of a range (XRANGE, XPENDING, XAUTOCLAIM): '-', an ID, an
+    incomplete `ms` (seq 0), or an exclusive '(id' (the next ID)."""
+    if len(raw) > 1 and raw[0] == 0x28:  # '('
+        start = incr_id(parse_strict_id(raw[1:], 0))
+        if start is None:
+            raise CommandError("ERR invalid start ID for the interval")
+        return start
+    return parse_range_id(raw, 0)
+
+
+def parse_end_bound(raw: bytes) -> int:
+    """Inclusive upper bound of a range: '+', an ID, an incomplete `ms` (seq max), or an
+    exclusive '(id' (the previous ID)."""
+    if len(raw) > 1 and raw[0] == 0x28:
+        end = decr_id(parse_strict_id(raw[1:], MAX_SEQ))
+        if end is None:
+            raise CommandError("ERR invalid end ID for the interval")
+        return end
+    return parse_range_id(raw, MAX_SEQ)
+
+
+def parse_xadd_id(raw: bytes) -> tuple[int, bool]:
+    """XADD's explicit ID: `ms-seq`, `ms` (seq 0) or `ms-*` (seq to be generated).
+    Returns (id, seq_given); with `ms-*` the id holds seq 0."""
+    # Redis parses a NUL-terminated copy of at most 127 bytes and splits at the first '-'.
+    body = raw.split(b"\0", 1)[0]
+    dash = body.find(b"-")
+    if len(raw) <= _MAX_ID_ARG_LEN and dash >= 0 and body[dash + 1 :] == b"*":
+        value = parse_id(body[:dash], 0)
+        if value is None:
+            raise CommandError(INVALID_ID)
+        return value, False
+    return parse_strict_id(raw, 0), True
+
+
+# -- numbers -------------------------------------------------------------------------------
+
+
+def parse_count(raw: bytes) -> int:
+    """COUNT of XRANGE/XREAD/XPENDING: an integer; negative counts as 0."""
+    value = to_int(raw)
+    if value is None:
+        raise CommandError(NOT_AN_INTEGER)
+    return max(value, 0)
+
+
+def parse_timeout_ms(raw: bytes, now_ms: int) -> int:
+    """BLOCK <milliseconds> (getTimeoutFromObjectOrReply with UNIT_MILLISECONDS); 0 means
+    wait forever."""
+    value = to_int(raw)
+    if value is None:
+        raise CommandError("ERR timeout is not an integer or out of range")
+    if value < 0:
+        raise CommandError("ERR timeout is negative")
+    if value > 0 and value > _LLONG_MAX - now_ms:
+        raise CommandError("ERR timeout is out of range")
+    return value
+
+
+# -- XADD / XTRIM options ------------------------------------------------------------------
+
+
+def parse_add_or_trim(ctx: Session, argv: list[bytes], xadd: bool) -> AddTrimArgs:
+    """Parse XADD's options up to and including its ID, or all of XTRIM's arguments."""
+    args = AddTrimArgs()
+    argc = len(argv)
+    limit_given = False
+    i = 2
+    while i < argc:
+        more = argc - 1 - i
+        opt = argv[i]
+        low = opt.lower()
+        if xadd and opt == b"*":
+            break
+        if (low == b"maxlen" or low == b"minid") and more:
+            if args.strategy != TRIM_NONE:
+                raise CommandError("ERR syntax error, MAXLEN and MINID options at the same time are not compatible")
+            args.approx = False
+            nxt = argv[i + 1]
+            if more >= 2 and nxt == b"~":
+                args.approx = True
+                i += 1
+            elif more >= 2 and nxt == b"=":
+                i += 1
+            if low == b"maxlen":
+                maxlen = to_int(argv[i + 1])
+                if maxlen is None:
+                    raise CommandError(NOT_AN_INTEGER)
+                if maxlen < 0:
+                    raise CommandError("ERR The MAXLEN argument must be >= 0.")
+                args.maxlen = maxlen
+                args.strategy = TRIM_MAXLEN
+            else:
+                args.minid = parse_strict_id(argv[i + 1], 0)
+                args.strategy = TRIM_MINID
+            i += 1
+            args.threshold_pos = i
+        elif low == b"limit" and more:
+            limit = to_int(argv[i + 1])
+            if limit is None:
+                raise CommandError(NOT_AN_INTEGER)
+            if limit < 0:
+                raise CommandError("ERR The LIMIT argument must be >= 0.")
+            args.limit = limit
+            limit_given = True
+            i += 1
+        elif xadd and low == b"nomkstream":
+            args.no_mkstream = True
+        elif xadd:
+            # Not an option: a syntax error or the ID.
+            args.entry_id, args.seq_given = parse_xadd_id(opt)
+            args.id_given = True
+            break
+        else:
+            raise CommandError(SYNTAX_ERROR)
+        i += 1
+    args.id_pos = i
+
+    if args.limit and args.strategy == TRIM_NONE:
+        raise CommandError("ERR syntax error, LIMIT cannot be used without specifying a trimming strategy")
+    if not xadd and args.strategy == TRIM_NONE:
+        raise CommandError("ERR syntax error, XTRIM must be called with a trimming strategy")
+
+    if from_log(ctx):
+        # The primary already rewrote `~` into an exact threshold: trim exactly, unbounded.
+        args.limit = 0
+    elif limit_given:
+        if not args.approx:
+            raise CommandError("ERR syntax error, LIMIT cannot be used without the special ~ option")
+    elif args.approx:
+        args.limit = default_trim_limit(ctx.node.config.stream_node_max_entries)
+    else:
+        args.limit = 0
+    return args
+
+
+def default_trim_limit(node_max_entries: int) -> int:
+    """`~` trimming without LIMIT removes at most 100 nodes' worth of entries, bounded to
+    [10000, 1000000] when stream-node-max-entries is 0 or huge (Redis)."""
+    limit = 100 * node_max_entries
+    if limit <= 0:
+        return 10000
+    return min(limit, 1000000)
+
+
+# -- XREAD / XREADGROUP options --------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class ReadArgs:
+    """XREAD/XREADGROUP options: [GROUP g c] [COUNT n] [BLOCK ms] [NOACK] STREAMS k... id..."""
+
+    timeout_ms: int = -1  # -1: no BLOCK
+    count: int = 0  # 0: no limit
+    noack: bool = False
+    group: bytes | None = None
+    consumer: bytes = b""
+    keys: list[bytes] = field(default_factory=list)
+    ids: list[bytes] = field(default_factory=list)
+
+
+def parse_read_args(argv: list[bytes], xreadgroup: bool, now_ms: int) -> ReadArgs:
+    args = ReadArgs()
+    argc = len(argv)
+    streams_at = 0
+    i = 1
+    while i < argc:
+        more = argc - i - 1
+        opt = argv[i].lower()
+        if opt == b"block" and more:
+            i += 1
+            args.timeout_ms = parse_timeout_ms(argv[i], now_ms)
+        elif opt == b"count" and more:
+            i += 1
+            args.count = parse_count(argv[i])
+        elif opt == b"streams" and more:
+            streams_at = i + 1
+            if (argc - streams_at) % 2:
+                # Redis 7.4's texts: XREAD accepts '+' (the last entry) since 7.4, and says so.
+                if xreadgroup:
+                    raise CommandError(
+                        "ERR Unbalanced 'xreadgroup' list of streams: for each stream key an ID or '>' must be "
+                        "specified."
+                    )
+                raise CommandError(
+                    "ERR Unbalanced 'xread' list of streams: for each stream key an ID, '+', or '$' must be "
+                    "specified."
+                )
+            break
+        elif opt == b"group" and more >= 2:
+            if not xreadgroup:
+                raise CommandError("ERR The GROUP option is only supported by XREADGROUP. You called XREAD instead.")
+            args.group = argv[i + 1]
+            args.consumer = argv[i + 2]
+            i += 2
+        elif opt == b"noack":
+            if not xreadgroup:
+                raise CommandError("ERR The NOACK option is only supported by XREADGROUP. You called XREAD instead.")
+            args.noack = True
+        else:
+            raise CommandError(SYNTAX_ERROR)
+        i += 1
+    if not streams_at:
+        raise CommandError(SYNTAX_ERROR)
+    if xreadgroup and args.group is None:
+        raise CommandError("ERR Missing GROUP option for XREADGROUP")
+    half = (argc - streams_at) // 2
+    args.keys = argv[streams_at : streams_at + half]
+    args.ids = argv[streams_at + half :]
+    return args
+
+
+def can_block(ctx: Session) -> bool:
+    """Redis's CLIENT_DENY_BLOCKING: inside MULTI/EXEC, or replaying the log, a blocking
+    read that finds nothing answers as if it timed out."""
+    return not ctx.in_exec and not from_log(ctx)
+
+
+def block_or_timeout(
+    ctx: Session, keys: list[bytes], timeout_ms: int, retry: Callable[[Session], Any]
+) -> Block | object:
+    """Park the client on `keys` until `retry` has a reply, or reply a timeout now."""
+    if timeout_ms < 0 or not can_block(ctx):
+        return NULL_ARRAY
+    return Block(list(keys), timeout_ms, retry, NULL_ARRAY)
+
+
+# -- lookups and replies ---------------------------------------------------------------------
+
+
+def lookup_stream(db: Database, key: bytes) -> StreamValue | None:
+    """The stream at `key`, None if there is none; WRONGTYPE for another type."""
+    value = db.get(key)
+    if value is None or type(value) is StreamValue:
+        return value
+    raise CommandError(WRONGTYPE)
+
+
+def propagate_all(ctx: Session, effects: list[Effect]) -> None:
+    """Log a command's effects, in order."""
+    for effect in effects:
+        ctx.propagate(*effect)
+
+
+def engine_error(exc: StreamError) -> CommandError:
+    return CommandError(exc.message)
+
+
+def entries_reply(entries: Sequence[Entry]) -> Any:
+    """Entries as Redis sends them: [id, [field, value, ...]], or [id, null] for an entry
+    deleted while pending.
+
+    Arrays of bulk strings are the same bytes in RESP2 and RESP3, so entries are encoded
+    here in one pass (XRANGE/XREAD/XREADGROUP replies are mostly this); only a deleted
+    entry's null differs between the protocols and keeps the generic value form."""
+    parts = [b"*%d\r\n" % len(entries)]
+    append = parts.append
+    for entry_id, fields in entries:
+        if fields is None:
+            return [[format_id(i), f if f is not None else NULL_ARRAY] for i, f in entries]
+        raw_id = format_id(entry_id)
+        append(b"*2\r\n$%d\r\n%s\r\n*%d\r\n" % (len(raw_id), raw_id, len(fields)))
+        for item in fields:
+            append(b"$%d\r\n%s\r\n" % (len(item), item))
+    return Raw(b"".join(parts))
+
+
+def entry_reply(entry_id: int, fields: list[bytes]) -> Any:
+    """One entry, [id, [field, value, ...]] (XINFO STREAM's first/last entry, XCLAIM)."""
+    return [format_id(entry_id), fields]
+
+
+def keyed_reply(ctx: Session, served: list[tuple[bytes, Any]]) -> Any:
+    """XREAD/XREADGROUP's reply: RESP2 [[key, entries], ...], RESP3 a map key -> entries."""
+    if ctx.proto == 2:
+        return [[key, entries] for key, entries in served]
+    keys = [key for key, _ in served]
+    if len(set(keys)) == len(keys):
+        return dict(served)
+    # The same key twice (STREAMS s s 0 0) is two map entries in Redis; a dict would merge
+    # them, so each key becomes a distinct pre-encoded bulk string.
+    return {Raw(b"$%d\r\n%s\r\n" % (len(k), k)): v for k, v in served}
+
+
+def bytes_text(raw: bytes) -> str:
+    """A key or name inside an error text."""
+    return raw.decode("utf-8", "replace")

@@ -1,0 +1,234 @@
+"""Stream entry commands: XADD, XRANGE, XREVRANGE, XLEN, XDEL, XTRIM, XSETID and XREAD
+(with BLOCK). Consumer groups are in `stream_groups`, XINFO in `stream_info`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from node.commands.args import NOT_AN_INTEGER, SYNTAX_ERROR, to_int
+from node.commands.context import Session
+from node.commands.reply import NULL_ARRAY, OK, CommandError
+from node.commands.stream_args import (
+    block_or_timeout,
+    engine_error,
+    entries_reply,
+    keyed_reply,
+    lookup_stream,
+    parse_add_or_trim,
+    parse_end_bound,
+    parse_read_args,
+    parse_start_bound,
+    parse_strict_id,
+    propagate_all,
+)
+from node.commands.table import command
+from node.engine import stream_ops
+from node.engine.ids import format_id
+from node.engine.keyspace import WRONGTYPE
+from node.engine.stream_ops import StreamError
+from node.engine.stream_value import StreamValue
+
+
+@command(
+    "xadd", -5, "write denyoom fast", 1, 1, 1, group="stream",
+    summary="Appends a new message to a stream. Creates the key if it doesn't exist.",
+)  # fmt: skip
+def xadd(ctx: Session, argv: list[bytes]) -> Any:
+    key = argv[1]
+    db = ctx.db
+    config = ctx.node.config
+    if argv[2] == b"*":
+        # The hot path: XADD key * field value ..., no option to parse.
+        if len(argv) % 2 == 0:
+            raise CommandError("ERR wrong number of arguments for 'xadd' command")
+        value = db.get(key)
+        if value is None:
+            value = db[key] = StreamValue()
+        elif type(value) is not StreamValue:
+            raise CommandError(WRONGTYPE)
+        try:
+            entry_id, effect = stream_ops.xadd_auto(
+                value, argv, ctx.now_ms(), config.stream_node_max_entries, config.stream_node_max_bytes
+            )
+        except StreamError as exc:
+            raise engine_error(exc) from None
+        ctx.propagate(*effect)
+        return format_id(entry_id)
+
+    args = parse_add_or_trim(ctx, argv, True)
+    n_fields = len(argv) - args.id_pos - 1
+    if n_fields < 2 or n_fields % 2:
+        raise CommandError("ERR wrong number of arguments for 'xadd' command")
+    if args.id_given and args.seq_given and args.entry_id == 0:
+        raise CommandError("ERR The ID specified in XADD must be greater than 0-0")
+    value = lookup_stream(db, key)
+    if value is None:
+        if args.no_mkstream:
+            return None
+        value = db[key] = StreamValue()
+    try:
+        entry_id, effect = stream_ops.xadd(
+            value, argv, args, ctx.now_ms(), config.stream_node_max_entries, config.stream_node_max_bytes
+        )
+    except StreamError as exc:
+        raise engine_error(exc) from None
+    ctx.propagate(*effect)
+    return format_id(entry_id)
+
+
+def _range(ctx: Session, argv: list[bytes], rev: bool) -> Any:
+    start = parse_start_bound(argv[3] if rev else argv[2])
+    end = parse_end_bound(argv[2] if rev else argv[3])
+    count = -1  # no COUNT
+    j = 4
+    while j < len(argv):
+        if argv[j].lower() == b"count" and j + 1 < len(argv):
+            parsed = to_int(argv[j + 1])
+            if parsed is None:
+                raise CommandError(NOT_AN_INTEGER)
+            count = max(parsed, 0)
+            j += 2
+        else:
+            raise CommandError(SYNTAX_ERROR)
+    value = lookup_stream(ctx.db, argv[1])
+    if value is None:
+        return []
+    if count == 0:
+        return NULL_ARRAY
+    return entries_reply(value.range(start, end, max(count, 0), rev))
+
+
+@command("xrange", -4, "readonly", 1, 1, 1, group="stream",
+         summary="Returns the messages from a stream within a range of IDs.")
+def xrange(ctx: Session, argv: list[bytes]) -> Any:
+    return _range(ctx, argv, False)
+
+
+@command("xrevrange", -4, "readonly", 1, 1, 1, group="stream",
+         summary="Returns the messages from a stream within a range of IDs in reverse order.")
+def xrevrange(ctx: Session, argv: list[bytes]) -> Any:
+    return _range(ctx, argv, True)
+
+
+@command("xlen", 2, "readonly fast", 1, 1, 1, group="stream", summary="Return the number of messages in a stream.")
+def xlen(ctx: Session, argv: list[bytes]) -> Any:
+    value = lookup_stream(ctx.db, argv[1])
+    return value.length if value is not None else 0
+
+
+@command("xdel", -3, "write fast", 1, 1, 1, group="stream",
+         summary="Returns the number of messages after removing them from a stream.")
+def xdel(ctx: Session, argv: list[bytes]) -> Any:
+    value = lookup_stream(ctx.db, argv[1])
+    if value is None:
+        return 0
+    # Parse every ID first: the command runs all or nothing.
+    ids = [parse_strict_id(raw) for raw in argv[2:]]
+    deleted, effects = stream_ops.xdel(value, argv, ids)
+    propagate_all(ctx, effects)
+    return deleted
+
+
+@command("xtrim", -4, "write", 1, 1, 1, group="stream", summary="Deletes messages from the beginning of a stream.")
+def xtrim(ctx: Session, argv: list[bytes]) -> Any:
+    args = parse_add_or_trim(ctx, argv, False)
+    value = lookup_stream(ctx.db, argv[1])
+    if value is None:
+        return 0
+    removed, effects = stream_ops.xtrim(value, argv, args)
+    propagate_all(ctx, effects)
+    return removed
+
+
+@command("xsetid", -3, "write denyoom fast", 1, 1, 1, group="stream",
+         summary="An internal command for replicating stream values.")
+def xsetid(ctx: Session, argv: list[bytes]) -> Any:
+    last_id = parse_strict_id(argv[2])
+    entries_added = -1
+    max_deleted = 0
+    i = 3
+    while i < len(argv):
+        more = len(argv) - 1 - i
+        opt = argv[i].lower()
+        if opt == b"entriesadded" and more:
+            parsed = to_int(argv[i + 1])
+            if parsed is None:
+                raise CommandError(NOT_AN_INTEGER)
+            if parsed < 0:
+                raise CommandError("ERR entries_added must be positive")
+            entries_added = parsed
+        elif opt == b"maxdeletedid" and more:
+            max_deleted = parse_strict_id(argv[i + 1])
+            if last_id < max_deleted:
+                raise CommandError("ERR The ID specified in XSETID is smaller than the provided max_deleted_entry_id")
+        else:
+            raise CommandError(SYNTAX_ERROR)
+        i += 2
+    value = lookup_stream(ctx.db, argv[1])
+    if value is None:
+        raise CommandError("ERR no such key")
+    try:
+        effects = stream_ops.xsetid(value, argv, last_id, entries_added, max_deleted)
+    except StreamError as exc:
+        raise engine_error(exc) from None
+    propagate_all(ctx, effects)
+    return OK
+
+
+@command("xread", -4, "readonly blocking", group="stream",
+         summary="Returns messages from multiple streams with IDs greater than the ones requested. "
+                 "Blocks until a message is available otherwise.")
+def xread(ctx: Session, argv: list[bytes]) -> Any:
+    args = parse_read_args(argv, False, ctx.now_ms())
+    db = ctx.db
+    after: list[int] = []
+    for key, raw in zip(args.keys, args.ids):
+        value = lookup_stream(db, key)
+        if raw == b"$":
+            # Resolved now, so a blocked read waits for entries added after this moment.
+            after.append(value.last_id if value is not None else 0)
+        elif raw == b"+":
+            # 7.4: the last entry itself is read, so start just before it.
+            after.append(value.last_live_id() - 1 if value is not None and value.length else 0)
+        elif raw == b">":
+            raise CommandError(
+                "ERR The > ID can be specified only when calling XREADGROUP using the GROUP <group> <consumer> option."
+            )
+        else:
+            after.append(parse_strict_id(raw))
+    reply = _serve_xread(ctx, args.keys, after, args.count, False)
+    if reply is not None:
+        return reply
+
+    def retry(session: Session) -> Any:
+        return _serve_xread(session, args.keys, after, args.count, True)
+
+    return block_or_timeout(ctx, args.keys, args.timeout_ms, retry)
+
+
+def _serve_xread(ctx: Session, keys: list[bytes], after: list[int], count: int, woken: bool) -> Any:
+    """The streams that have entries past their ID; None when none has.
+
+    A woken read runs again as Redis 7.2 re-executes the command, except that a key that
+    no longer holds a stream is not a reason to wake up: it answers WRONGTYPE only if
+    another key has something to serve (as the re-executed command would)."""
+    served: list[tuple[bytes, Any]] = []
+    db = ctx.db
+    wrong_type = False
+    for key, last in zip(keys, after):
+        value = db.get(key)
+        if value is None:
+            continue
+        if type(value) is not StreamValue:
+            if not woken:
+                raise CommandError(WRONGTYPE)
+            wrong_type = True
+            continue
+        entries = stream_ops.read_after(value, last, count)
+        if entries is not None:
+            served.append((key, entries_reply(entries)))
+    if not served:
+        return None
+    if wrong_type:
+        raise CommandError(WRONGTYPE)
+    return keyed_reply(ctx, served)

@@ -1,0 +1,103 @@
+"""State digests (DEBUG DIGEST / DEBUG DIGEST-VALUE): a SHA1 signature of the data that does
+not depend on key order, computed exactly as Redis's debug.c does for what Redis covers.
+
+Redis's scheme: `xor_digest` XORs SHA1(data) into the digest (order-independent, used to
+combine keys), `mix_digest` XORs then re-hashes (order-dependent, used inside one value).
+Each key's digest is mix(key) then mix(type) then the value's elements; the database number
+is mixed into the total before its keys are XORed in.
+
+Streams: Redis hashes the entries only. Rill also covers the stream's counters (last ID,
+entries added, greatest deleted ID) so that replaying effects must reproduce them too
+(DESIGN.md principle 2), but mixes them in only when they differ from what the entries
+alone imply. A stream built by plain XADDs therefore has Redis's digest, and any two states
+that differ in a counter still differ in digest.
+
+Consumer groups (which Redis leaves out) are covered too, when a stream has any: each
+group's name, last delivered ID and read counter, its consumers' names, and every pending
+entry with its owner, delivery time and delivery count. That is exactly the group state
+the effects replicate (XCLAIM ... TIME ... RETRYCOUNT, XGROUP SETID ... ENTRIESREAD,
+XGROUP CREATECONSUMER); a consumer's seen/active times are not replicated by Redis's
+scheme and are left out, so a replica's digest equals its primary's.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import struct
+from typing import Final
+
+from node.engine.ids import id_ms, id_seq
+from node.engine.keyspace import Keyspace, Value
+from node.engine.stream import Stream
+from node.engine.stream_value import StreamValue
+
+_ZERO: Final = bytes(20)
+# Redis's object type numbers (server.h OBJ_STRING, OBJ_STREAM), hashed as big-endian u32.
+_OBJ_STRING: Final = struct.pack(">I", 0)
+_OBJ_STREAM: Final = struct.pack(">I", 6)
+
+
+def xor_digest(digest: bytes, data: bytes) -> bytes:
+    return bytes(a ^ b for a, b in zip(digest, hashlib.sha1(data).digest()))
+
+
+def mix_digest(digest: bytes, data: bytes) -> bytes:
+    return hashlib.sha1(xor_digest(digest, data)).digest()
+
+
+def _stream_digest(digest: bytes, stream: Stream) -> bytes:
+    last_entry = 0
+    for entry_id, fields in stream.iter_all():
+        digest = mix_digest(digest, b"%d.%d" % (id_ms(entry_id), id_seq(entry_id)))
+        for item in fields:
+            digest = mix_digest(digest, item)
+        last_entry = entry_id
+    if (stream.last_id, stream.entries_added, stream.max_deleted_id) != (last_entry, stream.length, 0):
+        digest = mix_digest(
+            digest,
+            b"!!stream-meta!! %d %d %d %d"
+            % (stream.length, stream.last_id, stream.entries_added, stream.max_deleted_id),
+        )
+    if isinstance(stream, StreamValue) and stream.groups:
+        digest = _groups_digest(digest, stream)
+    return digest
+
+
+def _groups_digest(digest: bytes, stream: StreamValue) -> bytes:
+    for name, group in stream.sorted_groups():
+        digest = mix_digest(digest, b"!!stream-group!!")
+        digest = mix_digest(digest, name)
+        digest = mix_digest(digest, b"%d %d" % (group.last_id, group.entries_read))
+        # A PEL can hold millions of entries: hash it in one SHA1 pass, then mix that in.
+        h = hashlib.sha1()
+        for c in group.sorted_consumers():
+            h.update(b"%d:" % len(c.name) + c.name)
+        h.update(b"|")
+        for entry_id, (delivered, deliveries, owner) in group.pel.items():
+            h.update(b"%d %d %d %d:" % (entry_id, delivered, deliveries, len(owner)) + owner)
+        digest = mix_digest(digest, h.digest())
+    return digest
+
+
+def _object_digest(digest: bytes, value: Value) -> bytes:
+    if type(value) is bytes:
+        return mix_digest(mix_digest(digest, _OBJ_STRING), value)
+    assert isinstance(value, Stream)
+    return _stream_digest(mix_digest(digest, _OBJ_STREAM), value)
+
+
+def digest_value(value: Value) -> bytes:
+    """DEBUG DIGEST-VALUE of one value (the key itself is not covered): 40 hex digits."""
+    return _object_digest(_ZERO, value).hex().encode()
+
+
+def digest_keyspace(keyspace: Keyspace) -> bytes:
+    """DEBUG DIGEST: 40 hex digits, all zero for an empty keyspace."""
+    final = _ZERO
+    for index, db in enumerate(keyspace.dbs):
+        if not db:
+            continue
+        final = mix_digest(final, struct.pack(">I", index))
+        for key, value in db.items():
+            final = xor_digest(final, _object_digest(mix_digest(_ZERO, key), value))
+    return final.hex().encode()

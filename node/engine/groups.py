@@ -1,0 +1,198 @@
+"""Consumer groups: the last delivered ID, the read counter, the pending entries list (PEL)
+and the consumers that own its entries.
+
+This mirrors Redis's streamCG / streamConsumer / streamNACK (t_stream.c, stream.h) and owns
+the rules that keep them consistent; which command does what to them lives in
+`node.engine.stream_ops`.
+
+Memory: a group can hold millions of pending entries, so a pending entry is one int key in
+a SortedDict plus one tuple `(delivery_time, delivery_count, owner_name)` of atomic values
+(CPython stops tracking such tuples in the cyclic GC, so a large PEL does not slow down
+collections), and one int in the owner's SortedList. The owner is named, not referenced,
+for the same reason; consumers are found by name in `consumers`.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterable, Iterator
+
+from sortedcontainers import SortedDict, SortedList
+
+# Redis SCG_INVALID_ENTRIES_READ: the group's read counter is unknown.
+INVALID_ENTRIES_READ = -1
+
+Nack = tuple[int, int, bytes]  # (delivery_time ms, delivery_count, owner consumer name)
+
+
+class Consumer:
+    """One consumer of a group (Redis streamConsumer)."""
+
+    __slots__ = ("active_time", "name", "pel", "seen_time")
+
+    name: bytes
+    seen_time: int  # last time the consumer ran a command on the group (ms)
+    active_time: int  # last successful read or claim (ms); -1 = never
+    pel: SortedList  # IDs pending for this consumer, ascending
+
+    def __init__(self, name: bytes, now_ms: int) -> None:
+        self.name = name
+        self.seen_time = now_ms
+        self.active_time = -1
+        self.pel = SortedList()
+
+
+class ConsumerGroup:
+    """One consumer group of a stream (Redis streamCG)."""
+
+    __slots__ = ("consumers", "entries_read", "last_id", "pel")
+
+    last_id: int  # last ID delivered to the group (new reads are served after it)
+    entries_read: int  # logical read counter of last_id; INVALID_ENTRIES_READ if unknown
+    pel: SortedDict  # ID -> Nack, every pending entry of the group
+    consumers: dict[bytes, Consumer]
+
+    def __init__(self, last_id: int, entries_read: int = INVALID_ENTRIES_READ) -> None:
+        self.last_id = last_id
+        self.entries_read = entries_read
+        self.pel = SortedDict()
+        self.consumers = {}
+
+    # -- consumers -------------------------------------------------------------------------
+
+    def consumer(self, name: bytes) -> Consumer | None:
+        return self.consumers.get(name)
+
+    def create_consumer(self, name: bytes, now_ms: int) -> Consumer | None:
+        """Add a consumer; None if one with that name exists (streamCreateConsumer)."""
+        if name in self.consumers:
+            return None
+        c = self.consumers[name] = Consumer(name, now_ms)
+        return c
+
+    def delete_consumer(self, name: bytes) -> int:
+        """Remove a consumer and its pending entries; returns how many were pending."""
+        c = self.consumers.pop(name)
+        pel = self.pel
+        n = len(c.pel)
+        if n > 1000 and n > len(pel) // 4:
+            # Deleting one key at a time from a SortedDict costs microseconds each; past a
+            # quarter of the PEL, rebuilding it from the survivors is much faster.
+            self.pel = SortedDict({k: v for k, v in pel.items() if v[2] != name})
+        else:
+            for entry_id in c.pel:
+                del pel[entry_id]
+        return n
+
+    def sorted_consumers(self) -> list[Consumer]:
+        """Consumers in Redis's rax order (names as raw bytes)."""
+        return [self.consumers[n] for n in sorted(self.consumers)]
+
+    # -- the pending entries list --------------------------------------------------------
+
+    def deliver(self, entry_id: int, consumer: Consumer, now_ms: int) -> Nack:
+        """A new delivery of `entry_id` to `consumer` (XREADGROUP '>'): a fresh pending entry
+        with one delivery. An entry still pending from before (possible after XGROUP SETID
+        moved the group back) changes owner and restarts its count, as Redis does."""
+        pel = self.pel
+        old = pel.get(entry_id)
+        if old is not None:
+            self.consumers[old[2]].pel.remove(entry_id)
+        nack = (now_ms, 1, consumer.name)
+        pel[entry_id] = nack
+        consumer.pel.add(entry_id)
+        return nack
+
+    def redeliver(self, entry_id: int, now_ms: int) -> Nack:
+        """The owner read `entry_id` again from its history: one more delivery, now."""
+        t, count, owner = self.pel[entry_id]
+        nack = (now_ms, count + 1, owner)
+        self.pel[entry_id] = nack
+        return nack
+
+    def assign(self, entry_id: int, consumer: Consumer, delivery_time: int, delivery_count: int) -> Nack:
+        """Give the pending (or new) entry `entry_id` to `consumer` with these delivery
+        attributes (XCLAIM, XAUTOCLAIM)."""
+        pel = self.pel
+        old = pel.get(entry_id)
+        if old is None:
+            consumer.pel.add(entry_id)
+        elif old[2] != consumer.name:
+            self.consumers[old[2]].pel.remove(entry_id)
+            consumer.pel.add(entry_id)
+        nack = (delivery_time, delivery_count, consumer.name)
+        pel[entry_id] = nack
+        return nack
+
+    def ack(self, entry_id: int) -> Nack | None:
+        """Remove a pending entry (XACK, or a claim of a deleted entry); returns it."""
+        nack: Nack | None = self.pel.pop(entry_id, None)
+        if nack is not None:
+            self.consumers[nack[2]].pel.remove(entry_id)
+        return nack
+
+    def pending_range(self, start: int, end: int) -> Iterator[int]:
+        """Pending IDs in [start, end], ascending."""
+        return self.pel.irange(start, end)  # type: ignore[no-any-return]
+
+    def first_pending(self) -> int:
+        return self.pel.keys()[0]  # type: ignore[no-any-return]
+
+    def last_pending(self) -> int:
+        return self.pel.keys()[-1]  # type: ignore[no-any-return]
+
+    # -- whole-group operations ------------------------------------------------------------
+
+    def copy(self) -> ConsumerGroup:
+        g = ConsumerGroup(self.last_id, self.entries_read)
+        # Nack tuples are immutable, so the copies share them.
+        g.pel = self.pel.copy()
+        for name, c in self.consumers.items():
+            nc = Consumer(name, c.seen_time)
+            nc.active_time = c.active_time
+            nc.pel = SortedList(c.pel)
+            g.consumers[name] = nc
+        return g
+
+    def memory_bytes(self) -> int:
+        """Approximate bytes held (MEMORY USAGE); PEL ints and tuples estimated by size."""
+        getsizeof = sys.getsizeof
+        n = len(self.pel)
+        total = getsizeof(self) + getsizeof(self.consumers)
+        if n:
+            first_id, nack = self.pel.peekitem(0)
+            per_entry = getsizeof(first_id) + getsizeof(nack) + getsizeof(nack[0])
+            # dict slot + SortedList slot for the group, SortedList slot for the owner.
+            total += n * (per_entry + 3 * 8 + 16)
+        for name, c in self.consumers.items():
+            total += getsizeof(c) + getsizeof(name) + 64
+        return total
+
+    def _check(self) -> None:
+        """Assert every invariant between the group PEL and the consumers' PELs."""
+        assert self.entries_read >= INVALID_ENTRIES_READ
+        owned = 0
+        for name, c in self.consumers.items():
+            assert c.name == name
+            assert isinstance(c.pel, SortedList)
+            ids = list(c.pel)
+            assert len(set(ids)) == len(ids), "duplicate ID in a consumer PEL"
+            for entry_id in ids:
+                nack = self.pel.get(entry_id)
+                assert nack is not None, "consumer PEL entry missing from the group PEL"
+                assert nack[2] == name, "consumer PEL entry owned by another consumer"
+            owned += len(ids)
+        assert owned == len(self.pel), "group PEL entry not in its owner's PEL"
+        for entry_id, nack in self.pel.items():
+            assert type(entry_id) is int and 0 <= entry_id < 1 << 128
+            assert type(nack) is tuple and len(nack) == 3
+            t, count, owner = nack
+            assert type(t) is int and type(count) is int and type(owner) is bytes
+            assert count >= 0
+            assert owner in self.consumers, "pending entry owned by an unknown consumer"
+
+
+def pending_counts(group: ConsumerGroup) -> Iterable[tuple[bytes, int]]:
+    """(consumer name, pending count) for consumers with pending entries, by name
+    (XPENDING summary)."""
+    return ((c.name, len(c.pel)) for c in group.sorted_consumers() if c.pel)

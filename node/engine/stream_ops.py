@@ -1,0 +1,601 @@
+"""What each stream write does to a `StreamValue` and the effects that replay it.
+
+Pure functions: no I/O, no clock (the command's time comes in as `now_ms`). Each write
+returns its result and the list of effects (fully specified commands, as argv lists) that
+make a replica or an AOF replay reach the same state. The propagation follows Redis 7.4's
+t_stream.c:
+
+* XADD with the generated ID written in, and a `~` trim rewritten as `=` with the resulting
+  threshold (MAXLEN: the length left; MINID: the first stored ID, deleted or not).
+* XREADGROUP: per delivered entry `XCLAIM key group consumer 0 id TIME ms RETRYCOUNT n FORCE
+  JUSTID LASTID last-id`, then `XGROUP SETID key group last-id ENTRIESREAD n` (7.4 sends the
+  SETID even without NOACK, so replicas keep the read counter: 7.2 lost it).
+* XCLAIM / XAUTOCLAIM: the same XCLAIM form per claimed entry; a pending entry whose stream
+  entry is gone is propagated as an XCLAIM naming its current owner, which on the replica
+  finds the entry gone too and drops it from the PEL.
+* Everything else verbatim, and only when it changed something.
+
+Two additions over Redis keep replicas identical where Redis lets them drift: a consumer
+created by XREADGROUP/XCLAIM/XAUTOCLAIM that no XCLAIM effect names is created with
+`XGROUP CREATECONSUMER` (Redis does that only for XREADGROUP NOACK), and re-reading one's
+own history (XREADGROUP with an ID) propagates the new delivery time and count as XCLAIM.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final, cast
+
+from node.engine.groups import INVALID_ENTRIES_READ, Consumer, ConsumerGroup, Nack
+from node.engine.ids import MAX_ID, MAX_SEQ, format_id, incr_id
+from node.engine.stream_value import StreamValue
+
+Effect = list[bytes]
+Entry = tuple[int, list[bytes] | None]  # fields None: the entry was deleted (PEL history)
+
+TRIM_NONE: Final = 0
+TRIM_MAXLEN: Final = 1
+TRIM_MINID: Final = 2
+
+# Redis STREAM_LISTPACK_MAX_SIZE: no entry may carry more than this many bytes.
+MAX_ENTRY_BYTES: Final = 1 << 30
+
+
+class StreamError(Exception):
+    """A write the engine refuses; `message` is Redis's full error text."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+@dataclass(slots=True)
+class AddTrimArgs:
+    """Redis streamAddTrimArgs: XADD's and XTRIM's parsed options. The `*_pos` fields index
+    the command's argv so the effect can rewrite the ID and the trim threshold in place."""
+
+    id_pos: int = 2  # XADD: index of the ID argument; the fields follow it
+    entry_id: int = 0  # XADD: the explicit ID (seq 0 when seq_given is False)
+    id_given: bool = False  # XADD: an ID other than '*'
+    seq_given: bool = True  # XADD: not the `ms-*` form
+    no_mkstream: bool = False
+    strategy: int = TRIM_NONE
+    threshold_pos: int = -1  # index of the MAXLEN count / MINID id
+    approx: bool = False  # `~`: only whole nodes go
+    limit: int = 0  # at most this many entries removed; 0 = no bound
+    maxlen: int = 0
+    minid: int = 0
+
+
+# ---------------------------------------------------------------------------------------
+# Effects
+# ---------------------------------------------------------------------------------------
+
+
+def xclaim_effect(key: bytes, group_name: bytes, group: ConsumerGroup, entry_id: int, nack: Nack) -> Effect:
+    """streamPropagateXCLAIM: an idempotent XCLAIM that recreates `nack` exactly."""
+    return [
+        b"XCLAIM", key, group_name, nack[2], b"0", format_id(entry_id),
+        b"TIME", b"%d" % nack[0], b"RETRYCOUNT", b"%d" % nack[1],
+        b"FORCE", b"JUSTID", b"LASTID", format_id(group.last_id),
+    ]  # fmt: skip
+
+
+def setid_effect(key: bytes, group_name: bytes, group: ConsumerGroup) -> Effect:
+    """streamPropagateGroupID: the group's last ID and read counter."""
+    return [
+        b"XGROUP", b"SETID", key, group_name, format_id(group.last_id),
+        b"ENTRIESREAD", b"%d" % group.entries_read,
+    ]  # fmt: skip
+
+
+def create_consumer_effect(key: bytes, group_name: bytes, consumer_name: bytes) -> Effect:
+    return [b"XGROUP", b"CREATECONSUMER", key, group_name, consumer_name]
+
+
+# ---------------------------------------------------------------------------------------
+# Entries: XADD, XTRIM, XDEL, XSETID
+# ---------------------------------------------------------------------------------------
+
+
+def next_auto_id(value: StreamValue, now_ms: int) -> int:
+    """streamNextID: the clock's millisecond, or one past the last ID if the clock is not
+    ahead of it (IDs never go backwards). The caller has checked last_id < MAX_ID."""
+    last = value.last_id
+    if now_ms > last >> 64:
+        return now_ms << 64
+    return last + 1
+
+
+def xadd(
+    value: StreamValue,
+    argv: list[bytes],
+    args: AddTrimArgs,
+    now_ms: int,
+    node_max_entries: int,
+    node_max_bytes: int,
+) -> tuple[int, Effect]:
+    """Append argv's fields (after the ID) and trim as asked; returns the new ID and the
+    effect. Raises StreamError as streamAppendItem's callers do."""
+    last = value.last_id
+    if last == MAX_ID:
+        raise StreamError("ERR The stream has exhausted the last possible ID, unable to add more items")
+    if not args.id_given:
+        entry_id = next_auto_id(value, now_ms)
+    elif args.seq_given:
+        entry_id = args.entry_id
+    elif last >> 64 == args.entry_id >> 64:
+        # `ms-*` in the last ID's millisecond: the next sequence number, if there is one.
+        if last & MAX_SEQ == MAX_SEQ:
+            raise StreamError("ERR The ID specified in XADD is equal or smaller than the target stream top item")
+        entry_id = last + 1
+    else:
+        entry_id = args.entry_id
+    if entry_id <= last:
+        raise StreamError("ERR The ID specified in XADD is equal or smaller than the target stream top item")
+    fields = argv[args.id_pos + 1 :]
+    if sum(map(len, fields)) > MAX_ENTRY_BYTES:
+        raise StreamError("ERR Elements are too large to be stored")
+    value.add(entry_id, fields, node_max_entries, node_max_bytes)
+
+    effect = argv.copy()
+    if args.strategy != TRIM_NONE:
+        trim(value, args)
+        if args.approx:
+            # Make the trim deterministic for replicas and AOF: exact, at the result.
+            effect[args.threshold_pos - 1] = b"="
+            effect[args.threshold_pos] = trim_threshold(value, args.strategy)
+    if not args.id_given or not args.seq_given:
+        effect[args.id_pos] = format_id(entry_id)
+    return entry_id, effect
+
+
+def xadd_auto(value: StreamValue, argv: list[bytes], now_ms: int, node_max_entries: int, node_max_bytes: int) -> tuple[int, Effect]:
+    """XADD key * field value ...: the hot path, without options."""
+    last = value.last_id
+    if last == MAX_ID:
+        raise StreamError("ERR The stream has exhausted the last possible ID, unable to add more items")
+    entry_id = (now_ms << 64) if now_ms > last >> 64 else last + 1
+    fields = argv[3:]
+    if sum(map(len, fields)) > MAX_ENTRY_BYTES:
+        raise StreamError("ERR Elements are too large to be stored")
+    value.add(entry_id, fields, node_max_entries, node_max_bytes)
+    effect = argv.copy()
+    effect[2] = format_id(entry_id)
+    return entry_id, effect
+
+
+def trim(value: StreamValue, args: AddTrimArgs) -> int:
+    """streamTrim with the parsed strategy; returns the number of entries removed."""
+    if args.strategy == TRIM_MAXLEN:
+        return value.trim_maxlen(args.maxlen, args.approx, args.limit)
+    if args.strategy == TRIM_MINID:
+        return value.trim_minid(args.minid, args.approx, args.limit)
+    return 0
+
+
+def trim_threshold(value: StreamValue, strategy: int) -> bytes:
+    """streamRewriteTrimArgument: the exact threshold that reproduces the current state."""
+    if strategy == TRIM_MAXLEN:
+        return b"%d" % value.length
+    first = value.first_stored_id()
+    return format_id(first if first is not None else MAX_ID)
+
+
+def xtrim(value: StreamValue, argv: list[bytes], args: AddTrimArgs) -> tuple[int, list[Effect]]:
+    removed = trim(value, args)
+    if not removed:
+        return 0, []
+    effect = argv
+    if args.approx:
+        effect = argv.copy()
+        effect[args.threshold_pos - 1] = b"="
+        effect[args.threshold_pos] = trim_threshold(value, args.strategy)
+    return removed, [effect]
+
+
+def xdel(value: StreamValue, argv: list[bytes], ids: list[int]) -> tuple[int, list[Effect]]:
+    deleted = 0
+    for entry_id in ids:
+        if value.delete(entry_id):
+            deleted += 1
+    return deleted, [argv] if deleted else []
+
+
+def xsetid(
+    value: StreamValue,
+    argv: list[bytes],
+    last_id: int,
+    entries_added: int,
+    max_deleted_id: int,
+) -> list[Effect]:
+    """XSETID; entries_added -1 and max_deleted_id 0 mean "not given"."""
+    if last_id < value.max_deleted_id:
+        raise StreamError("ERR The ID specified in XSETID is smaller than current max_deleted_entry_id")
+    if value.length > 0:
+        if last_id < value.last_live_id():
+            raise StreamError("ERR The ID specified in XSETID is smaller than the target stream top item")
+        if entries_added != -1 and value.length > entries_added:
+            raise StreamError("ERR The entries_added specified in XSETID is smaller than the target stream length")
+    before = (value.last_id, value.entries_added, value.max_deleted_id)
+    value.last_id = last_id
+    if entries_added != -1:
+        value.entries_added = entries_added
+    if max_deleted_id:
+        value.max_deleted_id = max_deleted_id
+    changed = before != (value.last_id, value.entries_added, value.max_deleted_id)
+    return [argv] if changed else []
+
+
+# ---------------------------------------------------------------------------------------
+# Read counters and lag (Redis 7.4)
+# ---------------------------------------------------------------------------------------
+
+
+def range_has_tombstones(value: StreamValue, start: int, end: int = MAX_ID) -> bool:
+    """streamRangeHasTombstones: may [start, end] hold a deleted entry? Only the greatest
+    deleted ID is known, so this answers for it."""
+    mx = value.max_deleted_id
+    if not value.length or not mx:
+        return False
+    return start <= mx <= end
+
+
+def estimate_distance(value: StreamValue, entry_id: int, first_id: int) -> int:
+    """streamEstimateDistanceFromFirstEverEntry: the logical read counter of `entry_id`
+    (entries added up to it), or INVALID_ENTRIES_READ when deletions make it unknowable.
+    `first_id` is value.first_id(), passed in because callers reuse it."""
+    added = value.entries_added
+    if not added:
+        return 0
+    if not value.length and entry_id <= value.last_id:
+        return added
+    mx = value.max_deleted_id
+    # 7.4: a tombstone after the ID makes its position unknowable.
+    if entry_id and entry_id < mx:
+        return INVALID_ENTRIES_READ
+    if entry_id == value.last_id:
+        return added
+    if entry_id > value.last_id:
+        return INVALID_ENTRIES_READ
+    if not mx or mx < first_id:
+        if entry_id < first_id:
+            return added - value.length
+        if entry_id == first_id:
+            return added - value.length + 1
+    return INVALID_ENTRIES_READ
+
+
+def group_lag(value: StreamValue, group: ConsumerGroup) -> int | None:
+    """streamReplyWithCGLag (7.4): entries not yet delivered to the group, None if unknown."""
+    if not value.entries_added or not value.length:
+        return 0
+    first_id = value.first_id()
+    if group.last_id < first_id and value.max_deleted_id < first_id:
+        return value.length
+    if group.entries_read != INVALID_ENTRIES_READ and not range_has_tombstones(value, group.last_id):
+        return value.entries_added - group.entries_read
+    entries_read = estimate_distance(value, group.last_id, first_id)
+    if entries_read == INVALID_ENTRIES_READ:
+        return None
+    return value.entries_added - entries_read
+
+
+# ---------------------------------------------------------------------------------------
+# Reading: XREAD, XREADGROUP
+# ---------------------------------------------------------------------------------------
+
+
+def read_after(value: StreamValue, after: int, count: int) -> list[Entry] | None:
+    """XREAD of one stream: entries after `after` (at most `count`, 0 = all), or None when
+    there is none, so the key is left out of the reply."""
+    if not value.length or value.last_live_id() <= after:
+        return None
+    start = incr_id(after)
+    return cast(list[Entry], value.range(start if start is not None else 0, MAX_ID, count))
+
+
+def read_group(
+    value: StreamValue,
+    key: bytes,
+    group_name: bytes,
+    group: ConsumerGroup,
+    consumer_name: bytes,
+    after: int | None,
+    count: int,
+    noack: bool,
+    now_ms: int,
+    effects: list[Effect],
+) -> list[Entry] | None:
+    """XREADGROUP of one stream; `after` None is '>' (new entries), else the consumer's own
+    pending entries after that ID. Returns the entries, or None when '>' found nothing new
+    (the key is then left out of the reply). Appends the effects."""
+    serve_new = False
+    if after is None and value.length:
+        serve_new = value.last_live_id() > group.last_id
+    # Redis 7.2 counts any read as an attempted interaction: the consumer is created (and
+    # its seen-time set) even when the read has nothing to serve and is going to block.
+    consumer = group.consumer(consumer_name)
+    created = consumer is None
+    mark = len(effects)
+    if consumer is None:
+        consumer = group.create_consumer(consumer_name, now_ms)
+        assert consumer is not None
+        if noack:
+            effects.append(create_consumer_effect(key, group_name, consumer_name))
+            mark = len(effects)
+    consumer.seen_time = now_ms
+
+    result: list[Entry] | None
+    if after is not None:
+        result = _read_history(value, key, group_name, group, consumer, after, count, now_ms, effects)
+    elif serve_new:
+        result = _read_new(value, key, group_name, group, consumer, count, noack, now_ms, effects)
+    else:
+        result = None
+    if created and not noack and len(effects) == mark:
+        # Nothing delivered to the new consumer names it: create it explicitly.
+        effects.insert(mark, create_consumer_effect(key, group_name, consumer_name))
+    return result
+
+
+def _read_new(
+    value: StreamValue,
+    key: bytes,
+    group_name: bytes,
+    group: ConsumerGroup,
+    consumer: Consumer,
+    count: int,
+    noack: bool,
+    now_ms: int,
+    effects: list[Effect],
+) -> list[Entry]:
+    """streamReplyWithRange with a group: deliver the entries after the group's last ID."""
+    start = incr_id(group.last_id)
+    entries = cast(list[Entry], value.range(start if start is not None else 0, MAX_ID, count))
+    first_id = value.first_id()
+    moved = False
+    for entry_id, _fields in entries:
+        if entry_id > group.last_id:
+            if (
+                group.entries_read != INVALID_ENTRIES_READ
+                and group.last_id >= first_id
+                and not range_has_tombstones(value, group.last_id)
+            ):
+                # A valid counter and no tombstone ahead: keep counting.
+                group.entries_read += 1
+            elif value.entries_added:
+                group.entries_read = estimate_distance(value, entry_id, first_id)
+            group.last_id = entry_id
+            moved = True
+        if not noack:
+            nack = group.deliver(entry_id, consumer, now_ms)
+            consumer.active_time = now_ms
+            effects.append(xclaim_effect(key, group_name, group, entry_id, nack))
+    if moved:
+        effects.append(setid_effect(key, group_name, group))
+    return entries
+
+
+def _read_history(
+    value: StreamValue,
+    key: bytes,
+    group_name: bytes,
+    group: ConsumerGroup,
+    consumer: Consumer,
+    after: int,
+    count: int,
+    now_ms: int,
+    effects: list[Effect],
+) -> list[Entry]:
+    """streamReplyWithRangeFromConsumerPEL: the consumer's pending entries after `after`;
+    a deleted entry comes back with no fields and keeps its delivery attributes."""
+    start = incr_id(after)
+    out: list[Entry] = []
+    for entry_id in consumer.pel.irange(start if start is not None else 0):
+        if count and len(out) >= count:
+            break
+        fields = value.get(entry_id)
+        if fields is None:
+            out.append((entry_id, None))
+            continue
+        nack = group.redeliver(entry_id, now_ms)
+        out.append((entry_id, fields))
+        effects.append(xclaim_effect(key, group_name, group, entry_id, nack))
+    return out
+
+
+# ---------------------------------------------------------------------------------------
+# Claiming: XCLAIM, XAUTOCLAIM
+# ---------------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class ClaimOptions:
+    """XCLAIM's options as Redis resolves them."""
+
+    min_idle: int = 0
+    delivery_time: int = -1  # absolute ms (from IDLE or TIME); -1 = now
+    retry_count: int = -1  # -1 = increment (unless JUSTID)
+    force: bool = False
+    justid: bool = False
+    last_id: int = 0  # LASTID; 0 = not given
+
+
+def _claim_consumer(group: ConsumerGroup, name: bytes, now_ms: int) -> tuple[Consumer, bool]:
+    consumer = group.consumer(name)
+    created = consumer is None
+    if consumer is None:
+        consumer = group.create_consumer(name, now_ms)
+        assert consumer is not None
+    consumer.seen_time = now_ms
+    return consumer, created
+
+
+def _drop_deleted(
+    key: bytes, group_name: bytes, group: ConsumerGroup, entry_id: int, nack: Nack, effects: list[Effect]
+) -> None:
+    """A pending entry whose stream entry is gone leaves the PEL; the XCLAIM effect names
+    its owner so the replica, where the entry is gone too, drops it the same way."""
+    effects.append(xclaim_effect(key, group_name, group, entry_id, nack))
+    group.ack(entry_id)
+
+
+def xclaim(
+    value: StreamValue,
+    key: bytes,
+    group_name: bytes,
+    group: ConsumerGroup,
+    consumer_name: bytes,
+    ids: list[int],
+    opts: ClaimOptions,
+    now_ms: int,
+    trust_time: bool = False,
+) -> tuple[list[int], list[Effect]]:
+    """XCLAIM; returns the claimed IDs (in argument order) and the effects. With
+    `trust_time` (replaying the log) a TIME in the future is kept: it is the primary's
+    clock, and clamping it to ours would make the replica's PEL differ."""
+    effects: list[Effect] = []
+    propagate_last_id = False
+    if opts.last_id > group.last_id:
+        group.last_id = opts.last_id
+        propagate_last_id = True
+    delivery_time = opts.delivery_time
+    if delivery_time < 0 or (delivery_time > now_ms and not trust_time):
+        # A bogus time (a client's clock ahead of ours) means now, as in Redis.
+        delivery_time = now_ms
+    consumer, created = _claim_consumer(group, consumer_name, now_ms)
+    claimed: list[int] = []
+    pel = group.pel
+    for entry_id in ids:
+        nack = pel.get(entry_id)
+        if not value.contains(entry_id):
+            if nack is not None:
+                _drop_deleted(key, group_name, group, entry_id, nack, effects)
+                propagate_last_id = False
+            continue
+        if nack is None:
+            if not opts.force:
+                continue
+            # FORCE creates the pending entry (Redis's NACK with no owner, count 1).
+            count = 1
+        else:
+            if opts.min_idle and now_ms - nack[0] < opts.min_idle:
+                continue
+            count = nack[1]
+        if opts.retry_count >= 0:
+            count = opts.retry_count
+        elif not opts.justid:
+            count += 1
+        nack = group.assign(entry_id, consumer, delivery_time, count)
+        claimed.append(entry_id)
+        consumer.active_time = now_ms
+        effects.append(xclaim_effect(key, group_name, group, entry_id, nack))
+        propagate_last_id = False
+    if propagate_last_id:
+        effects.append(setid_effect(key, group_name, group))
+    if created and not claimed:
+        effects.insert(0, create_consumer_effect(key, group_name, consumer_name))
+    return claimed, effects
+
+
+def xautoclaim(
+    value: StreamValue,
+    key: bytes,
+    group_name: bytes,
+    group: ConsumerGroup,
+    consumer_name: bytes,
+    min_idle: int,
+    start: int,
+    count: int,
+    justid: bool,
+    now_ms: int,
+) -> tuple[int, list[int], list[int], list[Effect]]:
+    """XAUTOCLAIM; returns (next cursor, claimed IDs, deleted IDs, effects). Redis scans at
+    most 10 * count pending entries; deleted entries count against COUNT."""
+    effects: list[Effect] = []
+    consumer, created = _claim_consumer(group, consumer_name, now_ms)
+    attempts = count * 10
+    pel = group.pel
+    # The scan only removes or reassigns the IDs it visits, so a snapshot of the next
+    # attempts + 1 IDs (the extra one is the cursor) is what Redis's rax iterator sees.
+    candidates = []
+    for entry_id in pel.irange(start):
+        candidates.append(entry_id)
+        if len(candidates) > attempts:
+            break
+    claimed: list[int] = []
+    deleted: list[int] = []
+    visited = 0
+    for entry_id in candidates:
+        if not attempts or not count:
+            break
+        attempts -= 1
+        visited += 1
+        nack = pel[entry_id]
+        if not value.contains(entry_id):
+            _drop_deleted(key, group_name, group, entry_id, nack, effects)
+            deleted.append(entry_id)
+            count -= 1
+            continue
+        if min_idle and now_ms - nack[0] < min_idle:
+            continue
+        nack = group.assign(entry_id, consumer, now_ms, nack[1] if justid else nack[1] + 1)
+        claimed.append(entry_id)
+        count -= 1
+        consumer.active_time = now_ms
+        effects.append(xclaim_effect(key, group_name, group, entry_id, nack))
+    cursor = candidates[visited] if visited < len(candidates) else 0
+    if created and not claimed:
+        effects.insert(0, create_consumer_effect(key, group_name, consumer_name))
+    return cursor, claimed, deleted, effects
+
+
+# ---------------------------------------------------------------------------------------
+# Groups and consumers: XACK, XGROUP
+# ---------------------------------------------------------------------------------------
+
+
+def xack(group: ConsumerGroup, argv: list[bytes], ids: list[int]) -> tuple[int, list[Effect]]:
+    acked = 0
+    for entry_id in ids:
+        if group.ack(entry_id) is not None:
+            acked += 1
+    return acked, [argv] if acked else []
+
+
+def group_create(
+    value: StreamValue, argv: list[bytes], group_name: bytes, last_id: int, entries_read: int
+) -> list[Effect]:
+    if value.group(group_name) is not None:
+        raise StreamError("BUSYGROUP Consumer Group name already exists")
+    value.add_group(group_name, ConsumerGroup(last_id, entries_read))
+    return [argv]
+
+
+def group_setid(group: ConsumerGroup, argv: list[bytes], last_id: int, entries_read: int) -> list[Effect]:
+    changed = (group.last_id, group.entries_read) != (last_id, entries_read)
+    group.last_id = last_id
+    group.entries_read = entries_read
+    return [argv] if changed else []
+
+
+def group_destroy(value: StreamValue, argv: list[bytes], group_name: bytes) -> tuple[bool, list[Effect]]:
+    if value.remove_group(group_name):
+        return True, [argv]
+    return False, []
+
+
+def group_create_consumer(
+    group: ConsumerGroup, argv: list[bytes], consumer_name: bytes, now_ms: int
+) -> tuple[bool, list[Effect]]:
+    if group.create_consumer(consumer_name, now_ms) is None:
+        return False, []
+    return True, [argv]
+
+
+def group_delete_consumer(group: ConsumerGroup, argv: list[bytes], consumer_name: bytes) -> tuple[int, list[Effect]]:
+    if group.consumer(consumer_name) is None:
+        return 0, []
+    return group.delete_consumer(consumer_name), [argv]
+

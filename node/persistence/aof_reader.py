@@ -1,0 +1,193 @@
+"""Reading an AOF file: RESP commands with the offset each one ends at, the unit boundaries
+(a MULTI is complete only with its EXEC) and the rules that tell a truncated tail from a
+corrupted file (Redis aof.c loadSingleAppendOnlyFile).
+
+A file is read in large chunks by hiredis; offsets come from the canonical size of each
+command (hiredis refuses the non-canonical headers `*02`, `$+3`, so the count is exact). Where
+hiredis stops — bad bytes, or the end of the file inside a command — an exact scan from the
+last good offset decides between *truncated* (the bytes are a prefix of a well-formed
+command: a crash in the middle of a write) and *corrupt* (they can never become one), and
+names the offset.
+
+Like Redis's AOF, the format has no checksum: a changed byte inside a value is read as that
+value. Framing damage (a type byte, a count, a length) is detected.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Final
+
+import hiredis
+
+_CHUNK: Final = 4 * 1024 * 1024
+# hiredis moves its unread bytes to the front of its buffer every kilobyte consumed, so it is
+# fed in small pieces: the cost of those moves then stays proportional to the file size.
+_FEED: Final = 16 * 1024
+_INCOMPLETE: Final = -1
+
+# Whatever an executor raises to refuse a command (unknown command, wrong arity) becomes a
+# format error naming the command's offset.
+Executor = Callable[[list[bytes]], None]
+
+
+class ReplayRefused(Exception):
+    """Raised by an executor: the command cannot be replayed (the text says why)."""
+
+
+@dataclass(frozen=True, slots=True)
+class AofReadResult:
+    name: str
+    size: int
+    valid_up_to: int  # end of the last complete unit (a command, or MULTI..EXEC)
+    commands: int  # commands read up to valid_up_to
+    status: str  # "ok", "truncated" or "corrupt"
+    error: str = ""  # for "corrupt": what is wrong at `error_offset`
+    error_offset: int = -1
+    open_multi: bool = False  # the file ended inside a MULTI (treated as truncated)
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+
+def read_aof(path: str, execute: Executor | None = None) -> AofReadResult:
+    """Read the AOF file at `path`, passing each command to `execute` in order (MULTI, the
+    queued commands and EXEC included; a MULTI left open at the end has had its commands
+    passed but not its EXEC). Raises OSError if the file cannot be read."""
+    name = os.path.basename(path)
+    with open(path, "rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        reader = hiredis.Reader()
+        pos = 0  # end of the last complete command
+        valid = 0  # end of the last complete unit
+        before_multi = -1
+        commands = 0
+        unit_commands = 0
+        tail = b""  # bytes after `pos` that hiredis holds (kept for the exact scan)
+        while True:
+            chunk = f.read(_CHUNK)
+            if not chunk:
+                break
+            tail += chunk
+            start = pos
+            fed = 0
+            while True:
+                try:
+                    item = reader.gets()
+                except hiredis.ProtocolError:
+                    return _diagnose(name, size, tail[pos - start :] + f.read(), pos, valid, commands, before_multi)
+                if item is False:
+                    if fed >= len(chunk):
+                        break
+                    reader.feed(chunk, fed, min(_FEED, len(chunk) - fed))
+                    fed += _FEED
+                    continue
+                if type(item) is not list or not item or not all(type(a) is bytes for a in item):
+                    return _diagnose(name, size, tail[pos - start :] + f.read(), pos, valid, commands, before_multi)
+                end = pos + _canonical_size(item)
+                if execute is not None:
+                    try:
+                        execute(item)
+                    except ReplayRefused as exc:
+                        return AofReadResult(name, size, valid, commands, "corrupt", str(exc), pos)
+                pos = end
+                unit_commands += 1
+                word = item[0].lower()
+                if word == b"multi":
+                    before_multi = valid
+                elif word == b"exec":
+                    before_multi = -1
+                if before_multi < 0:
+                    valid = pos
+                    commands += unit_commands
+                    unit_commands = 0
+            tail = tail[pos - start :]
+        if pos == size and before_multi < 0:
+            return AofReadResult(name, size, valid, commands, "ok")
+        if pos < size:
+            return _diagnose(name, size, tail, pos, valid, commands, before_multi)
+        return AofReadResult(name, size, before_multi, commands, "truncated", open_multi=True)
+
+
+def _diagnose(
+    name: str, size: int, rest: bytes, pos: int, valid: int, commands: int, before_multi: int
+) -> AofReadResult:
+    """hiredis stopped at `pos` (`rest` = the whole file from there on): scan exactly."""
+    at = 0
+    while at < len(rest):
+        end, error = scan_command(rest, at)
+        if error:
+            return AofReadResult(name, size, valid, commands, "corrupt", error, pos + at)
+        if end == _INCOMPLETE:
+            break
+        at = end
+    # A command (and so the file) ends in the middle: a short write.
+    cut = before_multi if before_multi >= 0 else valid
+    return AofReadResult(name, size, cut, commands, "truncated", open_multi=before_multi >= 0)
+
+
+def scan_command(buf: bytes, pos: int) -> tuple[int, str]:
+    """One RESP array of bulk strings at `pos`: (end, "") when complete, (_INCOMPLETE, "")
+    when `buf` ends inside it, (-1, reason) when the bytes can never be one."""
+    n = len(buf)
+    if buf[pos] != 0x2A:  # '*'
+        return _INCOMPLETE, "expected '*', got %r" % chr(buf[pos])
+    nl = buf.find(b"\r\n", pos)
+    if nl < 0:
+        return (_INCOMPLETE, "") if _could_be_number(buf[pos + 1 :]) else (_INCOMPLETE, "bad multibulk count")
+    count = _parse_count(buf[pos + 1 : nl])
+    if count is None or count < 1:
+        return _INCOMPLETE, "bad multibulk count"
+    pos = nl + 2
+    for _ in range(count):
+        if pos >= n:
+            return _INCOMPLETE, ""
+        if buf[pos] != 0x24:  # '$'
+            return _INCOMPLETE, "expected '$', got %r" % chr(buf[pos])
+        nl = buf.find(b"\r\n", pos)
+        if nl < 0:
+            return (_INCOMPLETE, "") if _could_be_number(buf[pos + 1 :]) else (_INCOMPLETE, "bad bulk length")
+        length = _parse_count(buf[pos + 1 : nl])
+        if length is None:
+            return _INCOMPLETE, "bad bulk length"
+        pos = nl + 2 + length
+        if pos + 2 > n:
+            # Only a prefix of the terminating CRLF may be present.
+            if buf[pos:n] not in (b"", b"\r"):
+                return _INCOMPLETE, "bulk string not terminated by CRLF"
+            return _INCOMPLETE, ""
+        if buf[pos : pos + 2] != b"\r\n":
+            return _INCOMPLETE, "bulk string not terminated by CRLF"
+        pos += 2
+    return pos, ""
+
+
+def _parse_count(raw: bytes) -> int | None:
+    if not raw or len(raw) > 19 or not raw.isdigit() or (len(raw) > 1 and raw[0] == 0x30):
+        return None
+    return int(raw)
+
+
+def _could_be_number(raw: bytes) -> bool:
+    """A header cut short: digits and at most a trailing CR."""
+    body = raw[:-1] if raw.endswith(b"\r") else raw
+    return len(body) <= 19 and (body == b"" or body.isdigit())
+
+
+# Decimal digits of the lengths most arguments have: a table lookup beats str() on the replay
+# path, which sizes every command.
+_DIGITS: Final = [len(str(i)) for i in range(10_000)]
+
+
+def _canonical_size(item: list[bytes]) -> int:
+    """`*<n>\r\n` then `$<len>\r\n<arg>\r\n` per argument."""
+    n = len(item)
+    lengths = list(map(len, item))
+    try:
+        digits = sum(map(_DIGITS.__getitem__, lengths))
+    except IndexError:
+        digits = sum(map(len, map(str, lengths)))
+    return 3 + len(str(n)) + 5 * n + sum(lengths) + digits

@@ -1,0 +1,786 @@
+"""The node's replication role: it plugs the stream engine into the stream-agnostic
+`replication` package and owns everything that changes with the role.
+
+* Always: one `Backlog` (the node's replication identity: replid, replid2, offsets) and one
+  `Primary` serving it on the replication gRPC port, so a replica can serve sub-replicas and a
+  promoted replica serves its siblings at once. The effect log and the backlog count the same
+  bytes; whenever the backlog's history changes (promotion, full sync, adopting a new replid)
+  the effect log takes its identity, so the AOF records it.
+* As a primary: every committed unit of the effect log goes into the backlog (coalesced per
+  event-loop iteration); WAIT/WAITAOF clients are parked until enough replicas acknowledge;
+  min-replicas-to-write gates writes.
+* As a replica: a `ReplicaLink` to the primary, with a `NodeStateMachine` that applies each
+  batch through `Server.execute` in a replay session and logs the primary's bytes verbatim
+  (`EffectLog.replicated`), never its own re-encoding: offsets and unit boundaries stay the
+  primary's, in the backlog (the link stores batches as received) and in the AOF alike.
+
+Where the primary's replication port is: a node listens for replication on `repl-port`, or on
+its RESP port + 10000 when that is 0 (an OS-chosen port if that exceeds 65535), and reports it
+as `repl_grpc_port` in INFO replication. `REPLICAOF host port` names the primary's RESP port;
+the replica reads that field from the primary's RESP port (after AUTH with masterauth) and
+connects there, so no replica needs to know how its primary was configured.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import io
+import logging
+import os
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final
+
+import hiredis
+
+from node.commands.context import Block, Session
+from node.commands.reply import OK, ReplyError
+from node.persistence.service import AOF_ON
+from node.persistence.snapshot import SnapshotError, SnapshotMeta, dump, load_snapshot
+from node.server.resp import encode_command
+from replication import (
+    Backlog,
+    ClientTls,
+    OutputBufferLimit,
+    Primary,
+    PrimarySettings,
+    ReplicaLink,
+    ReplicaSettings,
+    ServerTls,
+)
+from replication.backlog import NO_REPLID
+
+if TYPE_CHECKING:
+    from node.server.server import Server
+
+log = logging.getLogger("rill.replication")
+
+# disconnectAllBlockedClients (replication.c): what clients blocked on a node that becomes a
+# replica are told.
+UNBLOCKED: Final = (
+    "UNBLOCKED force unblock from blocking operation, instance state changed (master -> replica?)"
+)
+NOREPLICAS: Final = "NOREPLICAS Not enough good replicas to write."
+ALREADY_CONNECTED: Final = "OK Already connected to specified master"
+
+REPL_PORT_OFFSET: Final = 10000  # default replication port = RESP port + this (as Redis Cluster's bus)
+INFO_PORT_FIELD: Final = "repl_grpc_port"
+
+# Finding the primary's replication port: retried with this backoff while it does not answer.
+_DISCOVERY_BACKOFF: Final = (0.1, 5.0)
+# WAITAOF waiters re-check the local fsync this often (fsyncs happen off the event loop), and
+# ask replicas for a fresh ack every _ACK_REQUEST_TICKS checks (Redis's REPLCONF GETACK).
+_FSYNC_POLL: Final = 0.01
+_ACK_REQUEST_TICKS: Final = 10
+# Errors applying the primary's log are logged at most this often (a diverged replica would
+# otherwise log every batch until its full sync).
+_APPLY_ERROR_LOG_PERIOD: Final = 10.0
+
+
+class ApplyError(Exception):
+    """An effect of the primary's log failed here: this replica diverged (or the primary sent
+    something that is not an effect). The link then asks for a full sync."""
+
+
+def _never_ready(session: Session) -> None:
+    return None
+
+
+@dataclass(eq=False)
+class _AckWait:
+    """A client parked in WAIT (fsync=False) or WAITAOF (fsync=True)."""
+
+    session: Session
+    block: Block
+    offset: int  # the client's last write offset (c->woff)
+    numreplicas: int
+    fsync: bool
+    numlocal: int = 0
+
+
+def parse_units(data: bytes) -> list[list[bytes]]:
+    """The commands of whole log units (RESP arrays of bulk strings). Raises ApplyError when
+    the bytes are not exactly that, or a MULTI is not closed by its EXEC, before anything is
+    applied."""
+    reader = hiredis.Reader()
+    reader.feed(data)
+    commands: list[list[bytes]] = []
+    in_multi = False
+    while True:
+        item = reader.gets()
+        if item is False:
+            break
+        if type(item) is not list or not item or not all(type(arg) is bytes for arg in item):
+            raise ApplyError(f"not a command in the log: {item!r:.80}")
+        name = item[0].lower()
+        if name == b"multi":
+            if in_multi:
+                raise ApplyError("nested MULTI in the log")
+            in_multi = True
+        elif name == b"exec":
+            if not in_multi:
+                raise ApplyError("EXEC without MULTI in the log")
+            in_multi = False
+        commands.append(item)
+    if reader.has_data() or in_multi:
+        raise ApplyError("the batch ends inside a unit")
+    return commands
+
+
+class NodeStateMachine:
+    """The `StateMachine` of one replica link: applies the primary's units to this node.
+
+    One per link: when the node changes role the machine is detached, and anything a link
+    that is being cancelled still hands it is refused."""
+
+    def __init__(self, repl: ReplicationNode) -> None:
+        self.repl = repl
+        self.server = repl.server
+        self.active = True
+        self.session = self._new_session()
+        self._last_error_log = 0.0
+
+    def _new_session(self) -> Session:
+        # The replication link's client: replays log-only forms ("replay") and may write on a
+        # replica ("master", which EXEC and the server honour).
+        session = Session(self.server, 0, addr="replication-link")
+        session.authenticated = True
+        session.flags.update(("replay", "master"))
+        return session
+
+    def _check_active(self) -> None:
+        if not self.active:
+            raise ApplyError("the link was detached (the node changed role)")
+
+    def apply(self, data: bytes, end_offset: int) -> None:
+        self._check_active()
+        commands = parse_units(data)
+        server = self.server
+        session = self.session
+        dbs = server.keyspace.dbs
+        effects = server.effects
+        execute = server.execute
+        effects.muted = True
+        try:
+            for argv in commands:
+                reply = execute(session, argv)
+                # SWAPDB swaps the dict objects and only refreshes registered clients.
+                session.db = dbs[session.db_index]
+                if type(reply) is ReplyError or type(reply) is Block:
+                    raise ApplyError(self._describe_failure(argv, reply))
+        except ApplyError:
+            session.multi = None
+            self._log_failure()
+            raise
+        finally:
+            effects.muted = False
+        effects.replicated(data, end_offset)
+        server.after_batch()
+
+    def _describe_failure(self, argv: list[bytes], reply: object) -> str:
+        shown = b" ".join(argv[:4]).decode("utf-8", "replace")[:120]
+        why = reply.message if isinstance(reply, ReplyError) else "it would block"
+        return f"'{shown}' from the primary failed here: {why}"
+
+    def _log_failure(self) -> None:
+        self.repl.apply_errors += 1
+        now = time.monotonic()
+        if now - self._last_error_log >= _APPLY_ERROR_LOG_PERIOD:
+            self._last_error_log = now
+            log.error(
+                "== CRITICAL == this replica could not apply its primary's log (%d time(s) so far): "
+                "it diverged; asking for a full sync", self.repl.apply_errors,
+            )
+
+    def load_snapshot(self, chunks: Sequence[bytes], offset: int) -> None:
+        self._check_active()
+        server = self.server
+        fresh: list[dict[bytes, Any]] = [{} for _ in server.keyspace.dbs]
+        meta = _load_snapshot_bytes(chunks, fresh, server.config.get("dir"))
+        if meta.offset != offset:
+            raise ApplyError(f"the snapshot is at offset {meta.offset}, the primary announced {offset}")
+        config = server.config
+        # As Redis (stopAppendOnly / restartAOFAfterSYNC): the AOF of the old data set is
+        # closed, and a new one starts from a base of the loaded data; until that base is
+        # written the old AOF stays what a restart loads.
+        aof = config.get("appendonly") == "yes"
+        if aof:
+            config.set("appendonly", "no")
+        server.touch_all(None)
+        for db, loaded in zip(server.keyspace.dbs, fresh):
+            db.clear()
+            db.update(loaded)
+        effects = server.effects
+        effects.replid = meta.replid
+        effects.replid2 = NO_REPLID
+        effects.second_offset = -1
+        effects.offset = offset
+        effects.force_select()
+        self.session = self._new_session()
+        if aof:
+            config.set("appendonly", "yes")
+        server.after_batch()
+        log.info("MASTER <-> REPLICA sync: loaded %d keys at offset %d", server.keyspace.key_count(), offset)
+
+    def snapshot(self) -> bytes:
+        return self.repl.snapshot()
+
+    def fsynced_offset(self) -> int:
+        return self.repl.fsynced_offset()
+
+
+def _load_snapshot_bytes(chunks: Sequence[bytes], dbs: list[dict[bytes, Any]], directory: str) -> SnapshotMeta:
+    """Loads a snapshot received in chunks (the persistence format reads files: it goes
+    through a temporary file in the data directory)."""
+    fd, path = tempfile.mkstemp(prefix="temp-replsync-", suffix=".rdb", dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            for chunk in chunks:
+                f.write(chunk)
+        try:
+            return load_snapshot(path, dbs).meta
+        except SnapshotError as exc:
+            raise ApplyError(f"the primary's snapshot is unusable: {exc}") from None
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+
+
+class DiscoveryError(Exception):
+    """The primary's RESP port did not tell its replication port."""
+
+
+async def discover_repl_port(host: str, port: int, masterauth: str, timeout: float) -> int:
+    """The replication gRPC port of the node whose RESP port is host:port, read from its
+    INFO replication (`repl_grpc_port`)."""
+    reader, writer = await asyncio.wait_for(asyncio.open_connection(host, port), timeout)
+    try:
+        commands: list[list[bytes]] = []
+        if masterauth:
+            commands.append([b"AUTH", masterauth.encode()])
+        commands.append([b"INFO", b"replication"])
+        writer.write(b"".join(encode_command(c) for c in commands))
+        parser = hiredis.Reader()
+        replies: list[object] = []
+        async with asyncio.timeout(timeout):
+            while len(replies) < len(commands):
+                reply = parser.gets()
+                if reply is not False:
+                    replies.append(reply)
+                    continue
+                data = await reader.read(65536)
+                if not data:
+                    raise DiscoveryError("the primary closed the connection")
+                parser.feed(data)
+    finally:
+        writer.close()
+        with contextlib.suppress(OSError):
+            await writer.wait_closed()
+    for reply in replies:
+        if isinstance(reply, hiredis.ReplyError):
+            raise DiscoveryError(f"the primary answered: {reply}")
+    info = replies[-1]
+    text = info.decode("utf-8", "replace") if isinstance(info, bytes) else ""
+    for line in text.splitlines():
+        name, _, value = line.partition(":")
+        if name == INFO_PORT_FIELD and value.strip().isdigit():
+            if int(value) == 0:
+                raise DiscoveryError("the primary does not listen for replicas yet")
+            return int(value)
+    raise DiscoveryError(f"{host}:{port} is not a Rill node (its INFO replication has no {INFO_PORT_FIELD})")
+
+
+class ReplicationNode:
+    """The replication side of one node (`server.replication`)."""
+
+    def __init__(self, server: Server) -> None:
+        self.server = server
+        self.config = server.config
+        self.backlog: Backlog | None = None
+        self.primary: Primary | None = None
+        self.link: ReplicaLink | None = None
+        self.machine: NodeStateMachine | None = None
+        self.repl_port = 0
+        self.master: tuple[str, int] | None = None  # REPLICAOF host port (the RESP address)
+        self.apply_errors = 0
+        self.link_error = ""  # why the primary's replication port is not known yet
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._pending: list[bytes] = []
+        self._pending_end = 0
+        self._connecting: asyncio.Task[None] | None = None
+        self._stopping: asyncio.Future[None] | None = None
+        self._waits: list[_AckWait] = []
+        self._fsync_timer: asyncio.TimerHandle | None = None
+        self._fsync_ticks = 0
+        server.effects.add_listener(self._on_unit)
+        self.config.on_change(self._on_config_change)
+
+    # -- lifecycle -----------------------------------------------------------------------
+
+    def attach(self) -> None:
+        """After the data set is loaded, before clients connect: the backlog continues the
+        loaded log, and a node configured with `replicaof` is read-only from the start."""
+        effects = self.server.effects
+        self.backlog = Backlog(
+            self.config.get_int("repl-backlog-size"),
+            replid=effects.replid,
+            offset=effects.offset,
+            replid2=effects.replid2 if effects.second_offset >= 0 else NO_REPLID,
+            second_offset=effects.second_offset if effects.second_offset >= 0 else -1,
+        )
+        self.backlog.add_listener(self)
+        self.primary = Primary(self.backlog, self.snapshot, self._primary_settings())
+        self.primary.registry.add_ack_listener(self._on_ack)
+        if self.config.get("replicaof"):
+            self.server.role = "slave"
+        self._update_write_gate()
+
+    async def start(self) -> None:
+        """Listens for replicas, and connects to the configured primary."""
+        assert self.primary is not None
+        self._loop = asyncio.get_running_loop()
+        host = (self.config.get("bind").split() or ["127.0.0.1"])[0]
+        self.repl_port = await self.primary.start(host, self._listen_port(), tls=self._server_tls())
+        target = self.config.get("replicaof").split()
+        if len(target) == 2:
+            self._become_replica(target[0], int(target[1]), "the configuration")
+
+    def _listen_port(self) -> int:
+        configured = self.config.get_int("repl-port")
+        if configured:
+            return configured
+        derived = self.server.port + REPL_PORT_OFFSET
+        return derived if self.server.port and derived <= 65535 else 0
+
+    async def stop(self) -> None:
+        """Shutdown: the link stops before anything else, so nothing is applied afterwards."""
+        self.flush()
+        stopping = self._drop_link()
+        if stopping is not None:
+            with contextlib.suppress(Exception):
+                await stopping
+        if self._fsync_timer is not None:
+            self._fsync_timer.cancel()
+        if self.primary is not None:
+            await self.primary.stop(grace=0.5)
+
+    # -- the primary side: feeding the backlog --------------------------------------------
+
+    def _on_unit(self, data: bytes, end_offset: int) -> None:
+        """Effect-log listener. On a replica the units are the primary's, which the link
+        already stores in the backlog itself."""
+        if self.backlog is None or self.server.role != "master":
+            return
+        if not self._pending and self._loop is not None:
+            self._loop.call_soon(self.flush)
+        self._pending.append(data)
+        self._pending_end = end_offset
+
+    def flush(self) -> None:
+        """Moves the units committed so far into the backlog: once per event-loop iteration
+        (one wake-up of the replica streams per burst instead of per unit), and before
+        anything reads the backlog's end (snapshot, INFO, role change)."""
+        pending = self._pending
+        if not pending or self.backlog is None:
+            return
+        self._pending = []
+        backlog = self.backlog
+        data = pending[0] if len(pending) == 1 else b"".join(pending)
+        if backlog.end + len(data) != self._pending_end:
+            # The effect log and the backlog disagree: a bug. The backlog restarts at the
+            # log's position, which sends every replica through a full sync.
+            log.error("the backlog ends at %d but the effect log at %d: resetting the backlog",
+                      backlog.end + len(data), self._pending_end)
+            backlog.reset(backlog.replid, self._pending_end)
+            return
+        backlog.extend(data, [len(unit) for unit in pending])
+
+    def snapshot(self) -> bytes:
+        """The keyspace at the backlog's end, in the persistence snapshot format."""
+        self.flush()
+        backlog = self.backlog
+        assert backlog is not None
+        meta = SnapshotMeta(backlog.replid, backlog.replid2, backlog.second_offset, backlog.end, int(time.time()))
+        out = io.BytesIO()
+        dump(out, self.server.keyspace.dbs, meta)
+        return out.getvalue()
+
+    # -- BacklogListener ------------------------------------------------------------------
+
+    def log_appended(self, end: int) -> None:
+        return None
+
+    def history_changed(self) -> None:
+        """A new replid (promotion, a replica adopting its primary's) or a reset log (full
+        sync): the effect log takes the backlog's identity, so the AOF records it."""
+        backlog = self.backlog
+        assert backlog is not None
+        effects = self.server.effects
+        effects.replid = backlog.replid
+        effects.replid2 = backlog.replid2
+        effects.second_offset = backlog.second_offset
+        effects.offset = backlog.end
+
+    # -- role changes ---------------------------------------------------------------------
+
+    def replicaof(self, session: Session, host: str, port: int) -> Any:
+        """REPLICAOF host port."""
+        if self.master is not None and self.master[0].lower() == host.lower() and self.master[1] == port:
+            log.info("REPLICAOF would result into synchronization with the master we are already "
+                     "connected with. No operation performed.")
+            return ALREADY_CONNECTED
+        self._become_replica(host, port, f"id={session.id} addr={session.addr}")
+        return OK
+
+    def _become_replica(self, host: str, port: int, who: str) -> None:
+        assert self.primary is not None
+        self.flush()
+        was_master = self.server.role == "master"
+        self.server.role = "slave"
+        self.config.set("replicaof", f"{host} {port}", startup=True)
+        self.master = (host, port)
+        self.unblock_all(UNBLOCKED)
+        self.primary.waits.close("instance state changed")
+        previous = self._drop_link()
+        if was_master:
+            log.info("Before turning into a replica, using my own master parameters to synthesize a "
+                     "cached master: I may be able to synchronize with the new master with just a "
+                     "partial transfer.")
+        log.info("REPLICAOF %s:%d enabled (user request from '%s')", host, port, who)
+        self.link_error = ""
+        self._connecting = asyncio.ensure_future(self._connect(host, port, previous))
+
+    def promote(self, session: Session | None) -> None:
+        """REPLICAOF NO ONE: a new history starts here; the old id stays valid as replid2 up to
+        this offset, so the old primary's other replicas continue partially from this node."""
+        if self.server.role == "master":
+            return
+        assert self.backlog is not None and self.primary is not None
+        self._drop_link()
+        self.master = None
+        self.config.set("replicaof", "", startup=True)
+        self.server.role = "master"
+        self.backlog.shift_replid()
+        self.primary.waits.reopen()
+        who = f"id={session.id} addr={session.addr}" if session is not None else "the node"
+        log.info("MASTER MODE enabled (user request from '%s'): new replid %s, replid2 %s valid up to offset %d",
+                 who, self.backlog.replid, self.backlog.replid2, self.backlog.second_offset)
+
+    def _drop_link(self) -> asyncio.Future[None] | None:
+        """Detaches and cancels the current link at once; returns its end to await."""
+        if self.machine is not None:
+            self.machine.active = False
+            self.machine = None
+        if self._connecting is not None:
+            self._connecting.cancel()
+            self._connecting = None
+        link, self.link = self.link, None
+        if link is not None:
+            self._stopping = asyncio.ensure_future(link.stop())
+        return self._stopping
+
+    async def _connect(self, host: str, port: int, previous: asyncio.Future[None] | None) -> None:
+        if previous is not None:
+            with contextlib.suppress(Exception):
+                await previous
+        assert self.backlog is not None
+        delay = _DISCOVERY_BACKOFF[0]
+        while True:
+            try:
+                repl_port = await discover_repl_port(
+                    host, port, self.config.get("masterauth"), float(self.config.get_int("repl-timeout"))
+                )
+                break
+            except (OSError, TimeoutError, DiscoveryError) as exc:
+                reason = str(exc) or type(exc).__name__
+                if reason != self.link_error:
+                    log.warning("Error asking MASTER %s:%d for its replication port: %s (retrying)", host, port, reason)
+                self.link_error = reason
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, _DISCOVERY_BACKOFF[1])
+        self.link_error = ""
+        machine = NodeStateMachine(self)
+        link = ReplicaLink(
+            host, repl_port, self.backlog, machine, self._replica_settings(),
+            replica_id=self.server.run_id, announce_port=self.server.port, tls=self._client_tls(),
+        )
+        self.machine, self.link = machine, link
+        self._connecting = None
+        log.info("Connecting to MASTER %s:%d (replication port %d) at offset %d of %s",
+                 host, port, repl_port, self.backlog.end, self.backlog.replid)
+        link.start()
+
+    def unblock_all(self, message: str) -> None:
+        """Every blocked client (XREAD, XREADGROUP, WAIT, WAITAOF...) gets `message` as error."""
+        server = self.server
+        for conn in list(server.clients.values()):
+            if conn.waiter is not None:
+                server.blocking.unblock(conn.waiter, ReplyError(message))
+        self._waits.clear()
+        server.after_batch()
+
+    # -- WAIT, WAITAOF, min-replicas ------------------------------------------------------
+
+    def wait(self, session: Session, numreplicas: int, timeout_ms: int) -> Any:
+        assert self.primary is not None
+        count = self.primary.waits.count_now(session.woff)
+        if count >= numreplicas or session.in_exec:
+            return count
+        block = Block([], timeout_ms, _never_ready, count)
+        self._waits.append(_AckWait(session, block, session.woff, numreplicas, fsync=False))
+        return block
+
+    def waitaof(self, session: Session, numlocal: int, numreplicas: int, timeout_ms: int) -> Any:
+        assert self.primary is not None
+        wait = _AckWait(session, Block([], timeout_ms, _never_ready), session.woff, numreplicas, True, numlocal)
+        done, reply = self._wait_state(wait)
+        if done or session.in_exec:
+            return reply
+        wait.block.timeout_reply = reply
+        self._waits.append(wait)
+        self.primary.request_acks()
+        if self._fsync_timer is None and self._loop is not None:
+            self._fsync_timer = self._loop.call_later(_FSYNC_POLL, self._fsync_tick)
+        return wait.block
+
+    def _wait_state(self, wait: _AckWait) -> tuple[bool, Any]:
+        registry = self.primary.registry if self.primary is not None else None
+        if not wait.fsync:
+            count = registry.count_acked(wait.offset) if registry is not None else 0
+            return count >= wait.numreplicas, count
+        local = self._local_fsynced(wait.offset)
+        count = registry.count_fsynced(wait.offset) if registry is not None else 0
+        return local >= wait.numlocal and count >= wait.numreplicas, [local, count]
+
+    def _local_fsynced(self, offset: int) -> int:
+        persistence = self.server.persistence
+        writer = persistence.writer
+        return int(persistence.aof_state == AOF_ON and writer is not None and writer.synced_offset >= offset)
+
+    def _on_ack(self) -> None:
+        """A replica acked (or left): release the waits it satisfies; the others' timeout
+        reply follows the count, so a timeout answers the count at that moment."""
+        if not self._waits:
+            return
+        waits, self._waits = self._waits, []
+        keep: list[_AckWait] = []
+        released = False
+        for wait in waits:
+            if wait.session.blocked_on is not wait.block:
+                continue  # timed out, unblocked or disconnected
+            done, reply = self._wait_state(wait)
+            if done:
+                released = self.server.unblock_session(wait.session, reply) or released
+            else:
+                wait.block.timeout_reply = reply
+                keep.append(wait)
+        # Released clients may have run queued commands that parked new waits meanwhile.
+        self._waits = keep + self._waits
+        if released:
+            self.server.after_batch()
+
+    def _fsync_tick(self) -> None:
+        self._fsync_timer = None
+        self._on_ack()
+        if not any(w.fsync for w in self._waits) or self._loop is None:
+            return
+        self._fsync_ticks += 1
+        if self._fsync_ticks % _ACK_REQUEST_TICKS == 0 and self.primary is not None:
+            self.primary.request_acks()
+        self._fsync_timer = self._loop.call_later(_FSYNC_POLL, self._fsync_tick)
+
+    def fsynced_offset(self) -> int:
+        """What this replica reports as durably on disk: the AOF's fsynced offset, once the
+        AOF on disk follows the current history (not while a base for a full sync, or for a
+        new replid, is still being written); -1 otherwise."""
+        persistence = self.server.persistence
+        writer = persistence.writer
+        backlog = self.backlog
+        if persistence.aof_state != AOF_ON or writer is None or backlog is None or persistence.rewrite_scheduled:
+            return -1
+        if writer.written_offset + len(writer.buf) != self.server.effects.offset:
+            return -1
+        return max(-1, min(writer.synced_offset, backlog.end))
+
+    def _update_write_gate(self) -> None:
+        needed = self.config.get_int("min-replicas-to-write")
+        max_lag = self.config.get_int("min-replicas-max-lag")
+        # Redis checks good replicas only when both settings are non-zero.
+        self.server.dispatcher.write_quorum = self._check_good_replicas if needed and max_lag else None
+
+    def _check_good_replicas(self) -> str | None:
+        primary = self.primary
+        if primary is None:
+            return None
+        needed = self.config.get_int("min-replicas-to-write")
+        good = primary.waits.good_replicas(float(self.config.get_int("min-replicas-max-lag")))
+        return NOREPLICAS if good < needed else None
+
+    # -- settings -------------------------------------------------------------------------
+
+    def _primary_settings(self) -> PrimarySettings:
+        timeout = float(self.config.get_int("repl-timeout"))
+        hard, soft, seconds = self.config.output_limits.get("slave", (0, 0, 0))
+        return PrimarySettings(
+            requirepass=self.config.requirepass or None,
+            # A heartbeat at least twice per repl-timeout, so an idle link never looks dead.
+            ping_period=min(float(self.config.get_int("repl-ping-replica-period")), timeout / 2),
+            timeout=timeout,
+            output_buffer_limit=OutputBufferLimit(hard, soft, float(seconds)),
+        )
+
+    def _replica_settings(self) -> ReplicaSettings:
+        return ReplicaSettings(
+            masterauth=self.config.get("masterauth") or None,
+            timeout=float(self.config.get_int("repl-timeout")),
+        )
+
+    def _server_tls(self) -> ServerTls | None:
+        if self.config.get("repl-tls") != "yes":
+            return None
+        ca = self.config.get("repl-tls-ca-cert-file")
+        mutual = self.config.get("repl-tls-auth-clients") == "yes"
+        return ServerTls.from_files(
+            self.config.get("repl-tls-cert-file"), self.config.get("repl-tls-key-file"),
+            ca if mutual and ca else None,
+        )
+
+    def _client_tls(self) -> ClientTls | None:
+        if self.config.get("repl-tls") != "yes":
+            return None
+        cert = self.config.get("repl-tls-cert-file")
+        key = self.config.get("repl-tls-key-file")
+        return ClientTls.from_files(
+            self.config.get("repl-tls-ca-cert-file") or None, cert or None, key or None,
+        )
+
+    def _on_config_change(self, name: str, value: str) -> None:
+        if name == "repl-backlog-size" and self.backlog is not None:
+            self.backlog.resize(int(value))
+        elif name in ("repl-timeout", "repl-ping-replica-period", "requirepass", "client-output-buffer-limit", "masterauth"):
+            if self.primary is not None:
+                self.primary.update_settings(self._primary_settings())
+            if self.link is not None:
+                self.link.settings = self._replica_settings()
+        elif name in ("min-replicas-to-write", "min-replicas-max-lag"):
+            self._update_write_gate()
+
+    # -- ROLE and INFO --------------------------------------------------------------------
+
+    def _link_state(self) -> str:
+        """ROLE's replica state (connect, connecting, sync, connected)."""
+        link = self.link
+        if link is None:
+            return "connect"
+        status = link.status()
+        if status.link_up:
+            return "connected"
+        return "sync" if status.sync_in_progress else "connecting"
+
+    def role_reply(self) -> list[Any]:
+        self.flush()
+        backlog = self.backlog
+        offset = backlog.end if backlog is not None else self.server.effects.offset
+        if self.server.role == "master":
+            replicas = self.primary.registry.replicas() if self.primary is not None else []
+            return [b"master", offset, [
+                [r.host.encode(), str(r.port).encode(), str(r.offset).encode()]
+                for r in replicas if r.state == "online"
+            ]]
+        host, port = self.master if self.master is not None else ("", 0)
+        up = self.link is not None and self.link.status().link_up
+        return [b"slave", host.encode(), port, self._link_state().encode(), offset if up else -1]
+
+    def info_fields(self) -> list[tuple[str, object]]:
+        """INFO replication, Redis 7.2's fields in its order, then Rill's replication port."""
+        self.flush()
+        server = self.server
+        fields: list[tuple[str, object]] = [("role", server.role)]
+        if server.role == "slave":
+            fields += self._replica_fields()
+        replicas = self.primary.registry.replicas() if self.primary is not None else []
+        fields.append(("connected_slaves", len(replicas)))
+        if self.config.get_int("min-replicas-to-write") and self.config.get_int("min-replicas-max-lag"):
+            good = self.primary.waits.good_replicas(float(self.config.get_int("min-replicas-max-lag"))) if self.primary else 0
+            fields.append(("min_slaves_good_slaves", good))
+        for i, r in enumerate(replicas):
+            fields.append((f"slave{i}", f"ip={r.host},port={r.port},state={r.state},offset={r.offset},lag={int(r.lag)}"))
+        fields.append(("master_failover_state", "no-failover"))
+        backlog = self.backlog
+        if backlog is not None:
+            info = backlog.info()
+            fields += [
+                ("master_replid", info.master_replid),
+                ("master_replid2", info.master_replid2),
+                ("master_repl_offset", info.master_repl_offset),
+                ("second_repl_offset", info.second_repl_offset),
+                ("repl_backlog_active", info.repl_backlog_active),
+                ("repl_backlog_size", info.repl_backlog_size),
+                ("repl_backlog_first_byte_offset", info.repl_backlog_first_byte_offset),
+                ("repl_backlog_histlen", info.repl_backlog_histlen),
+            ]
+        else:
+            effects = server.effects
+            fields += [
+                ("master_replid", effects.replid),
+                ("master_replid2", effects.replid2),
+                ("master_repl_offset", effects.offset),
+                ("second_repl_offset", effects.second_offset + 1 if effects.second_offset >= 0 else -1),
+                ("repl_backlog_active", 0),
+                ("repl_backlog_size", self.config.get_int("repl-backlog-size")),
+                ("repl_backlog_first_byte_offset", 0),
+                ("repl_backlog_histlen", 0),
+            ]
+        fields.append((INFO_PORT_FIELD, self.repl_port))
+        return fields
+
+    def _replica_fields(self) -> list[tuple[str, object]]:
+        host, port = self.master if self.master is not None else ("", 0)
+        offset = self.backlog.end if self.backlog is not None else self.server.effects.offset
+        status = self.link.status() if self.link is not None else None
+        up = status is not None and status.link_up
+        syncing = status is not None and status.sync_in_progress
+        fields: list[tuple[str, object]] = [
+            ("master_host", host),
+            ("master_port", port),
+            ("master_link_status", "up" if up else "down"),
+            ("master_last_io_seconds_ago", status.last_io_seconds_ago if up and status is not None else -1),
+            ("master_sync_in_progress", int(syncing)),
+            ("slave_read_repl_offset", offset),
+            ("slave_repl_offset", offset),
+        ]
+        if syncing and status is not None:
+            total, read = status.sync_total_bytes, status.sync_read_bytes
+            fields += [
+                ("master_sync_total_bytes", total),
+                ("master_sync_read_bytes", read),
+                ("master_sync_left_bytes", total - read),
+                ("master_sync_perc", f"{100.0 * read / total if total > 0 else 0.0:.2f}"),
+                ("master_sync_last_io_seconds_ago", status.last_io_seconds_ago),
+            ]
+        if not up:
+            down = status.link_down_since_seconds if status is not None else -1
+            fields.append(("master_link_down_since_seconds", down))
+        fields += [
+            ("slave_priority", 100),
+            ("slave_read_only", 1 if self.config.get("replica-read-only") == "yes" else 0),
+            ("replica_announced", 1),
+        ]
+        return fields
+
+    def sync_stats(self) -> list[tuple[str, object]]:
+        """INFO stats' sync_full, sync_partial_ok, sync_partial_err (this node as a primary)."""
+        primary = self.primary
+        if primary is None:
+            return [("sync_full", 0), ("sync_partial_ok", 0), ("sync_partial_err", 0)]
+        return [
+            ("sync_full", primary.full_syncs),
+            ("sync_partial_ok", primary.partial_syncs),
+            ("sync_partial_err", primary.partial_sync_errors),
+        ]
+
+    def backlog_memory(self) -> int:
+        return self.backlog.memory_bytes() if self.backlog is not None else 0

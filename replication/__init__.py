@@ -1,0 +1,50 @@
+"""Stream-agnostic log shipping over gRPC: a primary serves its ordered log of units (with
+Redis-style byte offsets under a replication id) to replicas, which apply it through a
+StateMachine. It knows nothing about streams and never imports `node`; see
+docs/replication.md for the protocol and how a node wires it.
+"""
+
+from replication.backlog import Backlog, BacklogInfo, PsyncDecision, new_replid
+from replication.errors import (
+    ApplyFailed,
+    LinkLost,
+    ProtocolViolation,
+    Refused,
+    ReplicationClosed,
+    ReplicationError,
+)
+from replication.primary import Primary
+from replication.registry import ReplicaInfo, ReplicaRegistry
+from replication.replica import LinkStatus, ReplicaLink
+from replication.settings import OutputBufferLimit, PrimarySettings, ReplicaSettings
+from replication.state_machine import StateMachine
+from replication.tls import ClientTls, ServerTls
+from replication.wait import AckWaiters
+from replication.wire import PROTOCOL_VERSION, new_run_id
+
+__all__ = [
+    "PROTOCOL_VERSION",
+    "AckWaiters",
+    "ApplyFailed",
+    "Backlog",
+    "BacklogInfo",
+    "ClientTls",
+    "LinkLost",
+    "LinkStatus",
+    "OutputBufferLimit",
+    "Primary",
+    "PrimarySettings",
+    "ProtocolViolation",
+    "PsyncDecision",
+    "Refused",
+    "ReplicaInfo",
+    "ReplicaLink",
+    "ReplicaRegistry",
+    "ReplicaSettings",
+    "ReplicationClosed",
+    "ReplicationError",
+    "ServerTls",
+    "StateMachine",
+    "new_replid",
+    "new_run_id",
+]

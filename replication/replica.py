@@ -1,0 +1,414 @@
+"""The replica side: a background link that keeps this node's log a copy of its primary's.
+
+It connects over gRPC, handshakes with the node's (replid, offset), takes a partial resync
+(CONTINUE) or a full one (snapshot, loaded atomically once complete), then applies batches
+through the StateMachine and appends them verbatim to the node's backlog, so the replica's
+offsets and unit boundaries are the primary's (a promoted replica can serve its siblings a
+partial resync). It acks after batches and at least every `ack_period`, declares the primary
+dead after `timeout` without a message, and reconnects with exponential backoff.
+
+Errors carry whether they are retriable (replication.errors); a non-retriable refusal (wrong
+secret) is retried only at the slowest pace and logged once per streak. If the background
+task itself dies, every `wait_for_offset` caller gets the error.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import time
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass
+from typing import Any
+
+import grpc
+
+from replication.backlog import Backlog
+from replication.errors import ApplyFailed, LinkLost, ProtocolViolation, ReplicationError, from_rpc_error
+from replication.pb import replication_pb2 as pb
+from replication.pb import replication_pb2_grpc as pb_grpc
+from replication.settings import ReplicaSettings
+from replication.state_machine import StateMachine
+from replication.tls import ClientTls
+from replication.wire import CHANNEL_OPTIONS, PROTOCOL_VERSION, is_run_id
+
+log = logging.getLogger("replication.replica")
+
+Call = grpc.aio.StreamStreamCall[pb.ReplicaMessage, pb.PrimaryMessage]
+
+
+@dataclass(frozen=True)
+class LinkStatus:
+    """The replica half of INFO replication (Redis's field names in comments)."""
+
+    primary_host: str  # master_host
+    primary_port: int  # master_port (the replication port here)
+    link_up: bool  # master_link_status: up / down
+    last_io_seconds_ago: int  # master_last_io_seconds_ago; -1 before any message
+    sync_in_progress: bool  # master_sync_in_progress
+    sync_total_bytes: int  # master_sync_total_bytes (snapshot size); -1 when not syncing
+    sync_read_bytes: int  # master_sync_read_bytes
+    link_down_since_seconds: int  # master_link_down_since_seconds; -1 while up
+    offset: int  # slave_repl_offset: end of the local log
+    primary_offset: int  # latest offset the primary announced in a heartbeat
+    full_syncs: int  # completed full syncs on this link
+    partial_syncs: int  # accepted partial resyncs on this link
+    last_error: str | None  # why the link last went down (or could not come up)
+
+
+class ReplicaLink:
+    """Replicates from host:port (the primary's replication gRPC port) into backlog + machine."""
+
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        backlog: Backlog,
+        machine: StateMachine,
+        settings: ReplicaSettings | None = None,
+        *,
+        replica_id: str,
+        announce_host: str = "",
+        announce_port: int = 0,
+        tls: ClientTls | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        if not is_run_id(replica_id):
+            raise ValueError("replica_id must be 40 lowercase hex characters")
+        self.host = host
+        self.port = port
+        self.backlog = backlog
+        self.machine = machine
+        self.settings = settings if settings is not None else ReplicaSettings()
+        self.replica_id = replica_id
+        self.announce_host = announce_host
+        self.announce_port = announce_port
+        self._tls = tls
+        self._clock = clock
+        self._task: asyncio.Task[None] | None = None
+        self._link_up = False
+        self._last_io: float | None = None
+        self._down_since: float | None = clock()
+        self._syncing = False
+        self._sync_total = -1
+        self._sync_read = 0
+        self._primary_offset = 0
+        self._full_syncs = 0
+        self._partial_syncs = 0
+        self._last_error: ReplicationError | None = None
+        self._logged_error: str | None = None
+        self._force_full_sync = False
+        self._ack_needed = asyncio.Event()
+        self._progress = asyncio.Condition()
+        self._failure: BaseException | None = None
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def start(self) -> None:
+        """Starts the background link (call from the event loop)."""
+        if self._task is not None:
+            raise RuntimeError("link already started")
+        self._task = asyncio.create_task(self._run(), name=f"replica-link {self.host}:{self.port}")
+        self._task.add_done_callback(self._task_done)
+
+    def stop(self) -> Coroutine[Any, Any, None]:
+        """Closes the link (REPLICAOF NO ONE / another primary / shutdown). The link task is
+        cancelled before this returns, so nothing it receives afterwards is applied (a node
+        changing role synchronously relies on that); await the result for the task's end."""
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+        self._set_down(None)
+        return self._stopped(task)
+
+    @staticmethod
+    async def _stopped(task: asyncio.Task[None] | None) -> None:
+        if task is not None:
+            try:
+                await task
+            except asyncio.CancelledError:
+                pass
+
+    @property
+    def running(self) -> bool:
+        return self._task is not None and not self._task.done()
+
+    def _task_done(self, task: asyncio.Task[None]) -> None:
+        if task.cancelled():
+            return
+        failure = task.exception()
+        if failure is not None:
+            log.error("replication link task died", exc_info=failure)
+            self._failure = failure
+            self._set_down(ReplicationError(f"link task died: {failure}", retriable=False))
+            asyncio.ensure_future(self._notify_progress())
+
+    def status(self) -> LinkStatus:
+        now = self._clock()
+        return LinkStatus(
+            primary_host=self.host,
+            primary_port=self.port,
+            link_up=self._link_up,
+            last_io_seconds_ago=-1 if self._last_io is None else int(now - self._last_io),
+            sync_in_progress=self._syncing,
+            sync_total_bytes=self._sync_total if self._syncing else -1,
+            sync_read_bytes=self._sync_read if self._syncing else 0,
+            link_down_since_seconds=-1 if self._down_since is None else int(now - self._down_since),
+            offset=self.backlog.end,
+            primary_offset=self._primary_offset,
+            full_syncs=self._full_syncs,
+            partial_syncs=self._partial_syncs,
+            last_error=None if self._last_error is None else str(self._last_error),
+        )
+
+    async def wait_for_offset(self, offset: int, timeout: float | None = None) -> None:
+        """Returns once the local log reached `offset` (raises TimeoutError, or the link task's
+        death)."""
+
+        async def reached() -> None:
+            async with self._progress:
+                await self._progress.wait_for(lambda: self.backlog.end >= offset or self._failure is not None)
+            if self._failure is not None:
+                raise ReplicationError(f"link task died: {self._failure}", retriable=False)
+
+        async with asyncio.timeout(timeout):
+            await reached()
+
+    async def _notify_progress(self) -> None:
+        async with self._progress:
+            self._progress.notify_all()
+
+    # ------------------------------------------------------------------ the reconnect loop
+
+    async def _run(self) -> None:
+        backoff = self.settings.backoff_initial
+        while True:
+            synced_before = self._full_syncs + self._partial_syncs
+            try:
+                await self._session()
+                error: ReplicationError = LinkLost("the primary closed the stream")
+            except ReplicationError as exc:
+                error = exc
+            except grpc.aio.AioRpcError as exc:
+                error = from_rpc_error(exc)
+            except (asyncio.InvalidStateError, grpc.aio.UsageError) as exc:
+                # grpc's way of saying the RPC already ended under a write.
+                error = LinkLost(f"the stream ended: {exc}")
+            self._set_down(error)
+            if self._full_syncs + self._partial_syncs > synced_before:
+                backoff = self.settings.backoff_initial
+            delay = backoff if error.retriable else self.settings.backoff_max
+            self._log_error(error, delay)
+            # Jitter spreads the replicas of a restarted primary over time.
+            await asyncio.sleep(delay * random.uniform(0.8, 1.2))
+            backoff = min(backoff * 2, self.settings.backoff_max)
+
+    def _log_error(self, error: ReplicationError, delay: float) -> None:
+        message = str(error)
+        if message == self._logged_error:
+            return
+        self._logged_error = message
+        level = logging.WARNING if error.retriable else logging.ERROR
+        log.log(
+            level,
+            "link to primary %s:%d down at offset %d: %s (%s; next attempt in %.1fs)",
+            self.host,
+            self.port,
+            self.backlog.end,
+            message,
+            "retriable" if error.retriable else "needs an operator",
+            delay,
+        )
+
+    def _set_down(self, error: ReplicationError | None) -> None:
+        if self._link_up:
+            self._down_since = self._clock()
+        self._link_up = False
+        self._syncing = False
+        if error is not None:
+            self._last_error = error
+
+    def _channel(self) -> grpc.aio.Channel:
+        target = f"{self.host}:{self.port}"
+        if self._tls is None:
+            return grpc.aio.insecure_channel(target, options=CHANNEL_OPTIONS)
+        options: list[tuple[str, str | int]] = [*CHANNEL_OPTIONS, *self._tls.channel_options()]
+        return grpc.aio.secure_channel(target, self._tls.credentials(), options=options)
+
+    # ------------------------------------------------------------------ one connection
+
+    async def _session(self) -> None:
+        async with self._channel() as channel:
+            call: Call = pb_grpc.ReplicationStub(channel).Sync()
+            try:
+                await self._handshake(call)
+                reader = asyncio.create_task(self._stream(call))
+                acker = asyncio.create_task(self._ack_loop(call))
+                try:
+                    # Whichever ends first (error or the primary closing) ends the connection.
+                    done, _ = await asyncio.wait([reader, acker], return_when=asyncio.FIRST_COMPLETED)
+                    if reader in done:
+                        reader.result()
+                        return
+                    failure = acker.exception()
+                    if failure is not None and not isinstance(failure, asyncio.InvalidStateError):
+                        raise failure
+                    # The RPC ended under an ack: the reader is about to learn the status, which
+                    # says why (e.g. the primary's refusal).
+                    await reader
+                finally:
+                    reader.cancel()
+                    acker.cancel()
+                    await asyncio.gather(reader, acker, return_exceptions=True)
+            finally:
+                call.cancel()
+
+    async def _read(self, call: Call) -> pb.PrimaryMessage | None:
+        """The next message, None at the end of the stream; repl-timeout silence = dead primary."""
+        try:
+            async with asyncio.timeout(self.settings.timeout):
+                message: object = await call.read()
+        except TimeoutError:
+            raise LinkLost(f"no data from the primary for {self.settings.timeout}s (repl-timeout)") from None
+        if message is grpc.aio.EOF:
+            return None
+        if not isinstance(message, pb.PrimaryMessage):
+            raise ProtocolViolation(f"unexpected message type {type(message).__name__}")
+        self._last_io = self._clock()
+        return message
+
+    async def _handshake(self, call: Call) -> None:
+        backlog = self.backlog
+        replid = "" if self._force_full_sync else backlog.replid
+        hello = pb.Hello(
+            protocol_version=PROTOCOL_VERSION,
+            replica_id=self.replica_id,
+            replid=replid,
+            offset=backlog.end,
+            announce_host=self.announce_host,
+            announce_port=self.announce_port,
+            auth=self.settings.masterauth or "",
+        )
+        await call.write(pb.ReplicaMessage(hello=hello))
+        reply = await self._read(call)
+        kind = None if reply is None else reply.WhichOneof("kind")
+        if reply is not None and kind == "continue_sync":
+            await self._continue(reply.continue_sync)
+        elif reply is not None and kind == "full_sync":
+            await self._full_sync(call, reply.full_sync)
+        elif reply is None:
+            raise LinkLost("the primary closed the stream during the handshake")
+        else:
+            raise ProtocolViolation(f"expected continue_sync or full_sync, got {kind}")
+        self._link_up = True
+        self._down_since = None
+        self._logged_error = None
+        self._ack_needed.set()
+
+    async def _continue(self, cont: pb.ContinueSync) -> None:
+        backlog = self.backlog
+        if cont.offset != backlog.end:
+            raise ProtocolViolation(f"primary continues from {cont.offset} but this replica is at {backlog.end}")
+        if cont.replid != backlog.replid:
+            # PSYNC2: the primary's history continues ours under a new id; keep ours as replid2.
+            backlog.shift_replid(cont.replid)
+        self._partial_syncs += 1
+        log.info(
+            "partial resync with %s:%d accepted at offset %d (replid %s)",
+            self.host,
+            self.port,
+            backlog.end,
+            cont.replid,
+        )
+
+    async def _full_sync(self, call: Call, full: pb.FullSync) -> None:
+        started = self._clock()
+        log.info(
+            "full sync from %s:%d: snapshot %d bytes at offset %d (%s)",
+            self.host,
+            self.port,
+            full.snapshot_size,
+            full.offset,
+            full.reason or "no reason given",
+        )
+        if full.snapshot_size < 0 or full.offset < 0:
+            raise ProtocolViolation("negative snapshot size or offset")
+        self._syncing = True
+        self._sync_total = full.snapshot_size
+        self._sync_read = 0
+        chunks: list[bytes] = []
+        while self._sync_read < full.snapshot_size:
+            message = await self._read(call)
+            if message is None:
+                raise LinkLost(f"stream ended after {self._sync_read} of {full.snapshot_size} snapshot bytes")
+            if message.WhichOneof("kind") != "snapshot_chunk":
+                raise ProtocolViolation(f"expected a snapshot chunk, got {message.WhichOneof('kind')}")
+            data = message.snapshot_chunk.data
+            self._sync_read += len(data)
+            if self._sync_read > full.snapshot_size:
+                raise ProtocolViolation(f"snapshot longer than the announced {full.snapshot_size} bytes")
+            chunks.append(data)
+        try:
+            self.machine.load_snapshot(chunks, full.offset)
+        except Exception as exc:
+            self._force_full_sync = True
+            raise ApplyFailed(f"loading the snapshot failed: {exc}") from exc
+        self.backlog.reset(full.replid, full.offset)
+        self._force_full_sync = False
+        self._syncing = False
+        self._full_syncs += 1
+        log.info(
+            "full sync done: %d bytes loaded at offset %d in %.3fs",
+            full.snapshot_size,
+            full.offset,
+            self._clock() - started,
+        )
+        await self._notify_progress()
+
+    async def _stream(self, call: Call) -> None:
+        while True:
+            message = await self._read(call)
+            if message is None:
+                return
+            kind = message.WhichOneof("kind")
+            if kind == "batch":
+                self._apply(message.batch)
+                self._ack_needed.set()
+                await self._notify_progress()
+            elif kind == "heartbeat":
+                self._primary_offset = message.heartbeat.primary_offset
+                if message.heartbeat.ack_requested:
+                    self._ack_needed.set()
+            else:
+                raise ProtocolViolation(f"unexpected {kind} after the sync")
+
+    def _apply(self, batch: pb.Batch) -> None:
+        backlog = self.backlog
+        if batch.start_offset != backlog.end:
+            raise ProtocolViolation(f"batch starts at {batch.start_offset} but this replica is at {backlog.end}")
+        sizes = list(batch.unit_sizes)
+        data = batch.data
+        if not sizes or sum(sizes) != len(data) or 0 in sizes:
+            raise ProtocolViolation("batch unit sizes do not describe its data")
+        end = batch.start_offset + len(data)
+        try:
+            self.machine.apply(data, end)
+        except Exception as exc:
+            # The state machine kept its state (apply is all-or-nothing) but cannot follow this
+            # log any more: only a snapshot can bring it back.
+            self._force_full_sync = True
+            raise ApplyFailed(f"applying the batch at offset {batch.start_offset} failed: {exc}") from exc
+        backlog.extend(data, sizes)
+        self._primary_offset = max(self._primary_offset, end)
+
+    async def _ack_loop(self, call: Call) -> None:
+        while True:
+            try:
+                async with asyncio.timeout(self.settings.ack_period):
+                    await self._ack_needed.wait()
+            except TimeoutError:
+                pass
+            self._ack_needed.clear()
+            ack = pb.Ack(applied_offset=self.backlog.end, fsynced_offset=self.machine.fsynced_offset())
+            await call.write(pb.ReplicaMessage(ack=ack))

@@ -1,0 +1,76 @@
+"""The benchmark harness runs end to end: `python -m bench --quick` on a tiny request count
+starts both servers, measures every test at both pipeline depths, writes the JSON and stops
+its servers. No timing is asserted: the numbers only have to be there and be positive."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from tests.conftest import ROOT
+
+# The commands the benchmark is about: Rill must run these, not skip them.
+CORE_TESTS = ("ping", "set", "get", "xadd")
+ALL_TESTS = ("ping", "set", "get", "xadd", "xrange", "xreadgroup", "xack", "xlen")
+PIPELINES = (1, 16)
+
+
+def _run_bench(out_dir: Path) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "bench", "--quick", "-n", "2000", "--tests", ",".join(ALL_TESTS),
+         "--out", str(out_dir)],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        stdout, stderr = proc.communicate(timeout=240)
+    except subprocess.TimeoutExpired:
+        proc.terminate()  # the harness stops its servers on SIGTERM
+        proc.communicate(timeout=30)
+        raise
+    done = subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
+    assert done.returncode == 0, f"bench failed:\n{stdout}\n{stderr}"
+    with open(out_dir / "latest.json", encoding="utf-8") as f:
+        return done, json.load(f)
+
+
+def test_quick_bench_writes_a_measured_row_per_test_and_pipeline(tmp_path: Path) -> None:
+    done, doc = _run_bench(tmp_path)
+    rows = {(row["test"], row["pipeline"]): row for row in doc["rows"]}
+    assert set(rows) == {(t, p) for t in ALL_TESTS for p in PIPELINES}
+    for (test, pipeline), row in rows.items():
+        assert row["redis"] is not None, f"redis-server failed {test} -P {pipeline}: {row.get('skipped')}"
+        assert row["redis"]["rps"] > 0
+        assert row["redis"]["cpu_us_per_req"] >= 0
+        if test in CORE_TESTS:
+            assert "skipped" not in row, f"rill skipped {test} -P {pipeline}: {row['skipped']}"
+        if "skipped" in row:
+            # Only a server's error reply may skip a row, and the reason says which.
+            assert "replied an error" in row["skipped"]
+            assert row["skipped"] in done.stdout
+            continue
+        assert row["rill"]["rps"] > 0
+        assert row["rill"]["cpu_us_per_req"] >= 0
+        assert row["rps_ratio"] > 0
+    # CPU time is read in 10 ms ticks, so a tiny run may show 0 for one row, never for all.
+    assert sum(row["rill"]["cpu_s"] for row in doc["rows"] if row["rill"]) > 0
+    stamped = [p.name for p in tmp_path.iterdir() if p.name != "latest.json"]
+    assert stamped == [f"{doc['timestamp']}.json"]
+    assert "rill/redis" in done.stdout  # the table was printed
+
+
+def test_bench_stops_both_servers_when_it_ends(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "bench", "--quick", "-n", "500", "--tests", "ping", "--out", str(tmp_path)],
+        cwd=ROOT, capture_output=True, text=True, timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    # The harness announces "redis-server pid N port P, rill pid M port Q; ...".
+    words = next(line for line in done.stderr.splitlines() if " pid " in line).replace(",", "").split()
+    pids = [int(words[i + 1]) for i, word in enumerate(words) if word == "pid"]
+    assert len(pids) == 2
+    for pid in pids:
+        assert not os.path.exists(f"/proc/{pid}"), f"server pid {pid} still running after the bench"

@@ -1,0 +1,132 @@
+"""In-process primaries and replicas over real loopback gRPC, holding toy state machines."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Coroutine
+from typing import Any, TypeVar
+
+from replication import (
+    Backlog,
+    ClientTls,
+    OutputBufferLimit,
+    Primary,
+    PrimarySettings,
+    ReplicaLink,
+    ReplicaSettings,
+    ServerTls,
+    new_run_id,
+)
+from tests.replication.toy import ToyMachine, encode
+
+T = TypeVar("T")
+
+# Short enough that timeouts, heartbeats and reconnects happen within a test's bounded time.
+FAST_PRIMARY = PrimarySettings(ping_period=0.2, timeout=2.0)
+FAST_REPLICA = ReplicaSettings(timeout=2.0, ack_period=0.2, backoff_initial=0.05, backoff_max=0.3)
+TEST_TIMEOUT = 30.0
+
+
+def run(coro: Coroutine[Any, Any, T], timeout: float = TEST_TIMEOUT) -> T:
+    """Runs one test body on a fresh event loop, bounded in time."""
+    return asyncio.run(asyncio.wait_for(coro, timeout))
+
+
+class Node:
+    """A backlog + toy machine that is a primary (serving) and/or a replica (linked)."""
+
+    def __init__(self, backlog_size: int = 1 << 20, *, persistent: bool = False) -> None:
+        self.backlog = Backlog(backlog_size)
+        self.machine = ToyMachine(persistent=persistent)
+        self.run_id = new_run_id()
+        self.primary: Primary | None = None
+        self.port = 0
+        self.link: ReplicaLink | None = None
+
+    async def serve(self, settings: PrimarySettings = FAST_PRIMARY, tls: ServerTls | None = None) -> int:
+        self.primary = Primary(self.backlog, self.machine.snapshot, settings)
+        self.port = await self.primary.start("127.0.0.1", 0, tls)
+        return self.port
+
+    def write(self, record: bytes) -> int:
+        """A write on the primary: apply locally, then log the unit; returns its end offset."""
+        assert self.primary is not None
+        unit = encode(record)
+        end = self.backlog.end + len(unit)
+        self.machine.apply(unit, end)
+        self.primary.append(unit, end)
+        return end
+
+    def write_many(self, count: int, prefix: bytes = b"r", size: int = 16) -> int:
+        end = 0
+        base = len(self.machine.records)
+        for i in range(count):
+            end = self.write(b"%s%d:" % (prefix, base + i) + b"x" * size)
+        return end
+
+    def follow(
+        self,
+        port: int,
+        settings: ReplicaSettings = FAST_REPLICA,
+        tls: ClientTls | None = None,
+        host: str = "127.0.0.1",
+    ) -> ReplicaLink:
+        self.link = ReplicaLink(
+            host,
+            port,
+            self.backlog,
+            self.machine,
+            settings,
+            replica_id=self.run_id,
+            announce_host="127.0.0.1",
+            announce_port=7000,
+            tls=tls,
+        )
+        self.link.start()
+        return self.link
+
+    async def unfollow(self) -> None:
+        if self.link is not None:
+            await self.link.stop()
+            self.link = None
+
+    async def promote(self, settings: PrimarySettings = FAST_PRIMARY) -> int:
+        """REPLICAOF NO ONE: stop following, new replid (old kept as replid2), serve."""
+        await self.unfollow()
+        self.backlog.shift_replid()
+        return await self.serve(settings)
+
+    async def close(self) -> None:
+        await self.unfollow()
+        if self.primary is not None:
+            await self.primary.stop(grace=0)
+            self.primary = None
+
+    async def caught_up(self, offset: int, timeout: float = 10.0) -> None:
+        assert self.link is not None
+        await self.link.wait_for_offset(offset, timeout)
+
+
+@contextlib.asynccontextmanager
+async def nodes(count: int, **kwargs: Any) -> AsyncIterator[list[Node]]:
+    created = [Node(**kwargs) for _ in range(count)]
+    try:
+        yield created
+    finally:
+        for node in created:
+            await node.close()
+
+
+async def eventually(predicate: Any, timeout: float = 10.0, interval: float = 0.01) -> None:
+    """Waits until predicate() is true (polling briefly), else fails the test."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not predicate():
+        if loop.time() > deadline:
+            raise AssertionError(f"condition not reached within {timeout}s")
+        await asyncio.sleep(interval)
+
+
+def limit(hard: int, soft: int = 0, seconds: float = 60.0) -> OutputBufferLimit:
+    return OutputBufferLimit(hard_bytes=hard, soft_bytes=soft, soft_seconds=seconds)

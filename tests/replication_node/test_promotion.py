@@ -1,0 +1,122 @@
+"""Promotion and re-pointing: REPLICAOF NO ONE starts a new history that keeps the old one
+as replid2, so the old primary's other replicas continue partially; group state is replicated
+exactly (Redis issue #5433); an old primary with a divergent tail loses it through a full
+sync; clients blocked on a primary that becomes a replica are told so."""
+
+from __future__ import annotations
+
+import threading
+
+import redis
+
+from tests.conftest import Proc
+from tests.replication_node.nodes import digest, info, raw_client, stat, wait_synced, wait_until
+from tests.replication_node.workload import Workload
+
+UNBLOCKED = "UNBLOCKED force unblock from blocking operation, instance state changed (master -> replica?)"
+
+
+def test_acknowledged_entries_are_not_redelivered_after_a_replica_is_promoted(trio: tuple[Proc, Proc, Proc]) -> None:
+    # Redis issue #5433: a promoted replica must know the group's last-delivered-id,
+    # entries-read and PEL, or `>` re-delivers what consumers already processed.
+    primary, a, _ = trio
+    with raw_client(primary) as c:
+        ids = [c.execute_command("XADD", "jobs", "*", "n", i) for i in range(5)]
+        c.execute_command("XGROUP", "CREATE", "jobs", "workers", "0")
+        delivered = c.execute_command("XREADGROUP", "GROUP", "workers", "w1", "COUNT", 3, "STREAMS", "jobs", ">")
+        assert [e[0] for e in delivered[0][1]] == ids[:3]
+        assert c.execute_command("XACK", "jobs", "workers", *ids[:3]) == 3
+        c.execute_command("XREADGROUP", "GROUP", "workers", "w1", "COUNT", 1, "STREAMS", "jobs", ">")
+        groups_before = c.execute_command("XINFO", "GROUPS", "jobs")
+    wait_synced(primary, a)
+    with raw_client(a) as c:
+        c.execute_command("REPLICAOF", "NO", "ONE")
+        assert c.execute_command("XINFO", "GROUPS", "jobs") == groups_before  # last id, entries-read, lag
+        reply = c.execute_command("XREADGROUP", "GROUP", "workers", "w2", "STREAMS", "jobs", ">")
+        assert [e[0] for e in reply[0][1]] == ids[4:], "only the never-delivered entry"
+        pending = c.execute_command("XPENDING", "jobs", "workers", "-", "+", 10)
+        assert [(p[0], p[1]) for p in pending] == [(ids[3], b"w1"), (ids[4], b"w2")]
+
+
+def test_a_replica_repointed_to_the_promoted_one_resumes_partially_and_the_old_primary_loses_its_tail(
+    trio: tuple[Proc, Proc, Proc],
+) -> None:
+    primary, a, b = trio
+    with raw_client(primary) as c:
+        Workload(c, 11).run(300)
+    switch = wait_synced(primary, a, b)
+    old_replid = info(primary)["master_replid"]
+    with raw_client(a) as c:
+        assert c.execute_command("REPLICAOF", "NO", "ONE") == b"OK"
+    promoted = info(a)
+    assert promoted["role"] == "master"
+    assert promoted["master_replid"] != old_replid
+    assert (promoted["master_replid2"], int(promoted["second_repl_offset"])) == (old_replid, switch + 1)
+
+    full, partial = stat(a, "sync_full"), stat(a, "sync_partial_ok")
+    with raw_client(b) as c:
+        assert c.execute_command("REPLICAOF", "127.0.0.1", a.port) == b"OK"
+    with raw_client(a) as c:
+        Workload(c, 12).run(100)  # the new primary's writes reach the re-pointed replica
+    wait_synced(a, b)
+    assert (stat(a, "sync_full"), stat(a, "sync_partial_ok")) == (full, partial + 1)
+    assert info(b)["master_replid"] == info(a)["master_replid"]
+
+    # The old primary accepted writes no one replicated: re-pointed, it is past the switch
+    # point of the new history, so it takes a full sync and those writes are gone.
+    with raw_client(primary) as c:
+        lost = c.execute_command("XADD", "divergent", "*", "lost", "yes")
+        assert lost
+        assert c.execute_command("REPLICAOF", "127.0.0.1", a.port) == b"OK"
+    wait_synced(a, b, primary)
+    assert stat(a, "sync_full") == full + 1
+    with raw_client(primary) as c:
+        assert c.execute_command("EXISTS", "divergent") == 0
+    assert digest(primary) == digest(a) == digest(b)
+
+
+def test_an_old_primary_without_divergent_writes_rejoins_partially(trio: tuple[Proc, Proc, Proc]) -> None:
+    primary, a, b = trio
+    with raw_client(primary) as c:
+        c.execute_command("XADD", "s", "*", "f", "v")
+    wait_synced(primary, a, b)
+    with raw_client(a) as c:
+        c.execute_command("REPLICAOF", "NO", "ONE")
+    full, partial = stat(a, "sync_full"), stat(a, "sync_partial_ok")
+    for node in (primary, b):
+        with raw_client(node) as c:
+            c.execute_command("REPLICAOF", "127.0.0.1", a.port)
+    with raw_client(a) as c:
+        c.execute_command("XADD", "s", "*", "f", "after")
+    wait_synced(a, primary, b)
+    assert (stat(a, "sync_full"), stat(a, "sync_partial_ok")) == (full, partial + 2)
+    assert digest(primary) == digest(a) == digest(b)
+
+
+def test_clients_blocked_on_a_primary_that_becomes_a_replica_get_unblocked_errors(
+    trio: tuple[Proc, Proc, Proc],
+) -> None:
+    primary, a, _ = trio
+    results: dict[str, object] = {}
+
+    def blocked(name: str, *command: object) -> None:
+        with raw_client(primary) as c:
+            try:
+                results[name] = c.execute_command(*command)
+            except redis.ResponseError as exc:
+                results[name] = exc
+
+    with raw_client(a) as c:
+        c.execute_command("REPLICAOF", "NO", "ONE")
+    threads = [
+        threading.Thread(target=blocked, args=("xread", "XREAD", "BLOCK", 0, "STREAMS", "s", "$")),
+        threading.Thread(target=blocked, args=("wait", "WAIT", 5, 0)),
+    ]
+    for t in threads:
+        t.start()
+    wait_until(lambda: int(info(primary, "clients")["blocked_clients"]) == 2, "two blocked clients")
+    with raw_client(primary) as c:
+        assert c.execute_command("REPLICAOF", "127.0.0.1", a.port) == b"OK"
+    for t in threads:
+        t.join(10)
+    assert all(str(results[name]) == UNBLOCKED for name in ("xread", "wait")), results
