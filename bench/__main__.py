@@ -1,11 +1,14 @@
 """`python -m bench`: start redis-server and a Rill node, run every selected test at each
-pipeline depth against both in the same run, print the table and write the JSON results."""
+pipeline depth against both in the same run, print the table and write the JSON results.
+`--suite` selects other side-by-side suites too (scaling, latency, memory, replication; see
+bench/README.md). The throughput suite is followed by the AOF and replication runs."""
 
 from __future__ import annotations
 
 import argparse
 import os
 import platform
+import shutil
 import subprocess
 import sys
 import time
@@ -18,6 +21,7 @@ from bench.throughput import DEFAULT_TESTS, PIPELINED_SCALE, STREAM_READ_MAX_REQ
 
 DEFAULT_REQUESTS = 100_000
 QUICK_REQUESTS = 10_000
+SUITE_NAMES = ("throughput", "scaling", "latency", "memory", "replication")
 
 
 def _parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -41,7 +45,17 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="run the Rill node under cProfile and write its profile to PATH")
     parser.add_argument("--no-persistence", action="store_true",
                         help="skip the AOF throughput runs (python -m bench.persistence; --quick skips them too)")
+    parser.add_argument("--no-replication", action="store_true",
+                        help="skip the replication runs that follow the throughput suite (python -m bench.replication; "
+                             "--quick skips them too)")
+    parser.add_argument("--suite", default="throughput",
+                        help=f"comma-separated suites: {', '.join(SUITE_NAMES)} or all (default: %(default)s); "
+                             "the others write to <out>/<suite>/, --quick makes each tiny")
     args = parser.parse_args(argv)
+    suites = [s.strip().lower() for s in args.suite.split(",") if s.strip()]
+    args.suites = list(SUITE_NAMES) if suites == ["all"] else suites
+    if not args.suites or any(s not in SUITE_NAMES for s in args.suites):
+        parser.error(f"unknown suite in {args.suite!r}; choose from {','.join(SUITE_NAMES)} or all")
     names = [t.strip().lower() for t in args.tests.split(",") if t.strip()]
     unknown = [t for t in names if t not in TESTS]
     if unknown or not names:
@@ -79,6 +93,13 @@ def _environment(servers: dict[str, Server]) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parse_args(argv)
+    status = 0
+    for suite in args.suites:
+        status = _SUITES[suite](args) or status
+    return status
+
+
+def _throughput(args: argparse.Namespace) -> int:
     install_exit_handlers()
     started = time.time()
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(started))
@@ -113,13 +134,54 @@ def main(argv: list[str] | None = None) -> int:
         print(f"wrote {os.path.relpath(path)}")
     if args.profile:
         print(f"rill profile written to {args.profile}")
-    if args.no_persistence or args.quick:
+    if args.quick:
         return 0
-    # SET and XADD with appendonly yes, per appendfsync policy, against redis-server the same way.
-    from bench import persistence
+    status = 0
+    if not args.no_persistence:
+        # SET and XADD with appendonly yes, per appendfsync policy, against redis-server the same way.
+        from bench import persistence
 
-    return persistence.main(["-n", str(min(args.requests, 50_000)), "-c", str(args.clients),
-                             "--out", os.path.join(args.out, "persistence")])
+        status = persistence.main(["-n", str(min(args.requests, 50_000)), "-c", str(args.clients),
+                                   "--out", os.path.join(args.out, "persistence")])
+    if not args.no_replication and "replication" not in args.suites:
+        status = _replication(args) or status
+    return status
+
+
+def _replication(args: argparse.Namespace) -> int:
+    # XADD with 0/1/2 replicas, XADD+WAIT latency, replica lag, against redis-server + replicas.
+    from bench import replication
+
+    quick = ["-n", "5000", "--wait-samples", "200", "--lag-seconds", "1"] if args.quick else []
+    return replication.main([*quick, "-c", str(args.clients), "--out", os.path.join(args.out, "replication")])
+
+
+def _scaling(args: argparse.Namespace) -> int:
+    from bench import stream_scaling
+
+    return stream_scaling.main([*(["--quick"] if args.quick else []), "--out", os.path.join(args.out, "scaling")])
+
+
+def _latency(args: argparse.Namespace) -> int:
+    from bench import stream_latency
+
+    return stream_latency.main([*(["--quick"] if args.quick else []), "--out", os.path.join(args.out, "latency")])
+
+
+def _memory(args: argparse.Namespace) -> int:
+    # stream_memory measures the engine in-process (no RESP) and runs as its own script.
+    out_dir = os.path.join(args.out, "memory")
+    os.makedirs(out_dir, exist_ok=True)
+    path = os.path.join(out_dir, time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + ".json")
+    done = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "stream_memory.py"),
+                           "--entries", "20000" if args.quick else "1000000", "--json", path], cwd=ROOT)
+    if done.returncode == 0:
+        shutil.copyfile(path, os.path.join(out_dir, "latest.json"))
+    return done.returncode
+
+
+_SUITES = {"throughput": _throughput, "scaling": _scaling, "latency": _latency, "memory": _memory,
+           "replication": _replication}
 
 
 if __name__ == "__main__":

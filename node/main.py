@@ -107,6 +107,10 @@ def run_node(argv: list[str]) -> int:
         uvloop.install()
     except ImportError:  # the stdlib loop works, only slower
         logging.getLogger("rill").warning("uvloop not available, using the asyncio event loop")
+    # BGSAVE and AOF rewrites fork the node (node/persistence/background.py). gRPC's fork
+    # support would restart its threads in the child, polling the parent's descriptors; the
+    # child never uses gRPC, so its fork handlers stay off (set before gRPC is imported).
+    os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "false")
     from node.persistence.service import PersistenceError
     from node.server.server import Server
 

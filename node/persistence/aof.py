@@ -3,17 +3,20 @@ policy, and holds client replies until the effects they depend on are on disk.
 
 Group commit. Effects are buffered as commands run; the first effect of an event-loop
 iteration schedules one `commit` (loop.call_soon), which runs after every I/O callback of
-that poll: one write (and, for `always`, one fsync) covers all the clients that wrote in the
-iteration. While effects are buffered, every reply is handed to the `ReplyGate` instead of
-the socket, and is released only after the commit succeeds — so with `always` no client
-sees an acknowledgement (nor data) that is not fsynced, and with `everysec`/`no` none sees one
-that is not at least in the OS page cache (a killed process loses nothing acknowledged).
+that poll and writes the whole batch with one `write`. While the log is ahead of the disk,
+every reply is handed to the `ReplyGate` with the log offset it was produced at, and is
+released once the disk reaches that offset — so with `always` no client sees an
+acknowledgement (nor data) that is not fsynced, and with `everysec`/`no` none sees one that
+is not at least in the OS page cache (a killed process loses nothing acknowledged).
+Under `always` the fsync runs in a thread: one fsync covers every batch written while the
+previous one ran, and the event loop executes the next batch meanwhile (pipelined group
+commit), instead of stopping for each fsync.
 
 Policies and their loss windows (see docs/persistence.md):
-* always   — fsync before the replies go out: nothing acknowledged is lost, even on power loss.
-* everysec — a background thread fsyncs at most once a second, off the event loop: a power
-             loss or kernel crash loses at most the last ~1 s (plus the duration of an fsync
-             in progress); a crash of the process alone loses nothing acknowledged.
+* always   — replies leave after their fsync: nothing acknowledged is lost, even on power loss.
+* everysec — the thread fsyncs at most once a second, off the event loop: a power loss or
+             kernel crash loses at most the last ~1 s (plus the duration of an fsync in
+             progress); a crash of the process alone loses nothing acknowledged.
 * no       — the kernel decides when to write back (typically within 30 s on Linux).
 
 Errors. A failed or short write is undone (ftruncate back to the last complete unit) and
@@ -27,6 +30,7 @@ from __future__ import annotations
 import errno
 import os
 import threading
+from collections import deque
 from collections.abc import Callable
 from typing import Final, Protocol
 
@@ -42,33 +46,49 @@ class HeldConnection(Protocol):
 
 
 class ReplyGate:
-    """Replies waiting for the AOF. `barrier` is true while effects are buffered: replies
-    produced then must wait. A connection with held output keeps holding (its replies must
-    stay in order) until `release`."""
+    """Replies waiting for the AOF. A reply produced while the effect log is ahead of what is
+    durable (`required > durable`) waits until `durable` reaches the log offset it was
+    produced at: it may acknowledge, or show, any effect up to there. A connection with held
+    output keeps holding, so its replies stay in order. `stalled` (a write error) lets new
+    replies of other connections go out while the held ones wait for the retry."""
 
-    __slots__ = ("barrier", "held")
+    __slots__ = ("durable", "held", "required", "stalled")
 
     def __init__(self) -> None:
-        self.barrier = False
-        self.held: dict[HeldConnection, list[bytes]] = {}
+        self.required = 0  # effect-log offset of the last effect appended
+        self.durable = 0  # offset up to which effects are on disk (per the policy)
+        self.stalled = False
+        self.held: dict[HeldConnection, deque[tuple[int, bytes]]] = {}
+
+    def reset(self, offset: int) -> None:
+        self.required = self.durable = offset
 
     def must_hold(self, conn: HeldConnection) -> bool:
-        return self.barrier or conn in self.held
+        return conn in self.held or (self.required > self.durable and not self.stalled)
 
     def hold(self, conn: HeldConnection, data: bytes) -> None:
         chunks = self.held.get(conn)
         if chunks is None:
-            self.held[conn] = [data]
+            self.held[conn] = deque([(self.required, data)])
         else:
-            chunks.append(data)
+            chunks.append((self.required, data))
 
-    def release(self) -> None:
+    def release(self, durable: int) -> None:
+        """`durable` is now on disk: send every held reply that waited for no more."""
+        self.durable = max(self.durable, durable)
         held = self.held
         if not held:
             return
-        self.held = {}
-        for conn, chunks in held.items():
-            conn.release_output(chunks[0] if len(chunks) == 1 else b"".join(chunks))
+        durable = self.durable
+        for conn in list(held):
+            chunks = held[conn]
+            out: list[bytes] = []
+            while chunks and chunks[0][0] <= durable:
+                out.append(chunks.popleft()[1])
+            if not chunks:
+                del held[conn]
+            if out:
+                conn.release_output(out[0] if len(out) == 1 else b"".join(out))
 
 
 class AofWriter:
@@ -136,32 +156,45 @@ class AofWriter:
                 self.fd = -1
 
 
-class EverysecSyncer:
-    """The `everysec` background fsync: a thread that wakes once a second and fsyncs the
-    writer's file if anything was written since its last fsync, then reports the result to
-    the event loop through `report(offset, error)` (called with call_soon_threadsafe)."""
+class FsyncThread:
+    """fsync off the event loop. With an `interval` (everysec) it wakes that often and
+    fsyncs if anything was written since; without one (always) it fsyncs on `request`,
+    one fsync at a time, requests made during an fsync coalescing into the next. Each result
+    goes to `report(offset, error)`, called from this thread (use call_soon_threadsafe)."""
 
-    def __init__(self, writer: AofWriter, report: Callable[[int, OSError | None], None]) -> None:
+    def __init__(self, writer: AofWriter, report: Callable[[int, OSError | None], None], interval: float | None) -> None:
         self.writer = writer
-        self._report = report
-        self._stop = threading.Event()
+        self.interval = interval
         self.in_progress = False
+        self._report = report
+        self._wake = threading.Event()
+        self._stopping = False
+        self._synced = writer.synced_offset
         self._thread = threading.Thread(target=self._run, name="rill-aof-fsync", daemon=True)
         self._thread.start()
 
+    def request(self) -> None:
+        self._wake.set()
+
     def _run(self) -> None:
-        while not self._stop.wait(1.0):
-            writer = self.writer
+        writer = self.writer
+        while True:
+            self._wake.wait(self.interval)
+            self._wake.clear()
+            if self._stopping:
+                return
+            # Everything written before the fsync starts is covered by it.
             target = writer.written_offset
-            if target <= writer.synced_offset:
+            if target <= self._synced:
                 continue
             error: OSError | None = None
             self.in_progress = True
             try:
                 with writer.lock:
                     if writer.fd < 0:
-                        continue
+                        return
                     os.fsync(writer.fd)
+                self._synced = target
             except OSError as exc:
                 error = exc
             finally:
@@ -169,5 +202,6 @@ class EverysecSyncer:
             self._report(target, error)
 
     def stop(self) -> None:
-        self._stop.set()
+        self._stopping = True
+        self._wake.set()
         self._thread.join()

@@ -37,7 +37,7 @@ class ChildJob:
     on_done: Callable[[bool, str], None] | None = None
 
 
-def fork_job(kind: str, temp_path: str, work: Callable[[], None]) -> ChildJob:
+def fork_job(kind: str, temp_path: str, work: Callable[[], object]) -> ChildJob:
     """Fork a child that runs `work` and exits (0 on success). Raises OSError if the fork
     fails."""
     read_fd, write_fd = os.pipe()
@@ -55,7 +55,7 @@ def fork_job(kind: str, temp_path: str, work: Callable[[], None]) -> ChildJob:
     return ChildJob(kind, pid, read_fd, temp_path)
 
 
-def _run_child(parent: int, write_fd: int, work: Callable[[], None]) -> None:
+def _run_child(parent: int, write_fd: int, work: Callable[[], object]) -> None:
     status = 1
     try:
         gc.disable()
@@ -111,14 +111,6 @@ def kill_job(job: ChildJob) -> None:
     except (ProcessLookupError, ChildProcessError):
         pass
     os.close(job.error_fd)
-
-
-def wait_job(job: ChildJob) -> tuple[bool, str]:
-    try:
-        _, status = os.waitpid(job.pid, 0)
-    except ChildProcessError:
-        status = 1 << 8
-    return _result(job, status)
 
 
 def _result(job: ChildJob, status: int) -> tuple[bool, str]:

@@ -31,9 +31,9 @@ from typing import TYPE_CHECKING, Any, Final, Protocol
 from node.commands.context import Block, Node, Session
 from node.commands.reply import CommandError, ReplyError
 from node.persistence import aof as aofmod
-from node.persistence.aof import AofWriter, EverysecSyncer, ReplyGate
+from node.persistence.aof import AofWriter, FsyncThread, ReplyGate
 from node.persistence.aof_reader import ReplayRefused, read_aof
-from node.persistence.background import ChildJob, fork_job, kill_job, poll_job, wait_job
+from node.persistence.background import ChildJob, fork_job, kill_job, poll_job
 from node.persistence.files import fsync_dir, remove_quietly, replace_durably
 from node.persistence.manifest import (
     TEMP_PREFIX,
@@ -117,7 +117,7 @@ class Persistence:
         self.gate = ReplyGate()
         self.aof_state = AOF_OFF
         self.writer: AofWriter | None = None
-        self.syncer: EverysecSyncer | None = None
+        self.syncer: FsyncThread | None = None
         self.manifest: Manifest | None = None
         self.child: ChildJob | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
@@ -200,8 +200,8 @@ class Persistence:
 
     def start(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = loop
-        if self.writer is not None and self.policy == aofmod.EVERYSEC:
-            self._start_syncer()
+        self.gate.reset(self.host.effects.offset)
+        self._start_syncer()
         self._cron = loop.call_later(_CRON_SECONDS, self._tick)
 
     def _load_rdb(self, path: str) -> None:
@@ -393,41 +393,35 @@ class Persistence:
         if writer is None or self._loading:
             return
         writer.append(data)
-        self.gate.barrier = True
+        self.gate.required = offset
         if not self._commit_scheduled and self.loop is not None:
             self._commit_scheduled = True
             self.loop.call_soon(self.commit)
 
     def commit(self) -> None:
-        """Write the buffered effects (fsync them too under `always`), then release the
-        replies that waited for them. Once per event-loop iteration at most."""
+        """Write the buffered effects, once per event-loop iteration at most. Under
+        `everysec`/`no` the replies that waited for them go out now; under `always` the fsync
+        thread is asked for an fsync and they go out when it reports (the loop meanwhile runs
+        the next batch, whose fsync follows: a pipelined group commit)."""
         self._commit_scheduled = False
         writer = self.writer
-        if writer is not None:
-            try:
-                writer.write()
-            except OSError as exc:
-                self._aof_failed("write", exc)
-                self.gate.barrier = False  # later replies (reads) go out; held ones wait
-                return
-            if self.write_failure is not None:
-                log.warning("AOF write error looks solved, Redis can write again.")
-                self.write_failure = None
-                self._update_denial()
-            if self.policy == aofmod.ALWAYS:
-                try:
-                    writer.fsync()
-                except OSError as exc:
-                    self._aof_failed("fsync", exc)
-                    self.gate.barrier = False
-                    return
-                if self.fsync_failure is not None:
-                    log.warning("AOF fsync error looks solved, Redis can write again.")
-                    self.fsync_failure = None
-                    self._update_denial()
-                self._fsynced(writer.synced_offset)
-        self.gate.barrier = False
-        self.gate.release()
+        if writer is None:
+            self.gate.stalled = False
+            self.gate.release(self.gate.required)
+            return
+        try:
+            writer.write()
+        except OSError as exc:
+            self._aof_failed("write", exc)
+            return
+        if self.write_failure is not None:
+            log.warning("AOF write error looks solved, Redis can write again.")
+            self.write_failure = None
+            self._refresh_failure()
+        if self.syncer is not None and self.syncer.interval is None:
+            self.syncer.request()
+        else:
+            self.gate.release(writer.written_offset)
 
     def _aof_failed(self, what: str, exc: OSError) -> None:
         reason = exc.strerror or str(exc)
@@ -439,6 +433,15 @@ class Persistence:
         if first:
             log.warning("Error %s the AOF file %s: %s; writes are refused (MISCONF) until it succeeds again",
                         "writing to" if what == "write" else "fsyncing", self.writer.path if self.writer else "?", reason)
+        self._refresh_failure()
+
+    def _refresh_failure(self) -> None:
+        """After a change of write/fsync status: replies held for the failed part wait for
+        the retry while other connections' replies flow (a stalled gate), and writes are
+        refused while anything fails."""
+        self.gate.stalled = self.write_failure is not None or (
+            self.fsync_failure is not None and self.policy == aofmod.ALWAYS
+        )
         self._update_denial()
 
     def _update_denial(self) -> None:
@@ -451,15 +454,18 @@ class Persistence:
         self.host.dispatcher.write_denial = text
 
     def _start_syncer(self) -> None:
+        """The fsync thread the policy needs: on request (always), every second (everysec),
+        none (no)."""
         writer = self.writer
         loop = self.loop
-        if writer is None or loop is None:
+        policy = self.policy
+        if writer is None or loop is None or policy == aofmod.NO:
             return
 
         def report(offset: int, error: OSError | None) -> None:
             loop.call_soon_threadsafe(self._fsync_reported, writer, offset, error)
 
-        self.syncer = EverysecSyncer(writer, report)
+        self.syncer = FsyncThread(writer, report, None if policy == aofmod.ALWAYS else 1.0)
 
     def _stop_syncer(self) -> None:
         if self.syncer is not None:
@@ -476,15 +482,18 @@ class Persistence:
         if self.fsync_failure is not None:
             log.warning("AOF fsync error looks solved, Redis can write again.")
             self.fsync_failure = None
-            self._update_denial()
+            self._refresh_failure()
+        self.gate.release(writer.synced_offset)
         self._fsynced(writer.synced_offset)
 
     def _write_and_sync(self) -> None:
-        """Everything buffered, written and fsynced now (a file switch, shutdown)."""
+        """Everything buffered, written and fsynced now, on the loop (a file switch, a
+        change of policy, shutdown)."""
         writer = self.writer
         if writer is not None:
             writer.write()
             writer.fsync()
+            self.gate.release(writer.synced_offset)
             self._fsynced(writer.synced_offset)
 
     def _switch_writer(self, writer: AofWriter | None) -> None:
@@ -494,7 +503,7 @@ class Persistence:
         if old is not None:
             self._sizes[os.path.basename(old.path)] = old.size
             old.close()
-        if writer is not None and self.policy == aofmod.EVERYSEC:
+        if writer is not None:
             self._start_syncer()
 
     # -- WAITAOF ---------------------------------------------------------------------------
@@ -581,7 +590,7 @@ class Persistence:
         dbs = self.host.keyspace.dbs
         meta = self._meta()
         try:
-            job = fork_job("rdb", temp, lambda: _write_only(temp, dbs, meta))
+            job = fork_job("rdb", temp, lambda: write_snapshot(temp, dbs, meta))
         except OSError as exc:
             log.warning("Can't save in background: fork: %s", exc.strerror)
             self._bgsave_finished(False, time.monotonic())
@@ -649,7 +658,7 @@ class Persistence:
             temp = os.path.join(aofdir, f"{TEMP_PREFIX}rewriteaof-bg-{os.getpid()}.rill")
             dbs = self.host.keyspace.dbs
             meta = self._meta()
-            job = fork_job("aof", temp, lambda: _write_only(temp, dbs, meta))
+            job = fork_job("aof", temp, lambda: write_snapshot(temp, dbs, meta))
         except OSError as exc:
             if new_writer is not None:
                 new_writer.close()
@@ -819,11 +828,10 @@ class Persistence:
                 self._disable_aof()
         elif name == "appendfsync":
             self._stop_syncer()
+            self._start_syncer()
             if self.writer is not None:
-                if value == aofmod.EVERYSEC:
-                    self._start_syncer()
-                elif value == aofmod.ALWAYS:
-                    self.commit()
+                self._refresh_failure()
+                self.commit()  # releases or re-requests what waited under the old policy
         elif name == "save":
             self._save_points = _parse_save(value)
             self._update_denial()
@@ -858,9 +866,8 @@ class Persistence:
         self.aof_state = AOF_OFF
         self.rewrite_scheduled = False
         self.write_failure = self.fsync_failure = None
-        self._update_denial()
-        self.gate.barrier = False
-        self.gate.release()
+        self._refresh_failure()
+        self.gate.release(self.gate.required)
 
     # -- shutdown ------------------------------------------------------------------------
 
@@ -884,22 +891,10 @@ class Persistence:
             except OSError as exc:
                 log.warning("Error writing the AOF at shutdown: %s (acknowledged writes are on disk; "
                             "the unacknowledged tail is lost)", exc.strerror or exc)
-            else:
-                self.gate.barrier = False
-                self.gate.release()
             self._switch_writer(None)
         if ("save" in flags or self._save_points) and "nosave" not in flags:
             log.info("Saving the final RDB snapshot before exiting.")
             self._save_now()
-
-    def wait_child(self) -> None:
-        """Wait for a running background save (tests and DEBUG-style tooling)."""
-        if self.child is not None:
-            child = self.child
-            self.child = None
-            result = wait_job(child)
-            if child.on_done is not None:
-                child.on_done(*result)
 
     # -- INFO ------------------------------------------------------------------------------
 
@@ -916,10 +911,6 @@ class Persistence:
             ("aof_pending_bio_fsync", int(self.syncer is not None and self.syncer.in_progress)),
             ("aof_delayed_fsync", 0),
         ]
-
-def _write_only(path: str, dbs: list[dict[bytes, Any]], meta: SnapshotMeta) -> None:
-    write_snapshot(path, dbs, meta)
-
 
 def _never_ready(session: Session) -> None:
     return None

@@ -74,15 +74,14 @@ def test_a_replica_whose_offset_left_the_backlog_takes_a_full_sync(started: list
     started.append(replica)
     wait_synced(primary, replica)
     full, errors = stat(primary, "sync_full"), stat(primary, "sync_partial_err")
-    with stopped(replica):
-        with raw_client(primary) as c:
-            Workload(c, 3).run(200)
-            wait_until(lambda: _replicas_connected(primary) == 0, "the primary to drop the frozen replica")
-            before = offset_now = int(info(primary)["master_repl_offset"])
-            while offset_now - before < 64 * 1024:  # four backlogs' worth after the drop
-                Workload(c, offset_now).run(100)
-                offset_now = int(info(primary)["master_repl_offset"])
-            assert int(info(primary)["repl_backlog_histlen"]) <= 16 * 1024
+    with stopped(replica), raw_client(primary) as c:
+        Workload(c, 3).run(200)
+        wait_until(lambda: _replicas_connected(primary) == 0, "the primary to drop the frozen replica")
+        before = offset_now = int(info(primary)["master_repl_offset"])
+        while offset_now - before < 64 * 1024:  # four backlogs' worth after the drop
+            Workload(c, offset_now).run(100)
+            offset_now = int(info(primary)["master_repl_offset"])
+        assert int(info(primary)["repl_backlog_histlen"]) <= 16 * 1024
     wait_synced(primary, replica)
     assert stat(primary, "sync_full") == full + 1
     assert stat(primary, "sync_partial_err") == errors + 1

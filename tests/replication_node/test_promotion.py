@@ -10,7 +10,7 @@ import threading
 import redis
 
 from tests.conftest import Proc
-from tests.replication_node.nodes import digest, info, raw_client, stat, wait_synced, wait_until
+from tests.replication_node.nodes import digest, info, raw_client, start_node, stat, wait_synced, wait_until
 from tests.replication_node.workload import Workload
 
 UNBLOCKED = "UNBLOCKED force unblock from blocking operation, instance state changed (master -> replica?)"
@@ -120,3 +120,30 @@ def test_clients_blocked_on_a_primary_that_becomes_a_replica_get_unblocked_error
     for t in threads:
         t.join(10)
     assert all(str(results[name]) == UNBLOCKED for name in ("xread", "wait")), results
+
+
+def test_an_old_primary_with_an_aof_keeps_a_correct_aof_after_losing_its_tail(started: list[Proc]) -> None:
+    # The full sync takes the old primary back to a lower offset than its own log reached;
+    # its AOF must then describe the new history, so a restart comes back with exactly it.
+    old = start_node("--appendonly", "yes", "--appendfsync", "always")
+    started.append(old)
+    new = start_node(replicaof=old)
+    started.append(new)
+    with raw_client(old) as c:
+        Workload(c, 21).run(100)
+    wait_synced(old, new)
+    with raw_client(new) as c:
+        c.execute_command("REPLICAOF", "NO", "ONE")
+    with raw_client(old) as c:
+        Workload(c, 22).run(300)  # the divergent tail: longer than anything the new primary has
+        assert c.execute_command("REPLICAOF", "127.0.0.1", new.port) == b"OK"
+    wait_synced(new, old)
+    with raw_client(old) as c:
+        c.execute_command("REPLICAOF", "NO", "ONE")
+        c.execute_command("XADD", "after", "*", "f", "v")
+        assert c.execute_command("WAITAOF", 1, 0, 5000) == [1, 0]
+    expected = digest(old)
+    assert old.stop() == 0
+    restarted = start_node("--appendonly", "yes", dir=old.dir)
+    started.append(restarted)
+    assert digest(restarted) == expected

@@ -1,0 +1,312 @@
+"""`python -m bench.replication`: replication costs, Rill side by side with redis-server and
+its replicas (all on loopback, same run, same client tools):
+
+* XADD throughput on the primary with 0, 1 and 2 replicas attached (redis-benchmark -c 50
+  -P 1), with the time the replicas then needed to reach the primary's offset;
+* `XADD` then `WAIT 1 100` latency, p50/p99, one replica (both commands in one write, the
+  latency is until both replies are in);
+* replica lag at a paced 10,000 XADD/s: for each entry, the time a client blocked in XREAD on
+  the replica saw it minus the time the writer got the primary's reply (p50/p99; negative
+  when the replica is faster than the reply's trip back to the writer).
+
+Results go to bench/results/replication/<timestamp>.json and latest.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import hiredis
+
+from bench.client import RespClient, encode
+from bench.procs import ROOT, BenchError, Server, _launch, free_port, install_exit_handlers
+from bench.report import write_json
+from bench.throughput import RUN_TIMEOUT_S, parse_csv_rps
+
+KINDS = ("redis", "rill")
+_CATCH_UP_TIMEOUT = 120.0
+
+
+# -- clusters ---------------------------------------------------------------------------------
+
+def _start(kind: str, replicaof: int | None) -> Server:
+    port = free_port()
+    workdir = tempfile.mkdtemp(prefix=f"bench-repl-{kind}-")
+    log = ["--logfile", os.path.join(workdir, "server.log")]
+    follow = ["--replicaof", "127.0.0.1", str(replicaof)] if replicaof is not None else []
+    if kind == "redis":
+        # Diskless sync without the default 5 s wait for more replicas: both start at once.
+        args = ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+                "--repl-diskless-sync-delay", "0", "--dir", workdir, *log, *follow]
+    else:
+        args = [sys.executable, "-m", "node.main", "node", "--port", str(port), "--repl-port", str(free_port()),
+                "--dir", workdir, *log, *follow]
+    return _launch(kind, args, workdir, port, signal.SIGTERM)
+
+
+def _info(port: int) -> dict[str, str]:
+    with RespClient(port) as client:
+        reply = client.call("INFO", "replication")
+    fields: dict[str, str] = {}
+    if isinstance(reply, bytes):
+        for line in reply.decode().splitlines():
+            name, sep, value = line.partition(":")
+            if sep:
+                fields[name] = value
+    return fields
+
+
+def _caught_up(primary: Server, replicas: list[Server]) -> bool:
+    target = int(_info(primary.port)["master_repl_offset"])
+    for replica in replicas:
+        fields = _info(replica.port)
+        if fields.get("master_link_status") != "up" or int(fields.get("slave_repl_offset", -1)) < target:
+            return False
+    return True
+
+
+def _wait_caught_up(primary: Server, replicas: list[Server]) -> float:
+    started = time.monotonic()
+    while not _caught_up(primary, replicas):
+        if time.monotonic() - started > _CATCH_UP_TIMEOUT:
+            raise BenchError(f"{primary.kind} replicas did not catch up within {_CATCH_UP_TIMEOUT}s")
+        time.sleep(0.01)
+    return time.monotonic() - started
+
+
+@dataclass
+class Cluster:
+    primary: Server
+    replicas: list[Server]
+
+    def stop(self) -> None:
+        for server in [*self.replicas, self.primary]:
+            server.stop()
+
+
+def start_cluster(kind: str, replicas: int) -> Cluster:
+    primary = _start(kind, None)
+    cluster = Cluster(primary, [])
+    try:
+        for _ in range(replicas):
+            cluster.replicas.append(_start(kind, primary.port))
+        _wait_caught_up(primary, cluster.replicas)
+    except BaseException:
+        cluster.stop()
+        raise
+    return cluster
+
+
+# -- measurements ---------------------------------------------------------------------------
+
+def throughput(kind: str, replicas: int, requests: int, clients: int) -> dict[str, Any]:
+    cluster = start_cluster(kind, replicas)
+    try:
+        args = ["redis-benchmark", "-h", "127.0.0.1", "-p", str(cluster.primary.port), "-c", str(clients),
+                "-n", str(requests), "-P", "1", "--csv", "XADD", "benchstream", "*", "field", "value"]
+        cpu_before = cluster.primary.cpu_seconds()
+        proc = subprocess.run(args, capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
+        cpu = cluster.primary.cpu_seconds() - cpu_before
+        if proc.returncode != 0:
+            raise BenchError(f"redis-benchmark failed on {kind}: {proc.stderr.strip() or proc.stdout.strip()}")
+        rps = parse_csv_rps(proc.stdout)
+        catch_up = _wait_caught_up(cluster.primary, cluster.replicas)
+    finally:
+        cluster.stop()
+    return {"rps": round(rps, 1), "primary_cpu_us_per_req": round(cpu * 1e6 / requests, 2),
+            "replicas_caught_up_after_s": round(catch_up, 3)}
+
+
+def _percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+class _Conn:
+    """A blocking RESP2 connection for timed request/reply exchanges."""
+
+    def __init__(self, port: int) -> None:
+        self.sock = socket.create_connection(("127.0.0.1", port))
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.reader = hiredis.Reader()
+
+    def send(self, *commands: tuple[Any, ...]) -> None:
+        self.sock.sendall(b"".join(encode(c) for c in commands))
+
+    def read(self) -> object:
+        while True:
+            reply = self.reader.gets()
+            if reply is not False:
+                if isinstance(reply, hiredis.ReplyError):
+                    raise BenchError(f"server error: {reply}")
+                return reply
+            data = self.sock.recv(1 << 20)
+            if not data:
+                raise BenchError("connection closed")
+            self.reader.feed(data)
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+def wait_latency(kind: str, samples: int) -> dict[str, Any]:
+    cluster = start_cluster(kind, 1)
+    try:
+        conn = _Conn(cluster.primary.port)
+        latencies: list[float] = []
+        short = 0
+        for i in range(samples + 100):
+            started = time.perf_counter()
+            conn.send(("XADD", "waitstream", "*", "n", i), ("WAIT", 1, 100))
+            conn.read()
+            acked = conn.read()
+            took = time.perf_counter() - started
+            if i >= 100:  # warm-up excluded
+                latencies.append(took)
+                short += acked != 1
+        conn.close()
+    finally:
+        cluster.stop()
+    return {"samples": samples, "p50_ms": round(_percentile(latencies, 0.5) * 1e3, 3),
+            "p99_ms": round(_percentile(latencies, 0.99) * 1e3, 3), "timed_out": short}
+
+
+def replica_lag(kind: str, rate: int, seconds: float) -> dict[str, Any]:
+    cluster = start_cluster(kind, 1)
+    acked: dict[bytes, float] = {}
+    seen: dict[bytes, float] = {}
+    total = int(rate * seconds)
+    failure: list[BaseException] = []
+    try:
+        ready = threading.Event()
+
+        def read() -> None:
+            try:
+                conn = _Conn(cluster.replicas[0].port)
+                last: bytes = b"0-0"
+                ready.set()
+                while len(seen) < total:
+                    conn.send(("XREAD", "COUNT", 2000, "BLOCK", 5000, "STREAMS", "lagstream", last))
+                    reply = conn.read()
+                    now = time.perf_counter()
+                    if reply is None:
+                        raise BenchError(f"the replica showed no entry for 5 s ({len(seen)}/{total} seen)")
+                    assert isinstance(reply, list)
+                    for entry_id, _ in reply[0][1]:
+                        seen[entry_id] = now
+                        last = entry_id
+                conn.close()
+            except BaseException as exc:
+                failure.append(exc)
+                ready.set()
+
+        reader = threading.Thread(target=read, daemon=True)
+        reader.start()
+        ready.wait(10)
+        writer = _Conn(cluster.primary.port)
+        batch = max(1, rate // 500)  # a batch every 2 ms
+        interval = batch / rate
+        begun = next_tick = time.perf_counter()
+        written = 0
+        while written < total and not failure:
+            count = min(batch, total - written)
+            writer.send(*[("XADD", "lagstream", "*", "n", written + i) for i in range(count)])
+            for _ in range(count):
+                entry_id = writer.read()
+                assert isinstance(entry_id, bytes)
+                acked[entry_id] = time.perf_counter()
+            written += count
+            next_tick += interval
+            delay = next_tick - time.perf_counter()
+            if delay > 0:
+                time.sleep(delay)
+        achieved = written / max(1e-9, time.perf_counter() - begun)
+        writer.close()
+        reader.join(30)
+        if failure:
+            raise BenchError(f"lag reader failed: {failure[0]}")
+    finally:
+        cluster.stop()
+    lags = [seen[i] - acked[i] for i in acked if i in seen]
+    return {"rate": rate, "achieved_rate": round(achieved), "entries": len(lags),
+            "p50_ms": round(_percentile(lags, 0.5) * 1e3, 3), "p99_ms": round(_percentile(lags, 0.99) * 1e3, 3),
+            "max_ms": round(max(lags) * 1e3, 3)}
+
+
+# -- report ---------------------------------------------------------------------------------
+
+def _table(doc: dict[str, Any]) -> str:
+    lines = ["XADD throughput on the primary (-c {c} -P 1), requests/s:".format(c=doc["params"]["clients"])]
+    lines.append(f"  {'replicas':<9}{'redis':>10}{'rill':>10}{'rill/redis':>12}{'rill/rill(0)':>14}"
+                 f"{'redis catch-up s':>18}{'rill catch-up s':>17}")
+    base = doc["throughput"]["0"]["rill"]["rps"]
+    for n in ("0", "1", "2"):
+        row = doc["throughput"][n]
+        r, x = row["redis"], row["rill"]
+        lines.append(f"  {n:<9}{r['rps']:>10,.0f}{x['rps']:>10,.0f}{x['rps'] / r['rps']:>12.2f}{x['rps'] / base:>14.2f}"
+                     f"{r['replicas_caught_up_after_s']:>18.3f}{x['replicas_caught_up_after_s']:>17.3f}")
+    w = doc["wait"]
+    lines.append("XADD + WAIT 1 100, one replica, ms:")
+    for kind in KINDS:
+        lines.append(f"  {kind:<6} p50 {w[kind]['p50_ms']:.3f}  p99 {w[kind]['p99_ms']:.3f}  (timed out: {w[kind]['timed_out']})")
+    lag = doc["lag"]
+    lines.append(f"Replica lag at {doc['params']['lag_rate']:,} XADD/s (seen on replica - acked on primary), ms:")
+    for kind in KINDS:
+        lines.append(f"  {kind:<6} p50 {lag[kind]['p50_ms']:.3f}  p99 {lag[kind]['p99_ms']:.3f}  max {lag[kind]['max_ms']:.3f}"
+                     f"  (achieved {lag[kind]['achieved_rate']:,}/s)")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.replication", description=__doc__.split("\n\n")[0])
+    parser.add_argument("-n", "--requests", type=int, default=100_000, help="XADD requests per throughput run")
+    parser.add_argument("-c", "--clients", type=int, default=50, help="redis-benchmark connections (default 50)")
+    parser.add_argument("--wait-samples", type=int, default=3000, help="XADD+WAIT round trips (default 3000)")
+    parser.add_argument("--lag-rate", type=int, default=10_000, help="paced XADD/s for the lag test")
+    parser.add_argument("--lag-seconds", type=float, default=5.0, help="duration of the lag test")
+    parser.add_argument("--out", default=os.path.join(ROOT, "bench", "results", "replication"))
+    args = parser.parse_args(argv)
+    install_exit_handlers()
+    started = time.time()
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(started))
+    doc: dict[str, Any] = {
+        "timestamp": stamp,
+        "params": {"clients": args.clients, "requests": args.requests, "pipeline": 1,
+                   "wait_samples": args.wait_samples, "lag_rate": args.lag_rate, "lag_seconds": args.lag_seconds},
+        "environment": {"cpus": os.cpu_count(), "note": "primary and replicas share the machine's cores"},
+        "throughput": {}, "wait": {}, "lag": {},
+    }
+    try:
+        for n in (0, 1, 2):
+            row = {kind: throughput(kind, n, args.requests, args.clients) for kind in KINDS}
+            doc["throughput"][str(n)] = row
+            print(f"  throughput, {n} replica(s): redis {row['redis']['rps']:,.0f}/s, rill {row['rill']['rps']:,.0f}/s",
+                  file=sys.stderr, flush=True)
+        for kind in KINDS:
+            doc["wait"][kind] = wait_latency(kind, args.wait_samples)
+            print(f"  XADD+WAIT {kind}: {doc['wait'][kind]}", file=sys.stderr, flush=True)
+        for kind in KINDS:
+            doc["lag"][kind] = replica_lag(kind, args.lag_rate, args.lag_seconds)
+            print(f"  lag {kind}: {doc['lag'][kind]}", file=sys.stderr, flush=True)
+    except BenchError as exc:
+        print(f"benchmark aborted: {exc}", file=sys.stderr)
+        return 1
+    doc["duration_s"] = round(time.time() - started, 1)
+    print(_table(doc))
+    for path in write_json(doc, args.out, stamp):
+        print(f"wrote {os.path.relpath(path)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,143 @@
+"""Round trips through the disk: for seeded random histories of every logged write, the
+state after a restart has the digest it had before (DEBUG DIGEST covers entries, stream
+counters, groups, consumers and every pending entry), through the AOF alone, a snapshot
+alone, and a snapshot plus AOF tail after a rewrite. The replication id and offset come back
+too, so a restarted replica could resume with a partial resync."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+import redis
+
+from tests.persistence import workload
+from tests.persistence.conftest import Nodes, aof_dir, digest, wait_child_done
+
+
+def _position(client: redis.Redis) -> tuple[str, int]:
+    info = client.info("replication")
+    return info["master_replid"], info["master_repl_offset"]
+
+
+def _clients(node: object) -> tuple[redis.Redis, redis.Redis]:
+    port = node.port  # type: ignore[attr-defined]
+    return redis.Redis(port=port), redis.Redis(port=port, db=3)
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_aof_only_restart_after_sigkill_keeps_digest_and_position(nodes: Nodes, seed: int) -> None:
+    node = nodes.start("--appendonly", "yes", "--appendfsync", "always")
+    client, other = _clients(node)
+    workload.run(client, other, seed, 400)
+    before, position = digest(client), _position(client)
+    assert before != b"0" * 40
+    node.kill()
+    node = nodes.start("--appendonly", "yes")
+    client, _ = _clients(node)
+    assert digest(client) == before
+    assert _position(client) == position
+
+
+@pytest.mark.parametrize("seed", [3, 4])
+def test_snapshot_only_restart_keeps_digest_and_position(nodes: Nodes, seed: int) -> None:
+    node = nodes.start()
+    client, other = _clients(node)
+    workload.run(client, other, seed, 400)
+    before, position = digest(client), _position(client)
+    assert client.save() is True
+    node.kill()
+    assert not os.path.exists(aof_dir(nodes.dir))
+    node = nodes.start()
+    client, _ = _clients(node)
+    assert digest(client) == before
+    assert _position(client) == position
+    assert client.info("persistence")["rdb_last_load_keys_loaded"] == client.dbsize() + client.info("keyspace").get("db3", {"keys": 0})["keys"]
+
+
+def test_shutdown_with_save_points_writes_a_final_snapshot(nodes: Nodes) -> None:
+    node = nodes.start("--save", "3600 1")
+    client, other = _clients(node)
+    workload.run(client, other, 5, 150)
+    before = digest(client)
+    assert node.stop() == 0
+    assert os.path.exists(os.path.join(nodes.dir, "dump.rdb"))
+    node = nodes.start()
+    assert digest(_clients(node)[0]) == before
+
+
+@pytest.mark.parametrize("seed", [6, 7])
+def test_snapshot_plus_tail_after_rewrite_keeps_digest(nodes: Nodes, seed: int) -> None:
+    node = nodes.start("--appendonly", "yes", "--appendfsync", "everysec")
+    client, other = _clients(node)
+    workload.run(client, other, seed, 200)
+    assert client.execute_command("BGREWRITEAOF") is True
+    # Writes while the child writes the new base land in the new incr file.
+    workload.run(client, other, seed + 100, 200)
+    wait_child_done(client)
+    info = client.info("persistence")
+    assert info["aof_last_bgrewrite_status"] == "ok" and info["aof_rewrites"] == 1
+    workload.run(client, other, seed + 200, 100)
+    manifest = Path(aof_dir(nodes.dir), "appendonly.aof.manifest").read_text()
+    assert manifest.splitlines()[0].startswith("file appendonly.aof.2.base.rill seq 2 type b")
+    assert "seq 1 type i" not in manifest  # the old incr file is covered by the new base
+    before, position = digest(client), _position(client)
+    node.kill()
+    node = nodes.start("--appendonly", "yes")
+    client, _ = _clients(node)
+    assert digest(client) == before
+    assert _position(client) == position
+    assert sorted(os.listdir(aof_dir(nodes.dir))) == [
+        "appendonly.aof.2.base.rill", "appendonly.aof.2.incr.aof", "appendonly.aof.manifest",
+    ]
+
+
+def test_turning_appendonly_on_at_runtime_writes_a_base_first(nodes: Nodes) -> None:
+    node = nodes.start()
+    client, other = _clients(node)
+    workload.run(client, other, 8, 200)
+    assert client.config_set("appendonly", "yes") is True
+    wait_child_done(client)
+    assert client.info("persistence")["aof_enabled"] == 1
+    names = sorted(os.listdir(aof_dir(nodes.dir)))
+    assert names == ["appendonly.aof.1.base.rill", "appendonly.aof.1.incr.aof", "appendonly.aof.manifest"]
+    workload.run(client, other, 9, 100)
+    before = digest(client)
+    node.kill()
+    node = nodes.start("--appendonly", "yes")
+    assert digest(_clients(node)[0]) == before
+
+
+def test_appendonly_off_at_runtime_stops_logging(nodes: Nodes) -> None:
+    node = nodes.start("--appendonly", "yes")
+    client, _ = _clients(node)
+    client.set("kept", "1")
+    assert client.config_set("appendonly", "no") is True
+    assert client.info("persistence")["aof_enabled"] == 0
+    client.set("not-logged", "1")
+    node.kill()
+    node = nodes.start("--appendonly", "yes")
+    client, _ = _clients(node)
+    assert client.get("kept") == b"1"
+    assert client.get("not-logged") is None
+
+
+def test_automatic_rewrite_when_the_aof_grows(nodes: Nodes) -> None:
+    node = nodes.start("--appendonly", "yes", "--auto-aof-rewrite-min-size", "64kb",
+                       "--auto-aof-rewrite-percentage", "100")
+    client, _ = _clients(node)
+    pipe = client.pipeline(transaction=False)
+    for i in range(3000):
+        pipe.xadd("auto", {"n": i, "pad": "x" * 40})
+    pipe.execute()
+
+    def rewritten() -> bool:
+        return int(client.info("persistence")["aof_rewrites"]) >= 1
+    from tests.persistence.conftest import wait_for
+    wait_for(rewritten, 10.0, "an automatic rewrite")
+    wait_child_done(client)
+    before = digest(client)
+    node.kill()
+    node = nodes.start("--appendonly", "yes")
+    assert digest(_clients(node)[0]) == before
