@@ -3,21 +3,30 @@ Rill beside redis-server in the same run, over RESP with a pipelining raw-socket
 
 Two experiments (issue 3, "Memory and speed": per-op time must stay within 1.3x across sizes):
 
-* Size scaling. One stream per server is filled with `XADD key * f v` to 10^4, 10^5, 10^6 and
-  10^7 entries. At each size: XRANGE key <random ms> + COUNT 10 (start IDs drawn uniformly
-  between the first and the last entry's millisecond), then XADD key * f v. XADD batches are
-  followed, untimed, by an exact `XTRIM MAXLEN = size`, so every timed XADD runs on a stream of
-  size..size+batch entries.
-* PEL scaling. On that stream (topped up if needed), a fresh group: cycles of
-  `XACK <the previous 10 IDs>` + `XREADGROUP ... COUNT 10 STREAMS key >` (one round trip per
-  cycle) with an empty PEL; then the same consumer reads --pel entries without acking (pipelined
-  XREADGROUP COUNT 10000); then the same cycles again on fresh entries, with that PEL pending.
+* Size scaling. One stream per size (10^4, 10^5, 10^6, 10^7 entries) on each server, filled
+  with `XADD key * f v` in pipelines of 10,000. Then XRANGE key <random ms> + COUNT 10 (start
+  IDs drawn uniformly between the first and the last entry's millisecond) and XADD key * f v;
+  XADD batches are followed, untimed, by an exact `XTRIM MAXLEN = size`, so every timed XADD
+  runs on a stream of size..1.2*size entries.
+* PEL scaling. Two groups on the largest stream (if long enough, else on a stream of its
+  own): EMPTY_GROUP, and PEL_GROUP whose consumer is first delivered --pel entries that are
+  never acked (pipelined XREADGROUP COUNT 10000). Then cycles of `XACK <the previous 10 IDs>`
+  + `XREADGROUP GROUP g c COUNT 10 STREAMS key >` (one round trip each) in both groups, on
+  entries the group has not seen: PEL of 0 vs --pel.
+
+Everything is measured in --rounds rounds that interleave the sizes, the two groups and the
+two servers (each round takes its share of the ops): the machine is shared, and a busy spell
+of other processes then spreads over every row instead of biasing the one it fell on.
 
 Three figures per operation and server, because each tells something different:
-* server CPU µs/op: the server's main-thread CPU time (/proc/<pid>/schedstat, ns) over the
-  timed batches divided by the ops: parsing, execution, replies, syscalls. The headline: it
-  is what grows when a data structure does not scale, and the client's cost does not dilute it.
-* command µs/op: INFO commandstats usec/calls (time inside the command handler only).
+* server CPU µs/op: the server's main-thread CPU time (/proc/<pid>/schedstat, ns) per op,
+  the median over the timed batches (1,000 ops each; one per PEL cycle) so that a burst of
+  other processes on the shared CPUs (cache and core contention) does not skew a row; the
+  mean is kept as cpu_us_per_op_mean. It covers parsing, execution, replies and syscalls. The
+  headline: it is what grows when a data structure does not scale, and the client's cost does
+  not dilute it. Time spent runnable but waiting for a CPU is not in it (reported apart).
+* command µs/op: INFO commandstats usec/calls: wall time inside the command handler only, so
+  a preemption of the server in a handler inflates it (under load it is the noisiest figure).
 * wall µs/op: client-observed time of pipelined batches (PEL cycles: of each round trip),
   client parsing included, so it compresses the ratios.
 
@@ -29,6 +38,7 @@ from __future__ import annotations
 import argparse
 import os
 import random
+import statistics
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -44,7 +54,8 @@ from bench.report import write_json
 SIZES = (10_000, 100_000, 1_000_000, 10_000_000)
 QUICK_SIZES = (1_000, 10_000)
 KEY = "scaling"
-GROUP = "scaling-group"
+EMPTY_GROUP = "scaling-empty"  # acks every cycle: its PEL stays (about) empty
+PEL_GROUP = "scaling-pel"  # holds the --pel pending entries
 CONSUMER = "scaling-consumer"
 FILL_BATCH = 10_000  # XADDs per write while filling: large enough to amortize the round trip
 OP_BATCH = 1_000  # commands per timed pipelined write
@@ -53,7 +64,9 @@ DEFAULT_PEL = 2_000_000
 DEFAULT_CYCLES = 10_000
 PEL_READ_COUNT = 10_000  # COUNT of the XREADGROUPs that build the PEL
 PEL_READS_PER_WRITE = 10
-WARMUP_CYCLES = 50  # untimed cycles first (the consumer is created, caches warm up)
+WARMUP_CYCLES = 20  # untimed cycles before each timed run (the consumer is created, caches warm up)
+WARMUP_OPS = 200  # untimed XADDs / XRANGEs before each timed run
+DEFAULT_ROUNDS = 5
 RANGE_COUNT = 10
 SEED = 20240601
 
@@ -119,11 +132,13 @@ class Sample:
     calls: int = 0
     usec: int = 0
     round_trips_us: list[float] = field(default_factory=list, repr=False)
+    batch_cpu_us: list[float] = field(default_factory=list, repr=False)  # CPU µs/op of each batch
 
     def summary(self) -> dict[str, Any]:
         out: dict[str, Any] = {
             "ops": self.ops,
-            "cpu_us_per_op": round(self.cpu_ns / 1000 / self.ops, 3),
+            "cpu_us_per_op": round(statistics.median(self.batch_cpu_us), 3),
+            "cpu_us_per_op_mean": round(self.cpu_ns / 1000 / self.ops, 3),
             "cmd_us_per_op": round(self.usec / self.calls, 3) if self.calls else None,
             "wall_us_per_op": round(self.wall_s * 1e6 / self.ops, 3),
             "server_runqueue_wait_ms": round(self.wait_ns / 1e6, 1),
@@ -146,6 +161,7 @@ def timed(server: Server, client: PipeClient, sample: Sample, payload: bytes, re
     sample.ops += ops
     sample.wall_s += dt
     sample.cpu_ns += run1 - run0
+    sample.batch_cpu_us.append((run1 - run0) / 1000 / ops)
     sample.wait_ns += wait1 - wait0
     if keep:
         sample.round_trips_us.append(dt * 1e6)
@@ -195,36 +211,37 @@ def edge_ms(client: RespClient, key: str) -> tuple[int, int]:
 
 # -- size scaling ------------------------------------------------------------------------------
 
-def measure_xrange(server: Server, client: PipeClient, key: str, ops: int, rnd: random.Random) -> tuple[Sample, float]:
-    """The sample and the mean number of entries per reply (COUNT, unless a start fell
-    within the last few entries)."""
+def measure_xrange(server: Server, client: PipeClient, key: str, ops: int, rnd: random.Random, sample: Sample) -> int:
+    """`ops` timed XRANGE <random ms> + COUNT 10 after an untimed warm-up batch; returns the
+    number of entries the replies held (COUNT per reply unless a start fell at the end)."""
     lo, hi = edge_ms(client, key)
-    payloads = []
-    for start in range(0, ops, OP_BATCH):
-        n = min(OP_BATCH, ops - start)
+
+    def batch(n: int) -> tuple[bytes, int]:
         starts = [str(rnd.randint(lo, hi)) for _ in range(n)]
-        payloads.append((b"".join(encode(("XRANGE", key, s, "+", "COUNT", RANGE_COUNT)) for s in starts), n))
-    client.raw_checked(payloads[0][0], payloads[0][1])  # warm-up: caches, allocator, branch history
-    sample = Sample()
+        return b"".join(encode(("XRANGE", key, s, "+", "COUNT", RANGE_COUNT)) for s in starts), n
+
+    timed_payloads = [batch(min(OP_BATCH, ops - start)) for start in range(0, ops, OP_BATCH)]
+    client.raw_checked(*batch(WARMUP_OPS))
     entries = 0
 
     def body() -> None:
         nonlocal entries
-        for payload, n in payloads:
+        for payload, n in timed_payloads:
             for reply in timed(server, client, sample, payload, n, n):
                 assert isinstance(reply, list)
                 entries += len(reply)
 
     with_command_stats(client, "xrange", sample, body)
-    return sample, entries / ops
+    return entries
 
 
-def measure_xadd(server: Server, client: PipeClient, key: str, size: int, ops: int) -> Sample:
+def measure_xadd(server: Server, client: PipeClient, key: str, size: int, ops: int, sample: Sample) -> None:
+    """`ops` timed XADD key * f v, in batches each followed (untimed) by an exact trim back to
+    `size`, after an untimed warm-up batch."""
     one = encode(("XADD", key, "*", "f", "v"))
     trim = encode(("XTRIM", key, "MAXLEN", "=", size))
     batch = min(OP_BATCH, max(1, size // 5))  # keeps the stream within 1.2x of its size
-    client.raw_checked(one * batch + trim, batch + 1)  # warm-up
-    sample = Sample()
+    client.raw_checked(one * min(batch, WARMUP_OPS) + trim, min(batch, WARMUP_OPS) + 1)
 
     def body() -> None:
         done = 0
@@ -235,48 +252,46 @@ def measure_xadd(server: Server, client: PipeClient, key: str, size: int, ops: i
             done += n
 
     with_command_stats(client, "xadd", sample, body)
-    return sample
 
 
 # -- PEL scaling -------------------------------------------------------------------------------
 
-def measure_cycles(server: Server, client: PipeClient, key: str, cycles: int) -> tuple[Sample, Sample]:
-    """`cycles` round trips of XACK (previous IDs) + XREADGROUP COUNT 10 `>`, after
-    WARMUP_CYCLES untimed ones; returns the cycle sample (with XREADGROUP's commandstats)
-    and one holding XACK's commandstats."""
-    read = encode(("XREADGROUP", "GROUP", GROUP, CONSUMER, "COUNT", RANGE_COUNT, "STREAMS", key, ">"))
+def measure_cycles(server: Server, client: PipeClient, key: str, group: str, cycles: int,
+                   cycle: Sample, ack: Sample) -> None:
+    """`cycles` timed round trips of XACK (the previous IDs) + XREADGROUP COUNT 10 `>`, after
+    WARMUP_CYCLES untimed ones; the last IDs read are acked, so the PEL is as before. `cycle`
+    gets XREADGROUP's commandstats, `ack` XACK's."""
+    read = encode(("XREADGROUP", "GROUP", group, CONSUMER, "COUNT", RANGE_COUNT, "STREAMS", key, ">"))
     ids: list[bytes] = []
 
     def run(sample: Sample, count: int) -> None:
         nonlocal ids
         for _ in range(count):
-            payload = encode(("XACK", key, GROUP, *ids)) + read if ids else read
+            payload = encode(("XACK", key, group, *ids)) + read if ids else read
             reply = timed(server, client, sample, payload, 2 if ids else 1, 1, keep=True)[-1]
             if not isinstance(reply, list) or not reply:
                 raise BenchError(f"{server.kind}: XREADGROUP returned no entries; the stream is too short")
             ids = [entry[0] for entry in reply[0][1]]
 
     run(Sample(), WARMUP_CYCLES)
-    cycle = Sample()
-    ack = Sample()
     calls0, usec0 = command_stats(client, "xack")
     with_command_stats(client, "xreadgroup", cycle, lambda: run(cycle, cycles))
     calls1, usec1 = command_stats(client, "xack")
-    ack.ops = ack.calls = calls1 - calls0
-    ack.usec = usec1 - usec0
-    client.check("XACK", key, GROUP, *ids)
-    return cycle, ack
+    ack.ops += calls1 - calls0
+    ack.calls += calls1 - calls0
+    ack.usec += usec1 - usec0
+    client.check("XACK", key, group, *ids)
 
 
-def build_pel(client: PipeClient, key: str, pending: int) -> float:
-    """Deliver `pending` entries to CONSUMER without acking them; return seconds taken."""
+def build_pel(client: PipeClient, key: str, group: str, pending: int) -> float:
+    """Deliver `pending` entries to CONSUMER of `group` without acking them; return seconds."""
     t0 = time.perf_counter()
     delivered = 0
     while delivered < pending:
         want = pending - delivered
         counts = [min(PEL_READ_COUNT, want - i * PEL_READ_COUNT)
                   for i in range(min(PEL_READS_PER_WRITE, -(-want // PEL_READ_COUNT)))]
-        payload = b"".join(encode(("XREADGROUP", "GROUP", GROUP, CONSUMER, "COUNT", n, "STREAMS", key, ">"))
+        payload = b"".join(encode(("XREADGROUP", "GROUP", group, CONSUMER, "COUNT", n, "STREAMS", key, ">"))
                            for n in counts)
         for reply in client.raw_checked(payload, len(counts)):
             if not isinstance(reply, list) or not reply:
@@ -285,63 +300,131 @@ def build_pel(client: PipeClient, key: str, pending: int) -> float:
     return time.perf_counter() - t0
 
 
-def pending_count(client: RespClient, key: str) -> int:
-    summary = client.check("XPENDING", key, GROUP)
+def pending_count(client: RespClient, key: str, group: str) -> int:
+    summary = client.check("XPENDING", key, group)
     assert isinstance(summary, list)
     return int(summary[0])
 
 
-# -- one server --------------------------------------------------------------------------------
+# -- the run -----------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
 class Plan:
     sizes: tuple[int, ...]
-    ops: int
+    ops: int  # timed XADDs and XRANGEs per size and server, over all rounds
     pel: int
-    cycles: int
+    cycles: int  # timed cycles per group and server, over all rounds
+    rounds: int
+
+    def pel_entries(self) -> int:
+        """Stream length the PEL test needs: the PEL, then fresh entries for the cycles of
+        the PEL group (the empty group reads from the head)."""
+        return self.pel + RANGE_COUNT * (self.cycles + self.rounds * (WARMUP_CYCLES + 1) + 1)
 
 
-def run_server(server: Server, plan: Plan) -> dict[str, Any]:
-    """Every measurement of the plan on one server; returns rows keyed by (test, x)."""
-    rnd = random.Random(SEED)
-    rows: dict[tuple[str, int], dict[str, Any]] = {}
-    fills: dict[str, float] = {}
-    with PipeClient(server.port, timeout=600) as client:
-        client.check("DEL", KEY)
-        for size in plan.sizes:
-            took = fill(client, KEY, size)
-            fills[str(size)] = round(took, 2)
-            print(f"  {server.kind:<5} filled to {size:>10,} entries (+{took:6.1f} s)", file=sys.stderr, flush=True)
-            xr, per_reply = measure_xrange(server, client, KEY, plan.ops, rnd)
-            xa = measure_xadd(server, client, KEY, size, plan.ops)
-            rows["xrange", size] = {**xr.summary(), "entries_per_reply": round(per_reply, 2)}
-            rows["xadd", size] = xa.summary()
-            print(f"  {server.kind:<5} {size:>10,}: XRANGE {xr.cpu_ns / 1000 / xr.ops:6.2f} µs CPU/op, "
-                  f"XADD {xa.cpu_ns / 1000 / xa.ops:6.2f} µs CPU/op", file=sys.stderr, flush=True)
-        if plan.pel:
-            # Two cycle phases plus the PEL itself, on entries no group has seen.
-            need = plan.pel + 2 * RANGE_COUNT * (WARMUP_CYCLES + plan.cycles + 1)
-            topped = fill(client, KEY, need)
-            client.check("XGROUP", "CREATE", KEY, GROUP, "0")
-            empty, empty_ack = measure_cycles(server, client, KEY, plan.cycles)
-            mem0 = used_memory(client)
-            took = build_pel(client, KEY, plan.pel)
-            mem1 = used_memory(client)
-            held = pending_count(client, KEY)
-            full, full_ack = measure_cycles(server, client, KEY, plan.cycles)
-            fills["pel_topup"] = round(topped, 2)
-            print(f"  {server.kind:<5} PEL of {held:,} built in {took:.1f} s; cycle "
-                  f"{empty.cpu_ns / 1000 / empty.ops:.2f} -> {full.cpu_ns / 1000 / full.ops:.2f} µs CPU",
-                  file=sys.stderr, flush=True)
-            for pending, cyc, ack in ((0, empty, empty_ack), (plan.pel, full, full_ack)):
-                rows["xreadgroup_cycle", pending] = {
-                    **cyc.summary(),
-                    "xack_cmd_us_per_op": round(ack.usec / ack.calls, 3) if ack.calls else None,
-                    "pending_held": pending and held,
+def _key(size: int) -> str:
+    return f"{KEY}:{size}"
+
+
+def _order(kinds: Sequence[str], round_no: int) -> list[str]:
+    # Alternate which server goes first, so neither always follows the other's disturbance.
+    return list(kinds) if round_no % 2 == 0 else list(reversed(kinds))
+
+
+def _share(total: int, rounds: int, round_no: int) -> int:
+    return total // rounds + (1 if round_no < total % rounds else 0)
+
+
+def _log(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
+def run(servers: dict[str, Server], plan: Plan) -> dict[str, dict[str, Any]]:
+    """Fill every server, then measure in rounds that interleave sizes and servers: a busy
+    spell of the shared machine then spreads over all sizes and both servers instead of
+    biasing one of them. Returns per server: rows keyed by (test, x), fill times, RSS."""
+    kinds = list(servers)
+    clients = {kind: PipeClient(servers[kind].port, timeout=600) for kind in kinds}
+    out: dict[str, dict[str, Any]] = {kind: {"rows": {}, "fill_seconds": {}} for kind in kinds}
+    try:
+        pel_key = _key(max(plan.sizes)) if max(plan.sizes) >= plan.pel_entries() else f"{KEY}:pel"
+        for kind in kinds:
+            client = clients[kind]
+            for size in plan.sizes:
+                client.check("DEL", _key(size))
+                took = fill(client, _key(size), size)
+                out[kind]["fill_seconds"][str(size)] = round(took, 2)
+                _log(f"  {kind:<5} filled {_key(size)} to {size:,} entries in {took:.1f} s")
+            if plan.pel and pel_key == f"{KEY}:pel":
+                client.check("DEL", pel_key)
+                out[kind]["fill_seconds"]["pel"] = round(fill(client, pel_key, plan.pel_entries()), 2)
+        rnd = random.Random(SEED)
+        xr = {(kind, size): Sample() for kind in kinds for size in plan.sizes}
+        xa = {(kind, size): Sample() for kind in kinds for size in plan.sizes}
+        returned = {(kind, size): 0 for kind in kinds for size in plan.sizes}
+        for r in range(plan.rounds):
+            ops = _share(plan.ops, plan.rounds, r)
+            for size in plan.sizes:
+                for kind in _order(kinds, r):
+                    server, client = servers[kind], clients[kind]
+                    returned[kind, size] += measure_xrange(server, client, _key(size), ops, rnd, xr[kind, size])
+                    measure_xadd(server, client, _key(size), size, ops, xa[kind, size])
+            _log(f"  round {r + 1}/{plan.rounds}: " + "; ".join(
+                f"{kind} XRANGE {xr[kind, max(plan.sizes)].summary()['cpu_us_per_op']:.2f} "
+                f"XADD {xa[kind, max(plan.sizes)].summary()['cpu_us_per_op']:.2f} µs CPU/op at {max(plan.sizes):,}"
+                for kind in kinds))
+        for kind in kinds:
+            for size in plan.sizes:
+                out[kind]["rows"]["xrange", size] = {
+                    **xr[kind, size].summary(),
+                    "entries_per_reply": round(returned[kind, size] / max(1, xr[kind, size].ops), 2),
                 }
-            rows["pel_build", plan.pel] = {"seconds": round(took, 2),
-                                      "used_memory_bytes_per_pending": round((mem1 - mem0) / max(1, held), 1)}
-    return {"rows": rows, "fill_seconds": fills, "rss_bytes": server.rss_bytes()}
+                out[kind]["rows"]["xadd", size] = xa[kind, size].summary()
+        if plan.pel:
+            run_pel(servers, clients, pel_key, plan, out)
+        for kind in kinds:
+            out[kind]["rss_bytes"] = servers[kind].rss_bytes()
+    finally:
+        for client in clients.values():
+            client.close()
+    return out
+
+
+def run_pel(servers: dict[str, Server], clients: dict[str, PipeClient], key: str, plan: Plan,
+            out: dict[str, dict[str, Any]]) -> None:
+    """Two groups on one stream: EMPTY_GROUP acks every cycle (PEL about 0), PEL_GROUP first
+    gets plan.pel entries delivered and never acked; their cycles alternate in rounds."""
+    kinds = list(servers)
+    for kind in kinds:
+        client = clients[kind]
+        client.check("XGROUP", "CREATE", key, EMPTY_GROUP, "0")
+        client.check("XGROUP", "CREATE", key, PEL_GROUP, "0")
+        mem0 = used_memory(client)
+        took = build_pel(client, key, PEL_GROUP, plan.pel)
+        mem1 = used_memory(client)
+        out[kind]["rows"]["pel_build", plan.pel] = {
+            "seconds": round(took, 2),
+            "used_memory_bytes_per_pending": round((mem1 - mem0) / plan.pel, 1),
+        }
+        _log(f"  {kind:<5} PEL of {plan.pel:,} built in {took:.1f} s")
+    samples = {(kind, group): (Sample(), Sample()) for kind in kinds for group in (EMPTY_GROUP, PEL_GROUP)}
+    for r in range(plan.rounds):
+        cycles = _share(plan.cycles, plan.rounds, r)
+        for kind in _order(kinds, r):
+            for group in (EMPTY_GROUP, PEL_GROUP) if r % 2 == 0 else (PEL_GROUP, EMPTY_GROUP):
+                measure_cycles(servers[kind], clients[kind], key, group, cycles, *samples[kind, group])
+    for kind in kinds:
+        held = pending_count(clients[kind], key, PEL_GROUP)
+        for pending, group in ((0, EMPTY_GROUP), (plan.pel, PEL_GROUP)):
+            cycle, ack = samples[kind, group]
+            out[kind]["rows"]["xreadgroup_cycle", pending] = {
+                **cycle.summary(),
+                "xack_cmd_us_per_op": round(ack.usec / ack.calls, 3) if ack.calls else None,
+                "pending_held": pending_count(clients[kind], key, group) if pending == 0 else held,
+            }
+        _log(f"  {kind:<5} cycle {out[kind]['rows']['xreadgroup_cycle', 0]['cpu_us_per_op']:.2f} µs CPU "
+             f"(empty PEL) -> {out[kind]['rows']['xreadgroup_cycle', plan.pel]['cpu_us_per_op']:.2f} "
+             f"({held:,} pending)")
 
 
 # -- report ------------------------------------------------------------------------------------
@@ -422,11 +505,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m bench.stream_scaling", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true",
-                        help=f"tiny run: sizes {','.join(map(str, QUICK_SIZES))}, 1000 ops, PEL 2000, 200 cycles")
+                        help=f"tiny run: sizes {','.join(map(str, QUICK_SIZES))}, 1000 ops, PEL 2000, 200 cycles, 2 rounds")
     parser.add_argument("--sizes", default=None, help="comma-separated stream sizes (default 1e4,1e5,1e6,1e7)")
     parser.add_argument("--ops", type=int, default=None, help=f"timed XADDs and XRANGEs per size (default {DEFAULT_OPS})")
     parser.add_argument("--pel", type=int, default=None, help=f"pending entries for the PEL test, 0 skips it (default {DEFAULT_PEL})")
     parser.add_argument("--cycles", type=int, default=None, help=f"XREADGROUP+XACK cycles per PEL size (default {DEFAULT_CYCLES})")
+    parser.add_argument("--rounds", type=int, default=None,
+                        help=f"the ops and cycles are split over this many interleaved rounds (default {DEFAULT_ROUNDS})")
     parser.add_argument("--out", default=os.path.join(ROOT, "bench", "results", "scaling"),
                         help="directory for <timestamp>.json and latest.json")
     args = parser.parse_args(argv)
@@ -436,9 +521,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         ops=args.ops if args.ops is not None else (1_000 if args.quick else DEFAULT_OPS),
         pel=args.pel if args.pel is not None else (2_000 if args.quick else DEFAULT_PEL),
         cycles=args.cycles if args.cycles is not None else (200 if args.quick else DEFAULT_CYCLES),
+        rounds=args.rounds if args.rounds is not None else (2 if args.quick else DEFAULT_ROUNDS),
     )
-    if not sizes or min(sizes) <= 0 or args.plan.ops <= 0 or args.plan.pel < 0 or args.plan.cycles <= 0:
-        parser.error("sizes, --ops and --cycles must be positive, --pel non-negative")
+    plan = args.plan
+    if not sizes or min(sizes) <= 0 or min(plan.ops, plan.cycles, plan.rounds) <= 0 or plan.pel < 0:
+        parser.error("sizes, --ops, --cycles and --rounds must be positive, --pel non-negative")
+    if plan.rounds > min(plan.ops, plan.cycles):
+        parser.error("--rounds cannot exceed --ops or --cycles")
     return args
 
 
@@ -459,13 +548,9 @@ def main(argv: list[str] | None = None) -> int:
         env = _environment(servers)
         print(f"redis-server pid {servers['redis'].pid} port {servers['redis'].port}, "
               f"rill pid {servers['rill'].pid} port {servers['rill'].port}; sizes {list(plan.sizes)}, "
-              f"{plan.ops} ops, PEL {plan.pel}, {plan.cycles} cycles; load average {load_start[0]:.2f}",
-              file=sys.stderr, flush=True)
-        # One server at a time, so the two never compete for the CPUs; each is stopped as
-        # soon as it is done, which frees its memory (10^7 entries) before the next starts.
-        for kind in ("redis", "rill"):
-            results[kind] = run_server(servers[kind], plan)
-            servers[kind].stop()
+              f"{plan.ops} ops, PEL {plan.pel}, {plan.cycles} cycles, {plan.rounds} rounds; "
+              f"load average {load_start[0]:.2f}", file=sys.stderr, flush=True)
+        results = run(servers, plan)
     except (BenchError, ServerReplyError, OSError) as exc:
         print(f"benchmark aborted: {exc}", file=sys.stderr)
         return 1
@@ -480,7 +565,7 @@ def main(argv: list[str] | None = None) -> int:
         "timestamp": stamp,
         "duration_s": round(time.time() - started, 1),
         "params": {"sizes": list(plan.sizes), "ops": plan.ops, "pel": plan.pel, "cycles": plan.cycles,
-                   "op_batch": OP_BATCH, "fill_batch": FILL_BATCH},
+                   "rounds": plan.rounds, "op_batch": OP_BATCH, "fill_batch": FILL_BATCH},
         "environment": env,
         "fill_seconds": {kind: results[kind]["fill_seconds"] for kind in results},
         "rss_bytes_at_end": {kind: results[kind]["rss_bytes"] for kind in results},

@@ -7,7 +7,7 @@ engine ← commands ← server); the server implements it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -31,7 +31,7 @@ class Node(Protocol):
     def replication(self) -> ReplicationControl: ...  # REPLICAOF, WAIT, WAITAOF, ROLE
 
     def now_ms(self) -> int: ...
-    def propagate(self, db_index: int, argv: list[bytes]) -> None: ...
+    def propagate(self, db_index: int, argv: Sequence[bytes]) -> None: ...
     def touch_all(self, db_index: int | None) -> None: ...
     def watch(self, session: Session, key: bytes) -> None: ...
     def unwatch_all(self, session: Session) -> None: ...
@@ -116,7 +116,7 @@ class Session:
     def propagate(self, *argv: bytes) -> None:
         """Log one effect (a fully specified command) against this client's database."""
         self.effects_in_command += 1
-        self.node.propagate(self.db_index, list(argv))
+        self.node.propagate(self.db_index, argv)
 
     def now_ms(self) -> int:
         return self.node.now_ms()

@@ -7,7 +7,7 @@ register their subcommands under the parent with `@subcommand(...)`. The dispatc
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
@@ -44,7 +44,7 @@ class CommandSpec:
     def is_write(self) -> bool:
         return "write" in self.flags
 
-    def keys(self, argv: list[bytes]) -> list[bytes]:
+    def keys(self, argv: Sequence[bytes]) -> list[bytes]:
         """Key arguments of argv according to first/last/step (last < 0 counts from the end)."""
         if self.first_key <= 0:
             return []
@@ -120,7 +120,7 @@ def subcommand(
     return register
 
 
-def lookup(argv: list[bytes]) -> CommandSpec | None:
+def lookup(argv: Sequence[bytes]) -> CommandSpec | None:
     """The spec that handles argv (the subcommand's for containers), or None if unknown."""
     spec = TABLE.get(argv[0].lower())
     if spec is None or not spec.subcommands or len(argv) < 2:

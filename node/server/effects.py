@@ -9,10 +9,8 @@ replication) receive each committed unit as RESP bytes with the offset it ends a
 from __future__ import annotations
 
 import secrets
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-
-from hiredis import pack_command
 
 from node.server.resp import encode_command
 
@@ -30,7 +28,7 @@ class EffectLog:
         self.second_offset = -1
         self.offset = 0
         self._db = -1  # database of the last logged effect (a SELECT precedes a change)
-        self._pending: list[tuple[int, list[bytes]]] = []
+        self._pending: list[tuple[int, Sequence[bytes]]] = []
         self._depth = 0
         self._listeners: list[Listener] = []
         # A replica applying its primary's units: its own re-encoding of their effects is
@@ -48,7 +46,7 @@ class EffectLog:
     def begin(self) -> None:
         self._depth += 1
 
-    def append(self, db_index: int, argv: list[bytes]) -> None:
+    def append(self, db_index: int, argv: Sequence[bytes]) -> None:
         self._pending.append((db_index, argv))
         if self._depth == 0:
             self.commit()
@@ -76,7 +74,7 @@ class EffectLog:
             return
         if len(pending) == 1 and pending[0][0] == self._db:
             # The common case: one effect in the current database.
-            data = pack_command(tuple(pending[0][1]))  # type: ignore[arg-type]
+            data = encode_command(pending[0][1])
             self.offset += len(data)
             for listener in self._listeners:
                 listener(data, self.offset)

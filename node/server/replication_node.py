@@ -75,9 +75,6 @@ _DISCOVERY_BACKOFF: Final = (0.1, 5.0)
 # ask replicas for a fresh ack every _ACK_REQUEST_TICKS checks (Redis's REPLCONF GETACK).
 _FSYNC_POLL: Final = 0.01
 _ACK_REQUEST_TICKS: Final = 10
-# Under a steady write load the backlog is fed (and replica streams woken) at most this
-# often; see _on_unit. Adds at most this much replication lag, nothing to WAIT.
-_FLUSH_INTERVAL: Final = 0.001
 # Errors applying the primary's log are logged at most this often (a diverged replica would
 # otherwise log every batch until its full sync).
 _APPLY_ERROR_LOG_PERIOD: Final = 10.0
@@ -317,6 +314,7 @@ class ReplicationNode:
         self._pending: list[bytes] = []
         self._pending_end = 0
         self._last_flush = 0.0
+        self._batch_interval = self.config.get_int("repl-batch-interval") / 1000
         self._connecting: asyncio.Task[None] | None = None
         self._stopping: asyncio.Future[None] | None = None
         self._waits: list[_AckWait] = []
@@ -330,6 +328,7 @@ class ReplicationNode:
     def attach(self) -> None:
         """After the data set is loaded, before clients connect: the backlog continues the
         loaded log, and a node configured with `replicaof` is read-only from the start."""
+        self._loop = asyncio.get_running_loop()
         effects = self.server.effects
         self.backlog = Backlog(
             self.config.get_int("repl-backlog-size"),
@@ -348,7 +347,6 @@ class ReplicationNode:
     async def start(self) -> None:
         """Listens for replicas, and connects to the configured primary."""
         assert self.primary is not None
-        self._loop = asyncio.get_running_loop()
         host = (self.config.get("bind").split() or ["127.0.0.1"])[0]
         self.repl_port = await self.primary.start(host, self._listen_port(), tls=self._server_tls())
         target = self.config.get("replicaof").split()
@@ -384,8 +382,9 @@ class ReplicationNode:
         if not self._pending and self._loop is not None:
             # Each flush costs every replica stream a gRPC message (~0.1-0.2 ms of CPU on
             # each side, whatever its size): under load, flushes are at least
-            # _FLUSH_INTERVAL apart so batches grow instead; an idle link flushes at once.
-            delay = self._last_flush + _FLUSH_INTERVAL - time.monotonic()
+            # repl-batch-interval apart so batches grow instead; an idle link flushes at once.
+            # It adds at most that much replication lag, and nothing to WAIT.
+            delay = self._last_flush + self._batch_interval - time.monotonic()
             if delay > 0:
                 self._loop.call_later(delay, self.flush)
             else:
@@ -394,10 +393,10 @@ class ReplicationNode:
         self._pending_end = end_offset
 
     def flush(self) -> None:
-        """Moves the units committed so far into the backlog: at most every _FLUSH_INTERVAL
-        under load (one wake-up of the replica streams per burst instead of per unit), at
-        once when a client waits for replicas (WAIT, WAITAOF), and before anything reads the
-        backlog's end (snapshot, INFO, ROLE, a role change)."""
+        """Moves the units committed so far into the backlog: at most every
+        repl-batch-interval under load (one wake-up of the replica streams per burst instead
+        of per unit), at once when a client waits for replicas (WAIT, WAITAOF), and before
+        anything reads the backlog's end (snapshot, INFO, ROLE, a role change)."""
         pending = self._pending
         if not pending or self.backlog is None:
             return
@@ -687,6 +686,8 @@ class ReplicationNode:
                 self.link.settings = self._replica_settings()
         elif name in ("min-replicas-to-write", "min-replicas-max-lag"):
             self._update_write_gate()
+        elif name == "repl-batch-interval":
+            self._batch_interval = int(value) / 1000
 
     # -- ROLE and INFO --------------------------------------------------------------------
 

@@ -6,7 +6,10 @@ pipelined batch of replies costs one `transport.write`.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
+
+from hiredis import pack_command
 
 from node.commands.reply import NULL_ARRAY, Raw, ReplyError, RSet, Verbatim
 
@@ -106,9 +109,8 @@ def encode_one(reply: Any, proto: int) -> bytes:
     return b"".join(out)
 
 
-def encode_command(argv: list[bytes]) -> bytes:
-    """A command as a RESP multibulk (for the effect log, AOF and replication)."""
-    parts = [b"*%d\r\n" % len(argv)]
-    for arg in argv:
-        parts.append(b"$%d\r\n%s\r\n" % (len(arg), arg))
-    return b"".join(parts)
+def encode_command(argv: Sequence[bytes]) -> bytes:
+    """A command as a RESP multibulk (for the effect log, AOF and replication); hiredis
+    packs it in C."""
+    packed: bytes = pack_command(tuple(argv))  # type: ignore[arg-type]
+    return packed

@@ -12,7 +12,7 @@ import os
 import secrets
 import signal
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from node import REDIS_VERSION, __version__
@@ -75,7 +75,7 @@ class Server:
     def now_ms(self) -> int:
         return time.time_ns() // 1_000_000
 
-    def propagate(self, db_index: int, argv: list[bytes]) -> None:
+    def propagate(self, db_index: int, argv: Sequence[bytes]) -> None:
         self.dirty += 1
         self.effects.append(db_index, argv)
         if not self._watchers and not self.blocking.has_waiters():
@@ -195,15 +195,17 @@ class Server:
     def execute(self, session: Session, argv: list[bytes]) -> Any:
         # The dispatcher makes each write's effects one unit of the effect log.
         written = session.effects_in_command
-        # The replication link's session ("master") applies its primary's writes on a replica.
+        # The replication link's session ("master") applies its primary's writes on a replica
+        # as the primary ran them (which also lets them take the dispatcher's fast path).
         from_master = "master" in session.flags
+        role = "master" if from_master else self.role
         if not self.monitors:
-            reply = self.dispatcher.execute(session, argv, self.role, from_master)
+            reply = self.dispatcher.execute(session, argv, role, from_master)
         else:
             # Redis feeds MONITOR after a command ran (so SELECT shows its new database) and
             # not at all when it was refused or queued.
             self.dispatcher.executed = None
-            reply = self.dispatcher.execute(session, argv, self.role, from_master)
+            reply = self.dispatcher.execute(session, argv, role, from_master)
             spec = self.dispatcher.executed
             if spec is not None and not spec.flags & _HIDDEN_FROM_MONITOR:
                 self._feed_monitors(session, argv)
