@@ -212,6 +212,20 @@ def xreadgroup(ctx: Session, argv: list[bytes]) -> Any:
         return reply
 
     def retry(session: Session) -> Any:
+        # Only '>' reads block. When every key still holds its group and none has an entry
+        # past the group's last ID, there is nothing to serve: keep waiting without
+        # re-running (a write wakes every reader of the group, but only the first one gets
+        # the new entries).
+        db = session.db
+        for key in args.keys:
+            value = db.get(key)
+            if type(value) is not StreamValue:
+                break
+            group = value.group(group_name)
+            if group is None or (value.length and value.last_live_id() > group.last_id):
+                break
+        else:
+            return None
         # Redis 7.2 re-executes the command: a deleted key or destroyed group is NOGROUP,
         # a key of another type WRONGTYPE.
         return _serve_group(session, args.keys, args.ids, group_name, args.consumer, args.count, args.noack)

@@ -1,6 +1,7 @@
 """The stream suites of the benchmark harness run end to end: `python -m bench --suite
 scaling,latency --quick` starts both servers, measures every row on a tiny plan (streams of
-10^3 and 10^4 entries, a 2,000-entry PEL, 1 s of latency test per server at 1,000 msg/s),
+10^3 and 10^4 entries, a 2,000-entry PEL, 2 rounds; 1 s of latency test per server at
+1,000 msg/s),
 writes each suite's JSON and stops its servers. No timing is asserted: the numbers only have
 to be there and be positive."""
 
