@@ -42,9 +42,9 @@ class _NoUnit:
         pass
 
 
-# A plain command's fast-path entry: spec, its stats, arity bounds, and whether its effects
-# must form one unit (writes and EXEC).
-_Plain = tuple[CommandSpec, CommandStats, int, int, bool]
+# A plain command's fast-path entry: spec, its stats, arity bounds, whether its effects must
+# form one unit (writes and EXEC), and whether it is a write.
+_Plain = tuple[CommandSpec, CommandStats, int, int, bool, bool]
 
 
 class Dispatcher:
@@ -147,12 +147,12 @@ class Dispatcher:
         self.total_commands += 1
         plain = self._plain.get(argv[0])
         if plain is not None:
-            spec, st, low, high, unit = plain
+            spec, st, low, high, unit, write = plain
             if (
                 low <= len(argv) <= high
                 and session.authenticated
                 and session.multi is None
-                and (not spec.is_write or (self.writes_unchecked and role == "master"))
+                and (not write or (self.writes_unchecked and role == "master"))
             ):
                 return self._run(session, spec, st, argv, unit)
         return self._execute_checked(session, argv, role, from_master)
@@ -214,7 +214,7 @@ class Dispatcher:
         # Only top-level commands: argv[0] of a subcommand names its container.
         if spec.handler is not None and not spec.subcommands and "|" not in spec.name and len(self._plain) < 4096:
             arity = spec.arity
-            self._plain[argv[0]] = (spec, st, abs(arity), arity if arity > 0 else 1 << 30, unit)
+            self._plain[argv[0]] = (spec, st, abs(arity), arity if arity > 0 else 1 << 30, unit, spec.is_write)
         return self._run(session, spec, st, argv, unit)
 
     def _run(self, session: Session, spec: CommandSpec, st: CommandStats, argv: list[bytes], unit: bool) -> Any:
