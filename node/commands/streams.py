@@ -42,8 +42,9 @@ def xadd(ctx: Session, argv: list[bytes]) -> Any:
         if len(argv) % 2 == 0:
             raise CommandError("ERR wrong number of arguments for 'xadd' command")
         value = db.get(key)
+        created = value is None
         if value is None:
-            value = db[key] = StreamValue()
+            value = StreamValue()
         elif type(value) is not StreamValue:
             raise CommandError(WRONGTYPE)
         try:
@@ -52,8 +53,11 @@ def xadd(ctx: Session, argv: list[bytes]) -> Any:
             )
         except StreamError as exc:
             raise engine_error(exc) from None
+        if created:
+            # Stored only once the entry is in: a refused XADD leaves no empty key behind.
+            db[key] = value
         ctx.propagate(*effect)
-        return format_id(entry_id)
+        return effect[2]
 
     args = parse_add_or_trim(ctx, argv, True)
     n_fields = len(argv) - args.id_pos - 1
@@ -62,16 +66,19 @@ def xadd(ctx: Session, argv: list[bytes]) -> Any:
     if args.id_given and args.seq_given and args.entry_id == 0:
         raise CommandError("ERR The ID specified in XADD must be greater than 0-0")
     value = lookup_stream(db, key)
+    created = value is None
     if value is None:
         if args.no_mkstream:
             return None
-        value = db[key] = StreamValue()
+        value = StreamValue()
     try:
         entry_id, effect = stream_ops.xadd(
             value, argv, args, ctx.now_ms(), config.stream_node_max_entries, config.stream_node_max_bytes
         )
     except StreamError as exc:
         raise engine_error(exc) from None
+    if created:
+        db[key] = value
     ctx.propagate(*effect)
     return format_id(entry_id)
 
@@ -182,14 +189,15 @@ def xread(ctx: Session, argv: list[bytes]) -> Any:
     args = parse_read_args(argv, False, ctx.now_ms())
     db = ctx.db
     after: list[int] = []
+    plus_at: list[int] = []  # positions of '+' IDs, resolved again on every wake-up
     for key, raw in zip(args.keys, args.ids):
         value = lookup_stream(db, key)
         if raw == b"$":
             # Resolved now, so a blocked read waits for entries added after this moment.
             after.append(value.last_id if value is not None else 0)
         elif raw == b"+":
-            # 7.4: the last entry itself is read, so start just before it.
-            after.append(value.last_live_id() - 1 if value is not None and value.length else 0)
+            plus_at.append(len(after))
+            after.append(_before_last_entry(value))
         elif raw == b">":
             raise CommandError(
                 "ERR The > ID can be specified only when calling XREADGROUP using the GROUP <group> <consumer> option."
@@ -201,9 +209,19 @@ def xread(ctx: Session, argv: list[bytes]) -> Any:
         return reply
 
     def retry(session: Session) -> Any:
+        # Redis 7.4 re-executes the command on wake-up, rewriting only '$': a '+' reads the
+        # stream's last entry as it is now, even when several arrived at once.
+        for i in plus_at:
+            value = session.db.get(args.keys[i])
+            after[i] = _before_last_entry(value if type(value) is StreamValue else None)
         return _serve_xread(session, args.keys, after, args.count, True)
 
     return block_or_timeout(ctx, args.keys, args.timeout_ms, retry)
+
+
+def _before_last_entry(value: StreamValue | None) -> int:
+    """XREAD '+' (Redis 7.4): the last entry itself is read, so start just before it."""
+    return value.last_live_id() - 1 if value is not None and value.length else 0
 
 
 def _serve_xread(ctx: Session, keys: list[bytes], after: list[int], count: int, woken: bool) -> Any:

@@ -425,6 +425,14 @@ class Persistence:
 
     def _aof_failed(self, what: str, exc: OSError) -> None:
         reason = exc.strerror or str(exc)
+        if what == "fsync" and self.policy == aofmod.ALWAYS:
+            # After a failed fsync the kernel may have dropped the dirty pages, so a retry
+            # that succeeds proves nothing about the writes held for it: like Redis (aof.c,
+            # "Can't persist append-only file"), exit rather than acknowledge them.
+            log.critical("Can't persist append-only file %s (fsync: %s). Exiting...",
+                         self.writer.path if self.writer else "?", reason)
+            logging.shutdown()
+            os._exit(1)
         first = (self.write_failure if what == "write" else self.fsync_failure) is None
         if what == "write":
             self.write_failure = reason
@@ -684,7 +692,10 @@ class Persistence:
                 manifest = self.manifest.after_rewrite(base_name, base_seq, covered)
                 write_manifest(aofdir, self._aof_name(), manifest)
             except OSError as exc:
-                remove_quietly(base_path)
+                # The base stays: once the manifest's rename happened (its directory fsync
+                # can still fail), the manifest on disk names it. An orphan base is harmless
+                # (its name is never reused) and the next rewrite writes the manifest again.
+                self.rewrite_scheduled = True
                 ok, message = False, f"installing the new base: {exc.strerror or exc}"
         if not ok:
             remove_quietly(temp)

@@ -51,7 +51,7 @@ from replication import (
     ReplicaSettings,
     ServerTls,
 )
-from replication.backlog import NO_REPLID
+from replication.backlog import NO_REPLID, new_replid
 
 if TYPE_CHECKING:
     from node.server.server import Server
@@ -342,6 +342,14 @@ class ReplicationNode:
         self.primary.registry.add_ack_listener(self._on_ack)
         if self.config.get("replicaof"):
             self.server.role = "slave"
+        elif effects.offset > 0:
+            # A primary restarted from disk may have lost a tail its replicas received (a
+            # snapshot older than the log, an everysec power loss): continuing under the
+            # loaded id could let a replica "continue" across different bytes. As Redis
+            # does on loading, a new history starts; the loaded id stays valid as replid2 up
+            # to the loaded offset, so replicas that are not ahead still resync partially.
+            self.backlog.shift_replid()
+            self.history_changed()
         self._update_write_gate()
 
     async def start(self) -> None:
@@ -409,7 +417,9 @@ class ReplicationNode:
             # log's position, which sends every replica through a full sync.
             log.error("the backlog ends at %d but the effect log at %d: resetting the backlog",
                       backlog.end + len(data), self._pending_end)
-            backlog.reset(backlog.replid, self._pending_end)
+            # A new id: a replica at exactly the new end must not continue across the gap.
+            backlog.reset(new_replid(), self._pending_end)
+            self.history_changed()
             return
         backlog.extend(data, [len(unit) for unit in pending])
 

@@ -115,6 +115,17 @@ def test_blocked_xread_with_plus_on_an_empty_stream_gets_the_first_entry(node: P
     assert b"3-0" in reader.read_reply()
 
 
+def test_blocked_xread_with_plus_gets_only_the_last_of_several_new_entries(node: Proc, conns: Conns) -> None:
+    # Redis 7.4 re-executes the woken command and resolves '+' again: the reader gets the
+    # stream's last entry as it is when served, not every entry since it blocked.
+    reader = conns.new()
+    _block(reader, node, 1, "XREAD", "BLOCK", "0", "STREAMS", "s", "+")
+    writer = conns.new()
+    for cmd in (("MULTI",), ("XADD", "s", "3-0", "f", "a"), ("XADD", "s", "4-0", "f", "b"), ("EXEC",)):
+        writer.call(*cmd)
+    assert reader.read_reply() == b"*1\r\n*2\r\n$1\r\ns\r\n*1\r\n*2\r\n$3\r\n4-0\r\n*2\r\n$1\r\nf\r\n$1\r\nb\r\n"
+
+
 def test_a_write_that_adds_nothing_readable_keeps_the_reader_blocked(node: Proc, conns: Conns) -> None:
     conns.admin.call("XADD", "s", "1-1", "f", "v")
     reader = conns.new()
