@@ -245,6 +245,7 @@ class Config:
         self.stream_node_max_entries = int(v["stream-node-max-entries"])
         self.stream_node_max_bytes = int(v["stream-node-max-bytes"])
         self.proto_max_bulk_len = int(v["proto-max-bulk-len"])
+        self.query_buffer_limit = int(v["client-query-buffer-limit"])
         self.requirepass = v["requirepass"]
         self.databases = int(v["databases"])
         self.output_limits = dict(_parse_obl(v["client-output-buffer-limit"]))

@@ -43,14 +43,11 @@ def select(ctx: Session, argv: list[bytes]) -> Any:
 
 
 def _check_password(ctx: Session, user: bytes, password: bytes) -> None:
+    # Without requirepass the default user is "nopass": any password is accepted (Redis 7
+    # answers OK to AUTH default <anything> and HELLO ... AUTH default <anything>).
     required = ctx.node.config.requirepass
-    if user != b"default" or (required and password.decode("utf-8", "replace") != required):
+    if user != b"default" or (required and password != required.encode()):
         raise CommandError("WRONGPASS invalid username-password pair or user is disabled.")
-    if not required:
-        raise CommandError(
-            "ERR AUTH <password> called without any password configured for the default user. "
-            "Are you sure your configuration is correct?"
-        )
     ctx.authenticated = True
 
 
@@ -122,14 +119,12 @@ def hello(ctx: Session, argv: list[bytes]) -> Any:
 def reset(ctx: Session, argv: list[bytes]) -> Any:
     ctx.multi = None
     ctx.multi_error = False
-    unwatch = getattr(ctx.node, "unwatch_all", None)
-    if unwatch is not None:
-        unwatch(ctx)
+    ctx.node.unwatch_all(ctx)
+    ctx.node.remove_monitor(ctx)
     ctx.select(0)
     ctx.proto = 2
     ctx.name = b""
     ctx.reply_mode = "on"
-    ctx.flags.discard("monitor")
     ctx.no_evict = False
     ctx.no_touch = False
     ctx.authenticated = not ctx.node.config.requirepass

@@ -126,3 +126,12 @@ def lookup(argv: Sequence[bytes]) -> CommandSpec | None:
     if spec is None or not spec.subcommands or len(argv) < 2:
         return spec
     return spec.subcommands.get(argv[1].decode("utf-8", "replace").lower(), spec)
+
+
+def queues_write(queued: Sequence[Sequence[bytes]]) -> bool:
+    """Whether a MULTI queue holds a write (Redis: mstate.cmd_flags), subcommands included."""
+    for argv in queued:
+        spec = lookup(argv)
+        if spec is not None and spec.is_write:
+            return True
+    return False

@@ -20,7 +20,7 @@ from typing import Any, Final
 
 from node.commands.context import Block, Session
 from node.commands.reply import NULL_ARRAY, OK, CommandError, ReplyError
-from node.commands.table import TABLE, command
+from node.commands.table import command, queues_write
 
 _EXECABORT: Final = "EXECABORT Transaction discarded because of previous errors."
 _READONLY: Final = "READONLY You can't write against a read only replica."
@@ -50,11 +50,7 @@ def _writes_refused(ctx: Session, queued: list[list[bytes]]) -> bool:
     rejects such an EXEC as a whole); the replication link itself may write."""
     if ctx.node.role != "slave" or "master" in ctx.flags:
         return False
-    for argv in queued:
-        spec = TABLE.get(argv[0].lower())
-        if spec is not None and spec.is_write:
-            return True
-    return False
+    return queues_write(queued)
 
 
 def _run_queued(ctx: Session, argv: list[bytes]) -> Any:

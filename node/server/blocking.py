@@ -96,12 +96,16 @@ class BlockingManager:
             return
         self._finish(waiter)
         waiter.deliver(waiter.block.timeout_reply)
+        # The commands queued behind the timed-out one may have made keys ready; no batch
+        # follows this callback to serve them.
+        self.serve_ready()
 
     def unblock(self, waiter: Waiter, reply: Any) -> None:
         """End a wait from outside (CLIENT UNBLOCK, role change)."""
         if not waiter.done:
             self._finish(waiter)
             waiter.deliver(reply)
+            self.serve_ready()
 
     def cancel(self, waiter: Waiter) -> None:
         """The client went away: drop the waiter silently."""

@@ -84,6 +84,14 @@ class ClientConnection(asyncio.Protocol):
         self.server.stats_net_input += len(data)
         session.last_interaction_ms = self.server.now_ms()  # CLIENT LIST idle=
         commands, error = self.parser.feed(data)
+        if self.parser.buffered() > self.server.config.query_buffer_limit:
+            # Redis's client-query-buffer-limit: a request growing past it closes the client
+            # rather than the server's memory.
+            log.warning("Closing client id=%d addr=%s that reached max query buffer length (%d bytes)",
+                        session.id, session.addr, self.parser.buffered())
+            self.server.stats_query_limit_disconnections += 1
+            self.abort()
+            return
         if self.waiter is not None or self.pending:
             self.pending.extend(commands)
             if error is not None:
@@ -140,6 +148,8 @@ class ClientConnection(asyncio.Protocol):
                 self._block(reply)
                 self.pending.extend(it)
                 return
+            if session.closing and session.reply_mode != "on":
+                return  # QUIT (or a CLIENT KILL of itself) with replies off: run nothing more
             if session.reply_mode != "on":
                 if session.reply_mode == "skip":
                     session.reply_mode = "on"

@@ -12,7 +12,7 @@ from typing import Any, Final, Protocol
 
 from node.commands.context import Block, Session
 from node.commands.reply import QUEUED, CommandError, ReplyError
-from node.commands.table import TABLE, CommandSpec, lookup
+from node.commands.table import TABLE, CommandSpec, queues_write
 
 # Commands that run immediately even inside MULTI (processCommand's exec/discard/multi/
 # watch/quit/reset exception).
@@ -43,7 +43,7 @@ class _NoUnit:
 
 
 # A plain command's fast-path entry: spec, its stats, arity bounds, whether its effects must
-# form one unit (writes and EXEC), and whether it is a write.
+# form one unit (writes and EXEC), and whether rules refusing writes apply to it.
 _Plain = tuple[CommandSpec, CommandStats, int, int, bool, bool]
 
 
@@ -147,12 +147,12 @@ class Dispatcher:
         self.total_commands += 1
         plain = self._plain.get(argv[0])
         if plain is not None:
-            spec, st, low, high, unit, write = plain
+            spec, st, low, high, unit, gated = plain
             if (
                 low <= len(argv) <= high
                 and session.authenticated
                 and session.multi is None
-                and (not write or (self.writes_unchecked and role == "master"))
+                and (not gated or (self.writes_unchecked and role == "master"))
             ):
                 return self._run(session, spec, st, argv, unit)
         return self._execute_checked(session, argv, role, from_master)
@@ -214,7 +214,10 @@ class Dispatcher:
         # Only top-level commands: argv[0] of a subcommand names its container.
         if spec.handler is not None and not spec.subcommands and "|" not in spec.name and len(self._plain) < 4096:
             arity = spec.arity
-            self._plain[argv[0]] = (spec, st, abs(arity), arity if arity > 0 else 1 << 30, unit, spec.is_write)
+            # Writes, and PING (refused on a persistence error, as in Redis), pass the write
+            # rules when any of them applies.
+            gated = spec.is_write or spec.name == "ping"
+            self._plain[argv[0]] = (spec, st, abs(arity), arity if arity > 0 else 1 << 30, unit, gated)
         return self._run(session, spec, st, argv, unit)
 
     def _run(self, session: Session, spec: CommandSpec, st: CommandStats, argv: list[bytes], unit: bool) -> Any:
@@ -250,12 +253,8 @@ class ProtocolViolation(Exception):
 
 
 def _queues_write(session: Session) -> bool:
-    """EXEC counts as a write when a queued command is one (Redis: mstate.cmd_flags)."""
-    for argv in session.multi or ():
-        spec = lookup(argv)
-        if spec is not None and spec.is_write:
-            return True
-    return False
+    """EXEC counts as a write when a queued command is one."""
+    return queues_write(session.multi or ())
 
 
 def _printable(arg: bytes) -> str:

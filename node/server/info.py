@@ -354,7 +354,7 @@ def _stats(server: Server) -> str:
         ("total_writes_processed", 0),
         ("io_threaded_reads_processed", 0),
         ("io_threaded_writes_processed", 0),
-        ("client_query_buffer_limit_disconnections", 0),
+        ("client_query_buffer_limit_disconnections", server.stats_query_limit_disconnections),
         ("client_output_buffer_limit_disconnections", server.stats_output_limit_disconnections),
         ("reply_buffer_shrinks", 0),
         ("reply_buffer_expands", 0),

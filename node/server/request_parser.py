@@ -69,13 +69,15 @@ class RequestParser:
     """Per-connection request parser. `authenticated` is updated by the connection so the
     tighter unauthenticated limits apply only before AUTH (as in Redis 7)."""
 
-    __slots__ = ("_reader", "_partial", "_unparsed", "max_bulk", "authenticated")
+    __slots__ = ("_reader", "_partial", "_scan", "_unparsed", "max_bulk", "authenticated")
 
     def __init__(self, max_bulk: int = 512 * 1024 * 1024) -> None:
         self._reader = hiredis.Reader()
         # The exact bytes of the incomplete request received so far (None at a request
         # boundary). For a multibulk request hiredis holds the same bytes.
         self._partial: bytearray | None = None
+        # [position of the next unchecked element header in _partial, elements left].
+        self._scan: list[int] | None = None
         # Before AUTH, requests are parsed one at a time (Redis applies its limits per
         # request, so an AUTH lifts them for the very next one): the rest waits here.
         self._unparsed = b""
@@ -91,6 +93,10 @@ class RequestParser:
         except ProtocolError as exc:
             return commands, exc.message
         return commands, None
+
+    def buffered(self) -> int:
+        """Bytes held for requests not complete or not parsed yet (client-query-buffer-limit)."""
+        return (len(self._partial) if self._partial is not None else 0) + len(self._unparsed)
 
     def has_unparsed(self) -> bool:
         """True when requests received before AUTH wait to be parsed (call feed(b""))."""
@@ -146,8 +152,9 @@ class RequestParser:
             # Nothing completed: the whole chunk belongs to the pending request.
             if partial is None:
                 self._partial = bytearray(data)
+                self._scan = None
             else:
-                partial += data
+                partial += data  # the header scan resumes where it stopped
         elif not reader.has_data() and data.endswith(_encode_request(last)):
             # hiredis holds no unread bytes (it leaves an incomplete bulk string unread) and
             # the read ends with the last request: a request boundary.
@@ -161,12 +168,42 @@ class RequestParser:
                 self._rescan(data, commands, first)
                 return
             self._partial = bytearray(data[consumed:])
+            self._scan = None
         if self._partial is not None:
             self._check_partial(self._partial)
 
     def _check_partial(self, partial: bytearray) -> None:
-        # Enforce the limits on the headers received so far; hiredis buffers the rest.
-        if self._scan_multibulk(partial, 0) != _INCOMPLETE:
+        """Enforce the limits on the element headers received so far (hiredis buffers the
+        rest). The walk resumes where the previous read left it, so a large request arriving
+        in many reads costs time linear in its size."""
+        scan = self._scan
+        if scan is None:
+            nl = partial.find(b"\r\n")
+            if nl < 0:
+                if len(partial) > MAX_INLINE:
+                    raise ProtocolError("Protocol error: too big mbulk count string")
+                return
+            count = _parse_ll(partial[1:nl])
+            if count is None or count > MAX_MULTIBULK:
+                raise ProtocolError("Protocol error: invalid multibulk length")
+            scan = self._scan = [nl + 2, count]
+        pos, left = scan
+        n = len(partial)
+        while left > 0 and pos < n:
+            if partial[pos] != 0x24:  # '$'
+                raise ProtocolError("Protocol error: expected '$', got '%s'" % chr(partial[pos]))
+            nl = partial.find(b"\r\n", pos)
+            if nl < 0:
+                if n - pos > MAX_INLINE:
+                    raise ProtocolError("Protocol error: too big bulk count string")
+                break
+            size = _parse_ll(partial[pos + 1 : nl])
+            if size is None or size < 0 or size > self.max_bulk:
+                raise ProtocolError("Protocol error: invalid bulk length")
+            pos = nl + 2 + size + 2  # may lie past the bytes received: the value is incomplete
+            left -= 1
+        scan[0], scan[1] = pos, left
+        if left <= 0 and pos <= n:
             raise ProtocolError("Protocol error: invalid multibulk request")
 
     def _rescan(self, data: bytes, commands: list[list[bytes]], first: int | None = None) -> None:
@@ -184,6 +221,7 @@ class RequestParser:
                 end = self._scan_multibulk(buf, pos)
                 if end == _INCOMPLETE:
                     self._partial = bytearray(buf[pos:])
+                    self._scan = None
                     self._reader.feed(buf[pos:])
                     return
                 if buf[pos + 1 : pos + 2] != b"-" and buf[pos + 1 : pos + 3] != b"0\r":
@@ -208,6 +246,7 @@ class RequestParser:
             if len(buf) - pos > MAX_INLINE:
                 raise ProtocolError("Protocol error: too big inline request")
             self._partial = bytearray(buf[pos:])
+            self._scan = None
             return -1
         if nl - pos > MAX_INLINE:
             raise ProtocolError("Protocol error: too big inline request")

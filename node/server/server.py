@@ -57,6 +57,7 @@ class Server:
         self.stats_net_input = 0
         self.stats_net_output = 0
         self.stats_output_limit_disconnections = 0
+        self.stats_query_limit_disconnections = 0
         self.stats_keyspace_hits = 0
         self.stats_keyspace_misses = 0
         self.dirty = 0  # writes since the last save (Redis's server.dirty)
@@ -164,6 +165,7 @@ class Server:
         self.stats_net_input = 0
         self.stats_net_output = 0
         self.stats_output_limit_disconnections = 0
+        self.stats_query_limit_disconnections = 0
         self.stats_keyspace_hits = 0
         self.stats_keyspace_misses = 0
         self.dispatcher.total_commands = 0
@@ -185,6 +187,14 @@ class Server:
             session.flags.add("monitor")
             conn.output_class = "pubsub"
             self.monitors.append(conn)
+
+    def remove_monitor(self, session: Session) -> None:
+        """RESET ends MONITOR mode."""
+        session.flags.discard("monitor")
+        conn = self.clients.get(session.id)
+        if conn is not None and conn in self.monitors:
+            self.monitors.remove(conn)
+            conn.output_class = "normal"
 
     def sleep(self, seconds: float) -> None:
         # DEBUG SLEEP blocks the whole server, as in Redis.

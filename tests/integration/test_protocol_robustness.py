@@ -417,3 +417,23 @@ def test_ten_thousand_pipelined_commands_in_one_write_get_replies_in_order(node:
 )
 def test_inline_command_over_a_raw_socket_is_answered(node: Proc, line: bytes, reply: bytes) -> None:
     assert exchange(node.port, line, idle=0.3) == (reply, False)
+
+
+def test_request_past_the_query_buffer_limit_closes_only_that_client(node: Proc, canary: Canary) -> None:
+    admin = node.client()
+    try:
+        admin.config_set("client-query-buffer-limit", "1mb")
+        before = admin.info("stats")["client_query_buffer_limit_disconnections"]
+        big = b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$3000000\r\n" + b"x" * 1_500_000
+        with socket.create_connection(("127.0.0.1", node.port), timeout=5) as sock:
+            try:
+                sock.sendall(big)
+            except (BrokenPipeError, ConnectionResetError):
+                pass
+            _, closed = read_until_idle(sock, 0.5, 10.0)
+        assert closed
+        assert admin.info("stats")["client_query_buffer_limit_disconnections"] == before + 1
+        assert admin.exists("k") == 0
+    finally:
+        admin.config_set("client-query-buffer-limit", "1gb")
+        admin.close()
