@@ -7,7 +7,6 @@ lives beside both rather than inside either.
 
 from __future__ import annotations
 
-import fnmatch
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -307,19 +306,6 @@ class Config:
 
     def on_change(self, listener: Callable[[str, str], None]) -> None:
         self._listeners.append(listener)
-
-    def matching(self, pattern: str) -> list[tuple[str, str]]:
-        """(name, value) pairs whose name or alias matches the glob, for CONFIG GET."""
-        pattern = pattern.lower()
-        out: list[tuple[str, str]] = []
-        for d in _DIRECTIVES:
-            for name in (d.name, *d.aliases):
-                if fnmatch.fnmatchcase(name, pattern):
-                    out.append((name, self._values[d.name]))
-        return out
-
-    def items(self) -> list[tuple[str, str]]:
-        return [(d.name, self._values[d.name]) for d in _DIRECTIVES]
 
     def load_file(self, path: str) -> None:
         """Apply a redis.conf-style file: `directive arg ...` per line, '#' comments."""

@@ -8,7 +8,7 @@ engine ← commands ← server); the server implements it.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from node.engine.keyspace import Database, Keyspace
@@ -121,11 +121,3 @@ class Session:
 
     def now_ms(self) -> int:
         return self.node.now_ms()
-
-
-@dataclass(frozen=True, slots=True)
-class Effect:
-    """One logged write: the database it applies to and the command that replays it."""
-
-    db_index: int
-    argv: list[bytes] = field(default_factory=list)

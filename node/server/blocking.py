@@ -57,9 +57,6 @@ class BlockingManager:
     def has_waiters(self) -> bool:
         return bool(self._by_key)
 
-    def is_watched(self, ref: KeyRef) -> bool:
-        return ref in self._by_key
-
     def signal(self, ref: KeyRef) -> None:
         if ref in self._by_key:
             self._ready[ref] = None

@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable
 from typing import Any, Final, Protocol
 
-from node.commands.context import Block, Session
+from node.commands.context import Session
 from node.commands.reply import QUEUED, CommandError, ReplyError
 from node.commands.table import TABLE, CommandSpec, queues_write
 
@@ -269,7 +269,3 @@ def unknown_command_text(argv: list[bytes]) -> str:
             break
         args += "'%s' " % _printable(arg)[: 128 - len(args)]
     return "ERR unknown command '%s', with args beginning with: %s" % (_printable(argv[0])[:128], args)
-
-
-def is_block(reply: Any) -> bool:
-    return type(reply) is Block

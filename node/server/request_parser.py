@@ -318,11 +318,3 @@ def _parse_ll(raw: bytes | bytearray) -> int | None:
     if not digits or not digits.isdigit() or (len(digits) > 1 and digits[:1] == b"0"):
         return None
     return int(raw)
-
-
-
-
-def has_only_bulk_args(argv: list[object]) -> bool:
-    """False when a request held an element that is not a bulk string; Redis answers that
-    with a protocol error. Checked only when a handler failed on such an argument."""
-    return all(type(arg) is bytes for arg in argv)
