@@ -172,8 +172,12 @@ def main(argv: list[str]) -> int:
         print("\nStopping the cluster...")
         return 0
     finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+        # Stop the nodes before the usual signal handlers come back: another Ctrl-C (or the
+        # one make forwards) must not interrupt the stop and leave nodes running.
+        for sig in previous:
+            signal.signal(sig, signal.SIG_IGN)
         _stop(nodes)
         if args.dir is None:
             shutil.rmtree(base, ignore_errors=True)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)

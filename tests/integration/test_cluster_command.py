@@ -1,0 +1,76 @@
+"""`rill cluster` (what `make run` starts): a primary and two replicas on consecutive loopback
+ports that replicate, and that all stop on Ctrl-C."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import redis
+
+from tests.conftest import ROOT
+
+
+def _consecutive_free_ports(n: int) -> int:
+    for _ in range(50):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            base = int(s.getsockname()[1])
+        if base + n - 1 > 55000:  # leave room for the replication ports (+10000)
+            continue
+        ok = True
+        for p in list(range(base, base + n)) + list(range(base + 10000, base + 10000 + n)):
+            with socket.socket() as s:
+                try:
+                    s.bind(("127.0.0.1", p))
+                except OSError:
+                    ok = False
+                    break
+        if ok:
+            return base
+    raise RuntimeError("no free consecutive ports")
+
+
+def _listening(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+            return True
+    except OSError:
+        return False
+
+
+def test_cluster_replicates_and_stops_every_node_on_ctrl_c() -> None:
+    base = _consecutive_free_ports(3)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "node.main", "cluster", "--port", str(base)],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
+    )
+    try:
+        assert proc.stdout is not None
+        deadline = time.monotonic() + 30
+        lines = []
+        while time.monotonic() < deadline:
+            line = proc.stdout.readline()
+            lines.append(line)
+            if line.startswith("Try:") or not line:
+                break
+        assert any("Rill local cluster: 1 primary, 2 replica(s)" in line for line in lines), lines
+        primary = redis.Redis(port=base)
+        replica = redis.Redis(port=base + 1)
+        entry = primary.xadd("orders", {"item": "book"})
+        assert primary.execute_command("WAIT", 2, 5000) == 2
+        assert replica.xrange("orders") == [(entry, {b"item": b"book"})]
+        primary.close()
+        replica.close()
+        # Ctrl-C reaches the cluster's process group (the nodes run in sessions of their own).
+        os.killpg(proc.pid, signal.SIGINT)
+        assert proc.wait(20) == 0
+        assert not any(_listening(p) for p in (base, base + 1, base + 2))
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
