@@ -344,11 +344,29 @@ class Config:
             default = _normalize(d, d.default) if d.kind != "special" or d.default else d.default
             if value != default:
                 lines.append(f"{d.name} {_quote(value) if d.kind not in ('special',) else value}")
-        with open(self.config_file, "w", encoding="utf-8") as f:
+        # Written aside and renamed: a crash mid-write never leaves a truncated config file.
+        temp = self.config_file + ".tmp"
+        with open(temp, "w", encoding="utf-8") as f:
             f.write("\n".join(lines) + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(temp, self.config_file)
+
+
+_ESCAPES: Final = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t", "\a": "\\a", "\b": "\\b"}
 
 
 def _quote(value: str) -> str:
-    if value == "" or any(c in value for c in " \"'\t"):
-        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
-    return value
+    """A value as one config-file word (Redis's sdscatrepr): quoted when it has spaces, quotes
+    or control characters, so a value can never spill onto a line of its own."""
+    if value and all(0x20 < ord(c) < 0x7F and c not in "\"'\\" for c in value):
+        return value
+    out = []
+    for c in value:
+        if c in _ESCAPES:
+            out.append(_ESCAPES[c])
+        elif 0x20 <= ord(c) < 0x7F:
+            out.append(c)
+        else:
+            out.append("".join("\\x%02x" % b for b in c.encode("utf-8")))
+    return '"' + "".join(out) + '"'

@@ -74,10 +74,7 @@ def hello(ctx: Session, argv: list[bytes]) -> Any:
     proto = ctx.proto
     i = 1
     if len(argv) >= 2:
-        try:
-            ver = int(argv[1])
-        except ValueError:
-            raise CommandError("ERR Protocol version is not an integer or out of range") from None
+        ver = parse_int(argv[1], "ERR Protocol version is not an integer or out of range")
         if ver < 2 or ver > 3:
             raise CommandError("NOPROTO unsupported protocol version")
         proto = ver

@@ -550,3 +550,8 @@ def test_debug_digest_matches_redis_for_strings_and_plain_streams(dpair: Pair) -
 )
 def test_debug_replies_match_redis(dpair: Pair, args: tuple[str, ...]) -> None:
     dpair.check("DEBUG", *args)
+
+
+@pytest.mark.parametrize("version", ["+3", " 3", "3_0", "03", "4", "1", "x"])
+def test_hello_protocol_version_is_parsed_like_redis(pair: Pair, version: str) -> None:
+    pair.check("HELLO", version)

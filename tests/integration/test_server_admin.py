@@ -460,6 +460,34 @@ def test_config_rewrite_writes_the_config_file(tmp_path: object) -> None:
         proc.stop()
 
 
+def test_config_rewrite_keeps_a_value_with_newlines_and_quotes_on_one_line(tmp_path: object) -> None:
+    # A value must not spill onto a line of its own (which would inject a directive).
+    workdir = str(tmp_path)
+    conf = os.path.join(workdir, "rill.conf")
+    with open(conf, "w") as f:
+        f.write("maxclients 500\n")
+    secret = 'a\ndir /nowhere "q" \\ \x01 \u00e9'
+    proc = _start_with_config(conf, workdir)
+    try:
+        client = proc.client()
+        client.config_set("requirepass", secret)
+        client.auth(secret)
+        assert client.config_rewrite()
+        client.close()
+    finally:
+        proc.stop()
+    with open(conf) as f:
+        lines = f.read().splitlines()
+    assert not any(line.startswith("dir /nowhere") for line in lines)
+    proc = _start_with_config(conf, workdir)
+    try:
+        client = proc.client(password=secret)
+        assert client.config_get("requirepass") == {"requirepass": secret}
+        client.close()
+    finally:
+        proc.stop()
+
+
 def _start_with_config(conf: str, workdir: str) -> Proc:
     from tests.conftest import ROOT, free_port, wait_for_port
 
