@@ -8,7 +8,7 @@ PY := $(VENV)/bin/python
 PORT ?= 6379
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: run test bench lint deps system-deps clean proto
+.PHONY: run test bench lint deps native clean-native system-deps clean proto
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -18,6 +18,19 @@ $(VENV)/.installed: pyproject.toml
 
 deps: $(VENV)/.installed
 
+# The request path, command handlers and stream engine compiled to C with mypyc (setup.py);
+# rebuilt whenever one of their sources changed. node/__init__.py refuses a stale build.
+NATIVE_SOURCES := $(wildcard node/engine/*.py node/commands/*.py node/server/*.py)
+build/native.stamp: $(VENV)/.installed setup.py $(NATIVE_SOURCES)
+	RILL_NATIVE=1 $(PY) setup.py -q build_ext --inplace
+	touch node/_native__mypyc.*
+	@mkdir -p build && touch $@
+
+native: build/native.stamp
+
+clean-native:
+	rm -rf build node/_native__mypyc.* $(foreach p,engine commands server,node/$(p)/*.so)
+
 system-deps:
 	@if ! command -v redis-server >/dev/null || ! command -v redis-benchmark >/dev/null; then \
 		$(SUDO) apt-get update -q && \
@@ -25,7 +38,7 @@ system-deps:
 	fi
 
 # A local cluster: a primary on PORT and two replicas on PORT+1 and PORT+2 (Ctrl-C stops all).
-run: deps
+run: deps native
 	$(VENV)/bin/rill cluster --port $(PORT)
 
 lint: deps
@@ -33,15 +46,15 @@ lint: deps
 	$(VENV)/bin/mypy node replication
 	$(VENV)/bin/lint-imports
 
-test: deps system-deps lint
+test: deps system-deps lint native
 	$(VENV)/bin/pytest
 
 # Regenerates replication/pb/ from proto/ (tests/replication/test_proto_fresh.py checks it).
 proto: deps
 	$(PY) -m replication.pb.generate
 
-bench: deps system-deps
+bench: deps system-deps native
 	$(PY) -m bench
 
-clean:
+clean: clean-native
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache bench/results/*.tmp

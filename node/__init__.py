@@ -1,6 +1,40 @@
 """Rill: a Redis-Streams-compatible, replicated stream store."""
 
+import os as _os
+
 __version__ = "0.1.0"
 # The Redis version whose semantics Rill follows; reported in INFO and HELLO so that
 # clients which feature-detect by version (redis-py, Jedis, Lettuce) enable stream features.
 REDIS_VERSION = "7.2.4"
+
+# Packages whose modules `make native` compiles with mypyc (see setup.py).
+NATIVE_PACKAGES = ("engine", "commands", "server")
+
+
+class StaleNativeBuild(ImportError):
+    pass
+
+
+def _check_native_build() -> None:
+    """Python imports a compiled module before its .py: refuse to run compiled code older
+    than its source, which would silently run yesterday's code after an edit."""
+    here = _os.path.dirname(_os.path.abspath(__file__))
+    libs = [e for e in _os.scandir(here) if e.name.startswith("_native__mypyc.")]
+    if not libs:
+        return  # no native build: everything runs from the .py sources
+    built = libs[0].stat().st_mtime
+    for package in NATIVE_PACKAGES:
+        directory = _os.path.join(here, package)
+        names = {e.name: e for e in _os.scandir(directory)}
+        for name in list(names):
+            if not name.endswith(".so"):
+                continue
+            source = names.get(name.split(".", 1)[0] + ".py")
+            if source is not None and source.stat().st_mtime > built:
+                raise StaleNativeBuild(
+                    f"{source.path} changed after the native build: run `make native` to "
+                    "rebuild it, or `make clean-native` to run from the Python sources"
+                )
+
+
+_check_native_build()

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterable, Iterator
+from typing import Any
 
 from sortedcontainers import SortedDict, SortedList
 
@@ -45,7 +46,7 @@ class Consumer:
 class ConsumerGroup:
     """One consumer group of a stream (Redis streamCG)."""
 
-    __slots__ = ("consumers", "entries_read", "last_id", "pel")
+    __slots__ = ("consumers", "entries_read", "last_id", "pel", "_fresh")
 
     last_id: int  # last ID delivered to the group (new reads are served after it)
     entries_read: int  # logical read counter of last_id; INVALID_ENTRIES_READ if unknown
@@ -57,6 +58,11 @@ class ConsumerGroup:
         self.entries_read = entries_read
         self.pel = SortedDict()
         self.consumers = {}
+        # The last first-delivery record: entries delivered to one consumer in the same
+        # millisecond share it (Nacks are immutable), a few dozen bytes per pending entry.
+        # Any, not Nack: compiled code holds a typed fixed-size tuple unboxed and would build
+        # a new tuple object at every store.
+        self._fresh: Any = None
 
     # -- consumers -------------------------------------------------------------------------
 
@@ -98,9 +104,12 @@ class ConsumerGroup:
         old = pel.get(entry_id)
         if old is not None:
             self.consumers[old[2]].pel.remove(entry_id)
-        nack = (now_ms, 1, consumer.name)
-        pel[entry_id] = nack
+        fresh = self._fresh
+        if fresh is None or fresh[0] != now_ms or fresh[2] != consumer.name:
+            fresh = self._fresh = (now_ms, 1, consumer.name)
+        pel[entry_id] = fresh
         consumer.pel.add(entry_id)
+        nack: Nack = fresh
         return nack
 
     def redeliver(self, entry_id: int, now_ms: int) -> Nack:

@@ -32,7 +32,7 @@ import sys
 from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterator, Sequence
-from typing import cast
+from typing import Any, cast
 
 from node.engine.ids import MAX_ID
 
@@ -270,11 +270,12 @@ class _Node:
 
     def fields_at(self, i: int) -> list[bytes]:
         """The flat [f1, v1, ...] list of entry i."""
-        # Typed as bytes for the slices below; a bytearray (tail node) is converted at the end.
-        data = cast(bytes, self.data)
+        # bytes, or the tail node's bytearray (its slices are converted at the end). Any, not
+        # a cast: compiled code checks casts at run time.
+        data: Any = self.data
         tail = type(self.data) is bytearray
         p = self.offsets[i]
-        out: list[bytes] = []
+        out: list[Any] = []  # bytearray slices for the tail until the end
         if (self.own >> i) & 1:
             npairs = data[p]
             p += 1
@@ -364,7 +365,7 @@ def _collect(node: _Node, lo: int, hi: int, rev: bool, limit: int, out: list[tup
     if type(raw) is bytearray:
         slow = len(raw) > 0x10000
         raw = bytes(raw) if not slow else raw
-    data = cast(bytes, raw)
+    data: Any = raw  # slices of it are bytes unless `slow`
     order = range(hi - 1, lo - 1, -1) if rev else range(lo, hi)
     if not node.long and not slow:
         # Every length in this node is a one-byte varint: the common, fast case.
@@ -786,13 +787,17 @@ class Stream:
     def copy(self) -> Stream:
         """Independent deep copy (byte strings, being immutable, are shared)."""
         s = Stream()
+        self.copy_into(s)
+        return s
+
+    def copy_into(self, s: Stream) -> None:
+        """Make ``s`` (a fresh Stream, or a subclass's instance) an independent copy."""
         s._masters = self._masters[:]
         s._nodes = [n.clone() for n in self._nodes]
         s.length = self.length
         s.last_id = self.last_id
         s.max_deleted_id = self.max_deleted_id
         s.entries_added = self.entries_added
-        return s
 
     # -- snapshots -----------------------------------------------------------------------
 

@@ -62,12 +62,8 @@ class StreamValue(Stream):
 
     def copy(self) -> StreamValue:
         """Independent deep copy of entries and groups (COPY, snapshots)."""
-        entries = Stream.copy(self)
         clone = StreamValue()
-        # Stream.copy builds a plain Stream; move its slots over rather than reaching into
-        # the entry storage's private layout.
-        for slot in Stream.__slots__:
-            setattr(clone, slot, getattr(entries, slot))
+        self.copy_into(clone)
         if self.groups:
             clone.groups = {name: g.copy() for name, g in self.groups.items()}
         return clone

@@ -104,6 +104,11 @@ class Dispatcher:
         self.errors.clear()
         self.total_errors = 0
 
+    def last_executed(self) -> CommandSpec | None:
+        # A method, not an attribute read: after `executed = None` the type checker (and so
+        # compiled code) would take a read of the attribute to be None.
+        return self.executed
+
     def resolve(self, argv: list[bytes]) -> CommandSpec | None:
         name = argv[0]
         spec = self._cache.get(name)

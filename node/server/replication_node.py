@@ -69,8 +69,9 @@ ALREADY_CONNECTED: Final = "OK Already connected to specified master"
 REPL_PORT_OFFSET: Final = 10000  # default replication port = RESP port + this (as Redis Cluster's bus)
 INFO_PORT_FIELD: Final = "repl_grpc_port"
 
-# Finding the primary's replication port: retried with this backoff while it does not answer.
-_DISCOVERY_BACKOFF: Final = (0.1, 5.0)
+# Retry delays while asking a primary for its replication port: doubling from first to max.
+_DISCOVERY_FIRST_DELAY: Final = 0.1
+_DISCOVERY_MAX_DELAY: Final = 5.0
 # WAITAOF waiters re-check the local fsync this often (fsyncs happen off the event loop), and
 # ask replicas for a fresh ack every _ACK_REQUEST_TICKS checks (Redis's REPLCONF GETACK).
 _FSYNC_POLL: Final = 0.01
@@ -83,6 +84,13 @@ _APPLY_ERROR_LOG_PERIOD: Final = 10.0
 class ApplyError(Exception):
     """An effect of the primary's log failed here: this replica diverged (or the primary sent
     something that is not an effect). The link then asks for a full sync."""
+
+
+def _log_connect_failure(task: asyncio.Future[None]) -> None:
+    # The connect task only ends by cancellation or by starting the link; anything else is a
+    # bug that would otherwise leave the link silently down.
+    if not task.cancelled() and task.exception() is not None:
+        log.error("Replication link setup failed", exc_info=task.exception())
 
 
 def _never_ready(session: Session) -> None:
@@ -477,6 +485,7 @@ class ReplicationNode:
         log.info("REPLICAOF %s:%d enabled (user request from '%s')", host, port, who)
         self.link_error = ""
         self._connecting = asyncio.ensure_future(self._connect(host, port, previous))
+        self._connecting.add_done_callback(_log_connect_failure)
 
     def promote(self, session: Session | None) -> None:
         """REPLICAOF NO ONE: a new history starts here; the old id stays valid as replid2 up to
@@ -512,7 +521,7 @@ class ReplicationNode:
             with contextlib.suppress(Exception):
                 await previous
         assert self.backlog is not None
-        delay = _DISCOVERY_BACKOFF[0]
+        delay = _DISCOVERY_FIRST_DELAY
         while True:
             try:
                 repl_port = await discover_repl_port(
@@ -525,7 +534,7 @@ class ReplicationNode:
                     log.warning("Error asking MASTER %s:%d for its replication port: %s (retrying)", host, port, reason)
                 self.link_error = reason
                 await asyncio.sleep(delay)
-                delay = min(delay * 2, _DISCOVERY_BACKOFF[1])
+                delay = min(delay * 2, _DISCOVERY_MAX_DELAY)
         self.link_error = ""
         machine = NodeStateMachine(self)
         link = ReplicaLink(

@@ -12,7 +12,7 @@ import os
 import secrets
 import signal
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from node import REDIS_VERSION, __version__
@@ -36,9 +36,11 @@ log = logging.getLogger("rill.server")
 class Server:
     """One Rill node. `serve()` runs until shutdown; `execute()` runs one command."""
 
-    def __init__(self, config: Config) -> None:
+    def __init__(self, config: Config, clock: Callable[[], int] | None = None) -> None:
         load_all()
         self.config = config
+        # Milliseconds since the epoch; tests drive the server with a fake clock.
+        self._clock: Callable[[], int] = clock if clock is not None else _wall_clock_ms
         self.keyspace = Keyspace(config.databases)
         self.role = "master"
         self.effects = EffectLog()
@@ -74,7 +76,7 @@ class Server:
     # -- Node services used by command handlers -----------------------------------------
 
     def now_ms(self) -> int:
-        return time.time_ns() // 1_000_000
+        return self._clock()
 
     def propagate(self, db_index: int, argv: Sequence[bytes]) -> None:
         self.dirty += 1
@@ -216,7 +218,7 @@ class Server:
             # not at all when it was refused or queued.
             self.dispatcher.executed = None
             reply = self.dispatcher.execute(session, argv, role, from_master)
-            spec = self.dispatcher.executed
+            spec = self.dispatcher.last_executed()
             if spec is not None and not spec.flags & _HIDDEN_FROM_MONITOR:
                 self._feed_monitors(session, argv)
         if session.effects_in_command != written:
@@ -284,7 +286,9 @@ class Server:
             backlog=self.config.get_int("tcp-backlog"),
             reuse_address=True,
         )
-        sock = self._server.sockets[0]
+        # uvloop returns a list where typeshed says tuple, and compiled code checks declared
+        # types: read it untyped.
+        sock = getattr(self._server, "sockets")[0]  # noqa: B009
         self.port = sock.getsockname()[1]
         for sig in (signal.SIGTERM, signal.SIGINT):
             try:
@@ -390,6 +394,10 @@ def _redacted(argv: list[bytes]) -> list[bytes]:
                 break
         return shown
     return argv
+
+
+def _wall_clock_ms() -> int:
+    return time.time_ns() // 1_000_000
 
 
 def _monitor_escape(arg: bytes) -> str:

@@ -103,8 +103,7 @@ class Node:
     """A Server driven in-process with a fake clock; collects its effects as RESP bytes."""
 
     def __init__(self, clock: list[int], lag: int = 0, replay: bool = False) -> None:
-        self.server = Server(Config())
-        self.server.now_ms = lambda: clock[0] - lag  # type: ignore[method-assign]
+        self.server = Server(Config(), clock=lambda: clock[0] - lag)
         self.session = Session(self.server, 1)
         if replay:
             self.session.flags.add("replay")

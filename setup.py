@@ -1,0 +1,48 @@
+"""Optional native build of the node's hot path with mypyc.
+
+The package installs and runs as plain Python (pyproject.toml holds its metadata). The
+request path, the command handlers and the stream engine are fully typed (mypy --strict),
+so mypyc can compile them to C extensions with the same behaviour: `make native` runs
+
+    RILL_NATIVE=1 python setup.py build_ext --inplace
+
+which writes one extension per module next to its source (Python imports an extension
+before a .py of the same name) plus the shared library `node/_native__mypyc*.so`.
+`make run`, `make test` and `make bench` rebuild it when a compiled source changed, and
+`node/__init__.py` refuses to start from extensions older than their sources.
+"""
+
+from __future__ import annotations
+
+import os
+
+from setuptools import setup
+
+# Modules compiled to C. node/commands/reply.py stays Python: RSet subclasses list, which
+# mypyc cannot compile as a native class.
+# The same packages as node.NATIVE_PACKAGES (not imported: importing node checks the build).
+NATIVE_PACKAGES = ("node/engine", "node/commands", "node/server")
+NATIVE_EXCLUDE = frozenset({"node/commands/reply.py"})
+
+
+def native_sources() -> list[str]:
+    sources = []
+    for package in NATIVE_PACKAGES:
+        for name in sorted(os.listdir(package)):
+            path = f"{package}/{name}"
+            if name.endswith(".py") and name != "__init__.py" and path not in NATIVE_EXCLUDE:
+                sources.append(path)
+    return sources
+
+
+def native_extensions() -> list[object]:
+    if os.environ.get("RILL_NATIVE") != "1":
+        return []
+    from mypyc.build import mypycify
+
+    # RILL_NATIVE_OPT=0 compiles several times faster (for trying a change, not for measuring).
+    opt_level = os.environ.get("RILL_NATIVE_OPT", "3")
+    return list(mypycify(native_sources(), group_name="node._native", opt_level=opt_level, debug_level="1"))
+
+
+setup(ext_modules=native_extensions())
