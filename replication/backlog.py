@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 import secrets
 from array import array
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections import deque
 from dataclasses import dataclass
 from itertools import accumulate
@@ -187,7 +187,7 @@ class Backlog:
     def extend(self, data: bytes, unit_sizes: list[int]) -> int:
         """Appends consecutive units given as their concatenation and sizes (a replica storing
         a batch exactly as its primary cut it); returns the new end offset."""
-        if sum(unit_sizes) != len(data) or any(size <= 0 for size in unit_sizes):
+        if sum(unit_sizes) != len(data) or (unit_sizes and min(unit_sizes) <= 0):
             raise ValueError("unit sizes must be positive and sum to the data length")
         if data:
             self._add(data, unit_sizes)
@@ -220,6 +220,10 @@ class Backlog:
     def _trim(self) -> None:
         # Evict whole units from the front until at most `size` bytes are held, but never a
         # unit a connected replica still has to receive (it ends after the floor).
+        # Per block, with bisections rather than a unit at a time (a full backlog evicts
+        # about one unit per unit appended): unit k may go while the bytes held from its
+        # start exceed the size (its start, ends[k-1], is below `limit`) and it ends at or
+        # before the floor.
         limit = self._end - self._size
         floor = self._floor
         blocks = self._blocks
@@ -227,12 +231,17 @@ class Backlog:
             block = blocks[0]
             if block.held_start() >= limit:
                 break
-            unit_end = block.ends[block.first]
-            if floor is not None and unit_end > floor:
+            ends = block.ends
+            stop = bisect_left(ends, limit) + 1  # units 0..stop-1 start below the limit
+            if floor is not None:
+                stop = min(stop, bisect_right(ends, floor))
+            stop = min(stop, len(ends))
+            if stop <= block.first:
                 break
-            block.first += 1
-            if block.first == len(block.ends):
-                blocks.popleft()
+            block.first = stop
+            if stop < len(ends):
+                break
+            blocks.popleft()
 
     # ------------------------------------------------------------------ history changes
 

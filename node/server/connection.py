@@ -131,6 +131,14 @@ class ClientConnection(asyncio.Protocol):
     # -- running commands ----------------------------------------------------------------
 
     def _run(self, commands: list[list[bytes]] | deque[list[bytes]], out: list[bytes]) -> None:
+        dispatcher = self.server.dispatcher
+        dispatcher.batch_started()
+        try:
+            self._run_batch(commands, out)
+        finally:
+            dispatcher.batch_ended()
+
+    def _run_batch(self, commands: list[list[bytes]] | deque[list[bytes]], out: list[bytes]) -> None:
         session = self.session
         assert session is not None
         server = self.server

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any, Final, Protocol
+from typing import Any, Final
 
 from node.commands.context import Session
 from node.commands.reply import QUEUED, CommandError, ReplyError
 from node.commands.table import TABLE, CommandSpec, queues_write
+from node.server.effects import EffectLog
 
 # Commands that run immediately even inside MULTI (processCommand's exec/discard/multi/
 # watch/quit/reset exception).
@@ -20,26 +21,17 @@ _MULTI_IMMEDIATE: Final = frozenset({b"exec", b"discard", b"multi", b"watch", b"
 
 
 class CommandStats:
-    __slots__ = ("calls", "usec", "rejected", "failed")
+    __slots__ = ("calls", "nsec", "rejected", "failed")
 
     def __init__(self) -> None:
         self.calls = 0
-        self.usec = 0
+        self.nsec = 0  # INFO commandstats shows usec; summing ns keeps sub-µs calls counted
         self.rejected = 0
         self.failed = 0
 
-
-class EffectUnit(Protocol):
-    def begin(self) -> None: ...
-    def end(self) -> None: ...
-
-
-class _NoUnit:
-    def begin(self) -> None:
-        pass
-
-    def end(self) -> None:
-        pass
+    @property
+    def usec(self) -> int:
+        return self.nsec // 1000
 
 
 # A plain command's fast-path entry: spec, its stats, arity bounds, whether its effects must
@@ -55,11 +47,14 @@ class Dispatcher:
     sequence of checks in processCommand's order.
     """
 
-    def __init__(self, effects: EffectUnit | None = None) -> None:
+    def __init__(self, effects: EffectLog) -> None:
         # Name as sent (e.g. b"XADD") → spec; avoids lower-casing on every call.
         self._cache: dict[bytes, CommandSpec] = {}
         self._plain: dict[bytes, _Plain] = {}
-        self._effects: EffectUnit = effects if effects is not None else _NoUnit()
+        self._effects = effects
+        # Clock reading at which the next command of a batch starts (0 outside batches):
+        # within a batch each command ends where the next starts, one clock read each.
+        self._mark = 0
         # False while some rule may refuse writes (a replica, a persistence error, too few
         # replicas): writes then take the full path, which knows every rule.
         self.writes_unchecked = True
@@ -100,9 +95,16 @@ class Dispatcher:
         # Zeroed in place, not dropped: CONFIG RESETSTAT is itself counted after it runs,
         # into the entry `call` already holds (as Redis counts it).
         for st in self.stats.values():
-            st.calls = st.usec = st.rejected = st.failed = 0
+            st.calls = st.nsec = st.rejected = st.failed = 0
         self.errors.clear()
         self.total_errors = 0
+
+    def batch_started(self) -> None:
+        """A client's batch of commands begins: time its commands back to back."""
+        self._mark = time.perf_counter_ns()
+
+    def batch_ended(self) -> None:
+        self._mark = 0
 
     def last_executed(self) -> CommandSpec | None:
         # A method, not an attribute read: after `executed = None` the type checker (and so
@@ -229,7 +231,8 @@ class Dispatcher:
         session.last_command = spec.name
         handler = spec.handler
         assert handler is not None
-        start = time.perf_counter_ns()
+        mark = self._mark
+        start = mark if mark else time.perf_counter_ns()
         if unit:
             self._effects.begin()
         try:
@@ -244,8 +247,11 @@ class Dispatcher:
         finally:
             if unit:
                 self._effects.end()
+        end = time.perf_counter_ns()
+        if mark:
+            self._mark = end
         st.calls += 1
-        st.usec += (time.perf_counter_ns() - start) // 1000
+        st.nsec += end - start  # for EXEC, the queued commands' time included
         self.executed = spec
         if type(reply) is ReplyError:
             st.failed += 1

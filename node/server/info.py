@@ -401,7 +401,7 @@ def _commandstats(server: Server) -> str:
     lines = []
     for name, st in server.dispatcher.stats.items():
         if st.calls or st.failed or st.rejected:
-            per_call = _float32(st.usec / st.calls) if st.calls else 0.0
+            per_call = _float32(st.nsec / 1000 / st.calls) if st.calls else 0.0
             lines.append((
                 f"cmdstat_{name}",
                 f"calls={st.calls},usec={st.usec},usec_per_call={per_call:.2f},"

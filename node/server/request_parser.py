@@ -52,17 +52,23 @@ _VERBATIM_LIKE_ELEMENT: Final = b"\r\n="
 _BIGNUM_LIKE_ELEMENT: Final = b"\r\n("
 
 
-def _canonical_size(item: list[bytes] | None) -> int:
+def _canonical_size(item: list[bytes]) -> int:
     """Bytes of the canonical RESP encoding of a request hiredis returned."""
-    if item is None:
-        return 5  # *-1\r\n
-    size = 3 + len(str(len(item)))
+    size = 3 + _digits(len(item))
     for arg in item:
-        if type(arg) is not bytes:
-            return -(1 << 62)  # not a canonical request: forces the exact path
         n = len(arg)
-        size += n + 5 + len(str(n))
+        size += n + 5 + _digits(n)
     return size
+
+
+def _digits(n: int) -> int:
+    if n < 10:
+        return 1
+    if n < 100:
+        return 2
+    if n < 1000:
+        return 3
+    return len(str(n))
 
 
 class RequestParser:
@@ -123,9 +129,7 @@ class RequestParser:
             or len(data) > _SMALL_CHUNK
             or (partial is not None and partial.find(b"\r\n") < 0)  # its count is still unread
             or _LARGE_COUNT.search(data) is not None
-            or _STATUS_LIKE_ELEMENT in data
             or _VERBATIM_LIKE_ELEMENT in data
-            or _BIGNUM_LIKE_ELEMENT in data
         ):
             self._rescan(data, commands)
             return
@@ -133,6 +137,9 @@ class RequestParser:
         reader.feed(data)
         first = len(commands)
         last: object = False
+        # Bytes of the requests completed by this chunk, counted as if canonical ($-bulk
+        # strings with plain lengths) minus what arrived before it.
+        consumed = -(len(partial) if partial is not None else 0)
         while True:
             try:
                 item = reader.gets()
@@ -143,8 +150,12 @@ class RequestParser:
                 break
             if type(item) is list and item and _BULK_ONLY.issuperset(map(type, item)):
                 commands.append(item)
-            elif item is not None and item != []:
-                # Not a multibulk of bulk strings: redo exactly to get Redis's behaviour.
+                consumed += _canonical_size(item)
+            elif item == []:
+                consumed += 4  # *0\r\n: an empty request, ignored
+            else:
+                # Not a multibulk of bulk strings (None may be *-1 or a bare $-1, which
+                # Redis takes as an inline command): redo exactly to get Redis's behaviour.
                 self._rescan(data, commands, first)
                 return
             last = item
@@ -155,16 +166,17 @@ class RequestParser:
                 self._scan = None
             else:
                 partial += data  # the header scan resumes where it stopped
-        elif not reader.has_data() and data.endswith(_encode_request(last)):
+        elif not reader.has_data() and consumed == len(data):
             # hiredis holds no unread bytes (it leaves an incomplete bulk string unread) and
-            # the read ends with the last request: a request boundary.
+            # the requests account for every byte: a request boundary. A status (+) or
+            # bignum (() element, which hiredis returns as bytes but Redis refuses, is
+            # shorter than its canonical form, so it can never account exactly (the only
+            # element longer than canonical, verbatim (=), was excluded above).
             self._partial = None
         else:
-            # The chunk ends inside a request: find where it starts.
-            consumed = -(len(partial) if partial is not None else 0)
-            for cmd in commands[first:]:
-                consumed += _canonical_size(cmd)
-            if not 0 <= consumed < len(data):
+            # The chunk ends inside a request: find where it starts. That needs every
+            # completed request canonical: anything else takes the exact path.
+            if _STATUS_LIKE_ELEMENT in data or _BIGNUM_LIKE_ELEMENT in data or not 0 <= consumed < len(data):
                 self._rescan(data, commands, first)
                 return
             self._partial = bytearray(data[consumed:])
@@ -296,18 +308,6 @@ class RequestParser:
             if pos > len(buf):
                 return _INCOMPLETE
         return pos
-
-
-def _encode_request(item: object) -> bytes:
-    if item is None:
-        return b"*-1\r\n"
-    assert isinstance(item, list)
-    parts = [b"*%d\r\n" % len(item)]
-    for arg in item:
-        if type(arg) is not bytes:
-            return b"\x00"  # never matches: the caller takes the exact path
-        parts.append(b"$%d\r\n%s\r\n" % (len(arg), arg))
-    return b"".join(parts)
 
 
 def _parse_ll(raw: bytes | bytearray) -> int | None:

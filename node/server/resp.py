@@ -9,8 +9,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from hiredis import pack_command
-
 from node.commands.reply import NULL_ARRAY, Raw, ReplyError, RSet, Verbatim
 
 _CRLF = b"\r\n"
@@ -20,6 +18,7 @@ _NULL3 = b"_\r\n"
 # Small integers are encoded very often (XLEN, XACK, DEL counts, array headers).
 _INT_CACHE = [b":%d\r\n" % i for i in range(1024)]
 _ARRAY_HEADERS = [b"*%d\r\n" % i for i in range(1024)]
+_BULK_HEADERS = [b"$%d\r\n" % i for i in range(1024)]
 
 
 def _error_line(message: str) -> bytes:
@@ -51,7 +50,11 @@ def encode(reply: Any, proto: int, out: list[bytes]) -> None:
     """Append the encoding of `reply` for protocol 2 or 3 to `out`."""
     t = type(reply)
     if t is bytes:
-        out.append(b"$%d\r\n%s\r\n" % (len(reply), reply))
+        n = len(reply)
+        # Three parts joined once per batch: cheaper than formatting each bulk string.
+        out.append(_BULK_HEADERS[n] if n < 1024 else b"$%d\r\n" % n)
+        out.append(reply)
+        out.append(_CRLF)
     elif t is Raw:
         out.append(reply.data)
     elif t is int:
@@ -110,7 +113,13 @@ def encode_one(reply: Any, proto: int) -> bytes:
 
 
 def encode_command(argv: Sequence[bytes]) -> bytes:
-    """A command as a RESP multibulk (for the effect log, AOF and replication); hiredis
-    packs it in C."""
-    packed: bytes = pack_command(tuple(argv))  # type: ignore[arg-type]
-    return packed
+    """A command as a RESP multibulk (for the effect log, AOF and replication). Compiled,
+    joining cached headers beats hiredis.pack_command (which formats with sprintf)."""
+    n = len(argv)
+    parts = [_ARRAY_HEADERS[n] if n < 1024 else b"*%d\r\n" % n]
+    for arg in argv:
+        size = len(arg)
+        parts.append(_BULK_HEADERS[size] if size < 1024 else b"$%d\r\n" % size)
+        parts.append(arg)
+        parts.append(_CRLF)
+    return b"".join(parts)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import hiredis
 import pytest
 
 from node.commands.reply import NULL_ARRAY, OK, QUEUED, Raw, ReplyError, RSet, Verbatim
@@ -110,3 +111,9 @@ def test_double_is_printed_shortest_round_trip(value: float, text: bytes) -> Non
 def test_unknown_reply_type_is_a_type_error() -> None:
     with pytest.raises(TypeError, match="cannot encode reply of type object"):
         encode_one(object(), 2)
+
+
+@pytest.mark.parametrize("sizes", [[], [0], [1, 2, 3], [1023, 1024, 1025], [70000], list(range(1100))])
+def test_encode_command_matches_hiredis_pack_command(sizes: list[int]) -> None:
+    argv = [bytes([65 + i % 26]) * n for i, n in enumerate(sizes)]
+    assert encode_command(argv) == hiredis.pack_command(tuple(argv))
