@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 from node import REDIS_VERSION
 from node.commands.args import parse_int
@@ -10,7 +10,7 @@ from node.commands.context import Session
 from node.commands.reply import OK, CommandError, Raw
 from node.commands.table import command
 
-_PONG = Raw(b"+PONG\r\n")
+_PONG: Final = Raw(b"+PONG\r\n")
 
 
 @command("ping", -1, "fast", group="connection", summary="Returns the server's liveliness response.")

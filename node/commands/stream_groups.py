@@ -3,7 +3,7 @@ HELP), XREADGROUP (with BLOCK), XACK, XPENDING, XCLAIM and XAUTOCLAIM."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 from node.commands.args import NOT_AN_INTEGER, SYNTAX_ERROR, to_int
 from node.commands.context import Session
@@ -30,7 +30,7 @@ from node.engine.ids import MAX_ID, format_id, parse_id
 from node.engine.stream_ops import ClaimOptions, Effect, StreamError
 from node.engine.stream_value import StreamValue
 
-_LONG_MAX = (1 << 63) - 1
+_LONG_MAX: Final = (1 << 63) - 1
 
 
 def _nogroup(key: bytes, group: bytes, where: str = "") -> CommandError:
@@ -52,7 +52,7 @@ def _group_of(ctx: Session, key: bytes, group_name: bytes) -> tuple[StreamValue,
 
 container("xgroup", -2, group="stream", summary="A container for consumer groups commands.")
 
-_XGROUP_HELP = [
+_XGROUP_HELP: Final = [
     "XGROUP <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
     "CREATE <key> <groupname> <id|$> [option]",
     "    Create a new consumer group. Options are:",

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 from node.commands.args import to_int
 from node.commands.context import Session
@@ -17,7 +17,7 @@ from node.engine.stream_value import StreamValue
 
 container("xinfo", -2, group="stream", summary="A container for stream introspection commands.")
 
-_XINFO_HELP = [
+_XINFO_HELP: Final = [
     "XINFO <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
     "CONSUMERS <key> <groupname>",
     "    Show consumers of <groupname>.",

@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterable, Iterator
-from typing import Any
+from typing import Any, Final
 
 from sortedcontainers import SortedDict, SortedList
 
 # Redis SCG_INVALID_ENTRIES_READ: the group's read counter is unknown.
-INVALID_ENTRIES_READ = -1
+INVALID_ENTRIES_READ: Final = -1
 
 Nack = tuple[int, int, bytes]  # (delivery_time ms, delivery_count, owner consumer name)
 

@@ -8,18 +8,21 @@ wire form; the special tokens ``-``, ``+``, ``*``, ``$`` and ``>`` are the calle
 
 from __future__ import annotations
 
-MAX_MS = MAX_SEQ = (1 << 64) - 1
-MIN_ID = 0
-MAX_ID = (1 << 128) - 1
+from typing import Final
 
-_SEQ_MASK = MAX_SEQ
+MAX_MS: Final = (1 << 64) - 1
+MAX_SEQ: Final = (1 << 64) - 1
+MIN_ID: Final = 0
+MAX_ID: Final = (1 << 128) - 1
+
+_SEQ_MASK: Final = MAX_SEQ
 # Redis copies the argument into a 128-byte C buffer and rejects anything longer
 # (streamGenericParseIDOrReply: `sdslen(o->ptr) > sizeof(buf)-1`).
-_MAX_ID_ARG_LEN = 127
+_MAX_ID_ARG_LEN: Final = 127
 # C isspace() in the "C" locale: what strtoull() skips before the number.
-_C_SPACE = frozenset(b" \t\n\v\f\r")
-_MINUS = 0x2D
-_PLUS = 0x2B
+_C_SPACE: Final = frozenset(b" \t\n\v\f\r")
+_MINUS: Final = 0x2D
+_PLUS: Final = 0x2B
 
 
 def make_id(ms: int, seq: int) -> int:

@@ -28,6 +28,7 @@ from typing import Final, cast
 
 from node.engine.groups import INVALID_ENTRIES_READ, Consumer, ConsumerGroup, Nack
 from node.engine.ids import MAX_ID, MAX_SEQ, format_id, incr_id
+from node.engine.stream import total_len
 from node.engine.stream_value import StreamValue
 
 Effect = list[bytes]
@@ -134,7 +135,7 @@ def xadd(
     if entry_id <= last:
         raise StreamError("ERR The ID specified in XADD is equal or smaller than the target stream top item")
     fields = argv[args.id_pos + 1 :]
-    if sum(map(len, fields)) > MAX_ENTRY_BYTES:
+    if total_len(fields) > MAX_ENTRY_BYTES:
         raise StreamError("ERR Elements are too large to be stored")
     value.add(entry_id, fields, node_max_entries, node_max_bytes)
 
@@ -157,7 +158,7 @@ def xadd_auto(value: StreamValue, argv: list[bytes], now_ms: int, node_max_entri
         raise StreamError("ERR The stream has exhausted the last possible ID, unable to add more items")
     entry_id = (now_ms << 64) if now_ms > last >> 64 else last + 1
     fields = argv[3:]
-    if sum(map(len, fields)) > MAX_ENTRY_BYTES:
+    if total_len(fields) > MAX_ENTRY_BYTES:
         raise StreamError("ERR Elements are too large to be stored")
     value.add(entry_id, fields, node_max_entries, node_max_bytes)
     effect = argv.copy()

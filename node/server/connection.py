@@ -15,7 +15,7 @@ import asyncio
 import logging
 import time
 from collections import deque
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Final, cast
 
 from node.commands.context import Block, Session
 from node.commands.reply import ReplyError
@@ -30,8 +30,8 @@ if TYPE_CHECKING:
 log = logging.getLogger("rill.server")
 
 # Pause reading when this much output is unsent; resume below the low mark.
-_WRITE_HIGH = 4 * 1024 * 1024
-_WRITE_LOW = 1024 * 1024
+_WRITE_HIGH: Final = 4 * 1024 * 1024
+_WRITE_LOW: Final = 1024 * 1024
 
 
 class ClientConnection(asyncio.Protocol):

@@ -15,7 +15,7 @@ multibulk (inline commands, as telnet and `redis-benchmark PING_INLINE` send).
 from __future__ import annotations
 
 import re
-from typing import Final
+from typing import Any, Final
 
 import hiredis
 
@@ -40,7 +40,6 @@ class ProtocolError(Exception):
 # spanning chunks is checked as its partial bytes arrive.
 _SMALL_CHUNK: Final = 1 << 20
 _MULTIBULK_START: Final = (0x2A, 0x24)  # '*', and '$' (see _feed)
-_BULK_ONLY: Final = frozenset({bytes})
 # hiredis allocates an array as soon as it reads its count: a count of a million or more
 # (Redis's limit is 1024*1024) is checked by the exact path first. A value that merely
 # contains such text only takes the slower path.
@@ -52,10 +51,13 @@ _VERBATIM_LIKE_ELEMENT: Final = b"\r\n="
 _BIGNUM_LIKE_ELEMENT: Final = b"\r\n("
 
 
-def _canonical_size(item: list[bytes]) -> int:
-    """Bytes of the canonical RESP encoding of a request hiredis returned."""
+def _canonical_size(item: list[Any]) -> int:
+    """Bytes of the canonical RESP encoding of a request hiredis returned; -1 unless every
+    element is a bytes object (hiredis also returns ints, lists, None, errors...)."""
     size = 3 + _digits(len(item))
     for arg in item:
+        if type(arg) is not bytes:
+            return -1
         n = len(arg)
         size += n + 5 + _digits(n)
     return size
@@ -148,9 +150,10 @@ class RequestParser:
                 return
             if item is False:
                 break
-            if type(item) is list and item and _BULK_ONLY.issuperset(map(type, item)):
+            size = _canonical_size(item) if type(item) is list and item else -1
+            if size >= 0:
                 commands.append(item)
-                consumed += _canonical_size(item)
+                consumed += size
             elif item == []:
                 consumed += 4  # *0\r\n: an empty request, ignored
             else:

@@ -7,18 +7,18 @@ pipelined batch of replies costs one `transport.write`.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Final
 
 from node.commands.reply import NULL_ARRAY, Raw, ReplyError, RSet, Verbatim
 
-_CRLF = b"\r\n"
-_NULL2 = b"$-1\r\n"
-_NULL_ARRAY2 = b"*-1\r\n"
-_NULL3 = b"_\r\n"
+_CRLF: Final = b"\r\n"
+_NULL2: Final = b"$-1\r\n"
+_NULL_ARRAY2: Final = b"*-1\r\n"
+_NULL3: Final = b"_\r\n"
 # Small integers are encoded very often (XLEN, XACK, DEL counts, array headers).
-_INT_CACHE = [b":%d\r\n" % i for i in range(1024)]
-_ARRAY_HEADERS = [b"*%d\r\n" % i for i in range(1024)]
-_BULK_HEADERS = [b"$%d\r\n" % i for i in range(1024)]
+_INT_CACHE: Final = [b":%d\r\n" % i for i in range(1024)]
+_ARRAY_HEADERS: Final = [b"*%d\r\n" % i for i in range(1024)]
+_BULK_HEADERS: Final = [b"$%d\r\n" % i for i in range(1024)]
 
 
 def _error_line(message: str) -> bytes:

@@ -13,7 +13,7 @@ import secrets
 import signal
 import time
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from typing import Any, Final
 
 from node import REDIS_VERSION, __version__
 from node.commands import load_all
@@ -374,10 +374,10 @@ class Server:
 
 
 # Redis does not show admin commands (CONFIG, DEBUG, MONITOR, ...) to monitors.
-_HIDDEN_FROM_MONITOR = frozenset({"admin", "skip_monitor"})
+_HIDDEN_FROM_MONITOR: Final = frozenset({"admin", "skip_monitor"})
 
 # How long a shutdown waits for clients to take the replies already written to them.
-_SHUTDOWN_FLUSH_GRACE = 2.0
+_SHUTDOWN_FLUSH_GRACE: Final = 2.0
 
 
 def _redacted(argv: list[bytes]) -> list[bytes]:
