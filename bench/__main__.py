@@ -88,6 +88,8 @@ def _environment(servers: dict[str, Server]) -> dict[str, Any]:
         "redis_benchmark": tool,
         "redis_server_version": _server_version(servers["redis"]),
         "rill_reported_version": _server_version(servers["rill"]),
+        # Compiled with mypyc (make native) or running from the .py sources.
+        "rill_native": any(name.startswith("_native__mypyc.") for name in os.listdir(os.path.join(ROOT, "node"))),
     }
 
 
