@@ -18,15 +18,16 @@ import os
 
 from setuptools import setup
 
-# Modules compiled to C. node/commands/reply.py stays Python: RSet subclasses list, which
-# mypyc cannot compile as a native class.
-# The same packages as node.NATIVE_PACKAGES (not imported: importing node checks the build).
+# Modules compiled to C: whole packages (the same as node.NATIVE_PACKAGES, not imported:
+# importing node checks the build) and single modules. node/commands/reply.py stays Python:
+# RSet subclasses list, which mypyc cannot compile as a native class.
 NATIVE_PACKAGES = ("node/engine", "node/commands", "node/server")
+NATIVE_MODULES = ("node/persistence/aof_reader.py",)  # the AOF replay loop
 NATIVE_EXCLUDE = frozenset({"node/commands/reply.py"})
 
 
 def native_sources() -> list[str]:
-    sources = []
+    sources = list(NATIVE_MODULES)
     for package in NATIVE_PACKAGES:
         for name in sorted(os.listdir(package)):
             path = f"{package}/{name}"

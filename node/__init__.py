@@ -7,8 +7,10 @@ __version__ = "0.1.0"
 # clients which feature-detect by version (redis-py, Jedis, Lettuce) enable stream features.
 REDIS_VERSION = "7.2.4"
 
-# Packages whose modules `make native` compiles with mypyc (see setup.py).
+# Packages whose modules `make native` compiles with mypyc, and one more with a compiled
+# module (see setup.py).
 NATIVE_PACKAGES = ("engine", "commands", "server")
+_NATIVE_DIRS = (*NATIVE_PACKAGES, "persistence")
 
 
 class StaleNativeBuild(ImportError):
@@ -23,7 +25,7 @@ def _check_native_build() -> None:
     if not libs:
         return  # no native build: everything runs from the .py sources
     built = libs[0].stat().st_mtime
-    for package in NATIVE_PACKAGES:
+    for package in _NATIVE_DIRS:
         directory = _os.path.join(here, package)
         names = {e.name: e for e in _os.scandir(directory)}
         for name in list(names):
