@@ -17,16 +17,18 @@ class StaleNativeBuild(ImportError):
     pass
 
 
-def _check_native_build() -> None:
+def check_native_build(here: str) -> None:
     """Python imports a compiled module before its .py: refuse to run compiled code older
-    than its source, which would silently run yesterday's code after an edit."""
-    here = _os.path.dirname(_os.path.abspath(__file__))
+    than its source, which would silently run yesterday's code after an edit. `here` is the
+    package directory."""
     libs = [e for e in _os.scandir(here) if e.name.startswith("_native__mypyc.")]
     if not libs:
         return  # no native build: everything runs from the .py sources
     built = libs[0].stat().st_mtime
     for package in _NATIVE_DIRS:
         directory = _os.path.join(here, package)
+        if not _os.path.isdir(directory):
+            continue
         names = {e.name: e for e in _os.scandir(directory)}
         for name in list(names):
             if not name.endswith(".so"):
@@ -39,4 +41,4 @@ def _check_native_build() -> None:
                 )
 
 
-_check_native_build()
+check_native_build(_os.path.dirname(_os.path.abspath(__file__)))

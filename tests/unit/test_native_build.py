@@ -1,0 +1,47 @@
+"""The native (mypyc) build: a stale build is refused, and when a build exists the tests run
+the compiled modules."""
+
+from __future__ import annotations
+
+import glob
+import os
+
+import pytest
+
+import node
+import node.engine.stream
+import node.server.dispatch
+from node import StaleNativeBuild, check_native_build
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(node.__file__)))
+
+
+def _touch(path: str, mtime: float) -> None:
+    with open(path, "w"):
+        pass
+    os.utime(path, (mtime, mtime))
+
+
+def test_a_source_newer_than_the_build_is_refused_naming_it(tmp_path: os.PathLike[str]) -> None:
+    here = str(tmp_path)
+    for package in node.NATIVE_PACKAGES:
+        os.mkdir(os.path.join(here, package))
+    _touch(os.path.join(here, "_native__mypyc.cpython-311-x86_64-linux-gnu.so"), 1000)
+    _touch(os.path.join(here, "engine", "stream.cpython-311-x86_64-linux-gnu.so"), 1000)
+    _touch(os.path.join(here, "engine", "stream.py"), 900)
+    _touch(os.path.join(here, "engine", "new_module.py"), 2000)  # not compiled: not checked
+    check_native_build(here)  # older source: fine
+    os.utime(os.path.join(here, "engine", "stream.py"), (1100, 1100))
+    with pytest.raises(StaleNativeBuild, match=r"engine/stream\.py changed after the native build"):
+        check_native_build(here)
+
+
+def test_without_a_build_nothing_is_checked(tmp_path: os.PathLike[str]) -> None:
+    check_native_build(str(tmp_path))  # no _native__mypyc library, no package directories
+
+
+def test_the_suite_runs_the_compiled_modules_when_a_build_exists() -> None:
+    if not glob.glob(os.path.join(ROOT, "node", "_native__mypyc.*")):
+        pytest.fail("no native build: `make test` builds it (make native) before running the suite")
+    assert node.server.dispatch.__file__.endswith(".so")
+    assert node.engine.stream.__file__.endswith(".so")
