@@ -29,7 +29,7 @@ build/native.stamp: $(VENV)/.installed setup.py $(NATIVE_SOURCES)
 native: build/native.stamp
 
 clean-native:
-	rm -rf build node/_native__mypyc.* $(foreach p,engine commands server persistence,node/$(p)/*.so)
+	rm -rf build node/_native__mypyc.* node/*/*.so
 
 system-deps:
 	@if ! command -v redis-server >/dev/null || ! command -v redis-benchmark >/dev/null; then \

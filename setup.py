@@ -18,8 +18,8 @@ import os
 
 from setuptools import setup
 
-# Modules compiled to C: whole packages (the same as node.NATIVE_PACKAGES, not imported:
-# importing node checks the build) and single modules. node/commands/reply.py stays Python:
+# Modules compiled to C: whole packages and single modules (the Makefile's NATIVE_SOURCES
+# names the same files, to rebuild when one changes). node/commands/reply.py stays Python:
 # RSet subclasses list, which mypyc cannot compile as a native class.
 NATIVE_PACKAGES = ("node/engine", "node/commands", "node/server")
 NATIVE_MODULES = ("node/persistence/aof_reader.py",)  # the AOF replay loop

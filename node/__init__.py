@@ -7,11 +7,6 @@ __version__ = "0.1.0"
 # clients which feature-detect by version (redis-py, Jedis, Lettuce) enable stream features.
 REDIS_VERSION = "7.2.4"
 
-# Packages whose modules `make native` compiles with mypyc, and one more with a compiled
-# module (see setup.py).
-NATIVE_PACKAGES = ("engine", "commands", "server")
-_NATIVE_DIRS = (*NATIVE_PACKAGES, "persistence")
-
 
 class StaleNativeBuild(ImportError):
     pass
@@ -25,12 +20,12 @@ def check_native_build(here: str) -> None:
     if not libs:
         return  # no native build: everything runs from the .py sources
     built = libs[0].stat().st_mtime
-    for package in _NATIVE_DIRS:
-        directory = _os.path.join(here, package)
-        if not _os.path.isdir(directory):
+    # Every subpackage: setup.py decides which modules are compiled, the .so files say it.
+    for package in _os.scandir(here):
+        if not package.is_dir():
             continue
-        names = {e.name: e for e in _os.scandir(directory)}
-        for name in list(names):
+        names = {e.name: e for e in _os.scandir(package.path)}
+        for name in names:
             if not name.endswith(".so"):
                 continue
             source = names.get(name.split(".", 1)[0] + ".py")

@@ -21,6 +21,14 @@ _ARRAY_HEADERS: Final = [b"*%d\r\n" % i for i in range(1024)]
 _BULK_HEADERS: Final = [b"$%d\r\n" % i for i in range(1024)]
 
 
+def _array_header(n: int) -> bytes:
+    return _ARRAY_HEADERS[n] if n < 1024 else b"*%d\r\n" % n
+
+
+def _bulk_header(n: int) -> bytes:
+    return _BULK_HEADERS[n] if n < 1024 else b"$%d\r\n" % n
+
+
 def _error_line(message: str) -> bytes:
     # An error must stay on one line: Redis replaces CR/LF with spaces in error texts.
     text = message.replace("\r", " ").replace("\n", " ")
@@ -50,9 +58,8 @@ def encode(reply: Any, proto: int, out: list[bytes]) -> None:
     """Append the encoding of `reply` for protocol 2 or 3 to `out`."""
     t = type(reply)
     if t is bytes:
-        n = len(reply)
         # Three parts joined once per batch: cheaper than formatting each bulk string.
-        out.append(_BULK_HEADERS[n] if n < 1024 else b"$%d\r\n" % n)
+        out.append(_bulk_header(len(reply)))
         out.append(reply)
         out.append(_CRLF)
     elif t is Raw:
@@ -63,8 +70,7 @@ def encode(reply: Any, proto: int, out: list[bytes]) -> None:
         else:
             out.append(b":%d\r\n" % reply)
     elif t is list or t is tuple:
-        n = len(reply)
-        out.append(_ARRAY_HEADERS[n] if n < 1024 else b"*%d\r\n" % n)
+        out.append(_array_header(len(reply)))
         for item in reply:
             encode(item, proto, out)
     elif reply is None:
@@ -115,11 +121,9 @@ def encode_one(reply: Any, proto: int) -> bytes:
 def encode_command(argv: Sequence[bytes]) -> bytes:
     """A command as a RESP multibulk (for the effect log, AOF and replication). Compiled,
     joining cached headers beats hiredis.pack_command (which formats with sprintf)."""
-    n = len(argv)
-    parts = [_ARRAY_HEADERS[n] if n < 1024 else b"*%d\r\n" % n]
+    parts = [_array_header(len(argv))]
     for arg in argv:
-        size = len(arg)
-        parts.append(_BULK_HEADERS[size] if size < 1024 else b"$%d\r\n" % size)
+        parts.append(_bulk_header(len(arg)))
         parts.append(arg)
         parts.append(_CRLF)
     return b"".join(parts)
