@@ -194,6 +194,15 @@ class Backlog:
             self._appended()
         return self._end
 
+    def skip_to(self, offset: int) -> None:
+        """The log advanced to `offset` without its units being recorded here (a primary no
+        replica has synced from keeps no history, as Redis keeps no backlog then): the
+        backlog empties and continues at `offset` under the same replication id."""
+        if offset < self._end:
+            raise ValueError(f"offset {offset} is behind the backlog's end {self._end}")
+        self._blocks.clear()
+        self._end = offset
+
     def _add(self, data: bytes, unit_sizes: tuple[int, ...] | list[int]) -> None:
         last = self._blocks[-1] if self._blocks else None
         if last is None or (last.data and len(last.data) + len(data) > BLOCK_BYTES):

@@ -94,8 +94,12 @@ class Primary:
         settings: PrimarySettings | None = None,
         *,
         clock: Callable[[], float] = time.monotonic,
+        before_resync: Callable[[], None] | None = None,
     ) -> None:
+        """`before_resync` runs when a replica's resync begins, before the backlog is
+        consulted: a node that does not record its log until a replica needs it starts now."""
         self.backlog = backlog
+        self._before_resync = before_resync
         self.settings = settings if settings is not None else PrimarySettings()
         self.registry = ReplicaRegistry(clock)
         self.waits = AckWaiters(self.registry, request_acks=self.request_acks)
@@ -315,6 +319,8 @@ class Primary:
             reader.cancel()
 
     async def _resync(self, session: _Session, hello: pb.Hello, context: Context) -> None:
+        if self._before_resync is not None:
+            self._before_resync()
         backlog = self.backlog
         decision = backlog.psync(hello.replid, hello.offset)
         if decision.ok:

@@ -82,6 +82,7 @@ class EffectLogView(Protocol):
     offset: int
 
     def add_listener(self, listener: Callable[[bytes, int], None]) -> None: ...
+    def remove_listener(self, listener: Callable[[bytes, int], None]) -> None: ...
     def force_select(self) -> None: ...
 
 
@@ -116,7 +117,8 @@ class Persistence:
         self.config = host.config
         self.gate = ReplyGate()
         self.aof_state = AOF_OFF
-        self.writer: AofWriter | None = None
+        self._writer: AofWriter | None = None
+        self._effects_listener = self._on_effects  # kept: the effect log also removes it
         self.syncer: FsyncThread | None = None
         self.manifest: Manifest | None = None
         self.child: ChildJob | None = None
@@ -145,8 +147,21 @@ class Persistence:
         self.keys_loaded = 0
         self.load_seconds = 0.0
         self._base_replid = ""  # replication id recorded in the newest AOF base
-        host.effects.add_listener(self._on_effects)
         self.config.on_change(self._on_config_change)
+
+    @property
+    def writer(self) -> AofWriter | None:
+        """The open AOF incr file, if any. The effect log encodes its units for the AOF only
+        while one is open."""
+        return self._writer
+
+    @writer.setter
+    def writer(self, writer: AofWriter | None) -> None:
+        self._writer = writer
+        if writer is not None:
+            self.host.effects.add_listener(self._effects_listener)
+        else:
+            self.host.effects.remove_listener(self._effects_listener)
 
     # -- paths ---------------------------------------------------------------------------
 

@@ -3,7 +3,10 @@ with Redis-style replication offsets (bytes of RESP) under a replication id.
 
 Effects of one command (or one EXEC) are a unit: when there are several they are wrapped
 in MULTI/EXEC so a replica or an AOF replay applies all or none. Listeners (AOF writer,
-replication) receive each committed unit as RESP bytes with the offset it ends at.
+replication) receive each committed unit as RESP bytes with the offset it ends at. A
+listener is registered only while it records the log (an open AOF, a backlog that has served
+a replica): with none, as on a primary without AOF that no replica ever synced from, the
+offset still advances but no unit is encoded. (Redis keeps no backlog then either.)
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ import secrets
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 
-from node.server.resp import encode_command
+from node.server.resp import encode_command, encoded_size
 
 Listener = Callable[[bytes, int], None]
 
@@ -36,7 +39,12 @@ class EffectLog:
         self.muted = False
 
     def add_listener(self, listener: Listener) -> None:
-        self._listeners.append(listener)
+        if listener not in self._listeners:
+            self._listeners.append(listener)
+
+    def remove_listener(self, listener: Listener) -> None:
+        if listener in self._listeners:
+            self._listeners.remove(listener)
 
     def force_select(self) -> None:
         """Start the next unit with a SELECT (a new AOF file, a new replica stream: a reader
@@ -74,6 +82,9 @@ class EffectLog:
             return
         if len(pending) == 1 and pending[0][0] == self._db:
             # The common case: one effect in the current database.
+            if not self._listeners:
+                self.offset += encoded_size(pending[0][1])
+                return
             data = encode_command(pending[0][1])
             self.offset += len(data)
             for listener in self._listeners:

@@ -7,7 +7,9 @@
   bytes; whenever the backlog's history changes (promotion, full sync, adopting a new replid)
   the effect log takes its identity, so the AOF records it.
 * As a primary: every committed unit of the effect log goes into the backlog (coalesced per
-  event-loop iteration); WAIT/WAITAOF clients are parked until enough replicas acknowledge;
+  event-loop iteration), from the first replica resync on: until then, as Redis keeps no
+  backlog before a replica attaches, the backlog only follows the log's offset and nothing is
+  encoded for it (see `_record`). WAIT/WAITAOF clients are parked until enough replicas acknowledge;
   min-replicas-to-write gates writes.
 * As a replica: a `ReplicaLink` to the primary, with a `NodeStateMachine` that applies each
   batch through `Server.execute` in a replay session and logs the primary's bytes verbatim
@@ -325,10 +327,13 @@ class ReplicationNode:
         self._batch_interval = self.config.get_int("repl-batch-interval") / 1000
         self._connecting: asyncio.Task[None] | None = None
         self._stopping: asyncio.Future[None] | None = None
+        # The backlog records the log's units once a replica needs them (see _record);
+        # the bound method is kept so the effect log can also remove it.
+        self._recording = False
+        self._unit_listener = self._on_unit
         self._waits: list[_AckWait] = []
         self._fsync_timer: asyncio.TimerHandle | None = None
         self._fsync_ticks = 0
-        server.effects.add_listener(self._on_unit)
         self.config.on_change(self._on_config_change)
 
     # -- lifecycle -----------------------------------------------------------------------
@@ -346,10 +351,11 @@ class ReplicationNode:
             second_offset=effects.second_offset if effects.second_offset >= 0 else -1,
         )
         self.backlog.add_listener(self)
-        self.primary = Primary(self.backlog, self.snapshot, self._primary_settings())
+        self.primary = Primary(self.backlog, self.snapshot, self._primary_settings(), before_resync=self._record)
         self.primary.registry.add_ack_listener(self._on_ack)
         if self.config.get("replicaof"):
             self.server.role = "slave"
+            self._record()
         elif effects.offset > 0:
             # A primary restarted from disk may have lost a tail its replicas received (a
             # snapshot older than the log, an everysec power loss): continuing under the
@@ -408,11 +414,26 @@ class ReplicationNode:
         self._pending.append(data)
         self._pending_end = end_offset
 
+    def _record(self) -> None:
+        """From now on every unit of the effect log goes into the backlog: at a replica's
+        first resync, or when this node becomes a replica. Until then the backlog holds no
+        history (a replica can only fully sync, as from a Redis primary without a backlog),
+        the effect log encodes nothing for it, and `flush` only moves its end along."""
+        if self._recording or self.backlog is None:
+            return
+        self.flush()
+        self._recording = True
+        self.server.effects.add_listener(self._unit_listener)
+
     def flush(self) -> None:
         """Moves the units committed so far into the backlog: at most every
         repl-batch-interval under load (one wake-up of the replica streams per burst instead
         of per unit), at once when a client waits for replicas (WAIT, WAITAOF), and before
         anything reads the backlog's end (snapshot, INFO, ROLE, a role change)."""
+        if not self._recording:
+            if self.backlog is not None and self.backlog.end != self.server.effects.offset:
+                self.backlog.skip_to(self.server.effects.offset)
+            return
         pending = self._pending
         if not pending or self.backlog is None:
             return
@@ -470,7 +491,7 @@ class ReplicationNode:
 
     def _become_replica(self, host: str, port: int, who: str) -> None:
         assert self.primary is not None
-        self.flush()
+        self._record()
         was_master = self.server.role == "master"
         self.server.role = "slave"
         self.config.set("replicaof", f"{host} {port}", startup=True)
@@ -757,9 +778,9 @@ class ReplicationNode:
                 ("master_replid2", info.master_replid2),
                 ("master_repl_offset", info.master_repl_offset),
                 ("second_repl_offset", info.second_repl_offset),
-                ("repl_backlog_active", info.repl_backlog_active),
+                ("repl_backlog_active", info.repl_backlog_active if self._recording else 0),
                 ("repl_backlog_size", info.repl_backlog_size),
-                ("repl_backlog_first_byte_offset", info.repl_backlog_first_byte_offset),
+                ("repl_backlog_first_byte_offset", info.repl_backlog_first_byte_offset if self._recording else 0),
                 ("repl_backlog_histlen", info.repl_backlog_histlen),
             ]
         else:

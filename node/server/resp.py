@@ -127,3 +127,22 @@ def encode_command(argv: Sequence[bytes]) -> bytes:
         parts.append(arg)
         parts.append(_CRLF)
     return b"".join(parts)
+
+
+def _digits(n: int) -> int:
+    d = 1
+    while n >= 10:
+        n //= 10
+        d += 1
+    return d
+
+
+def encoded_size(argv: Sequence[bytes]) -> int:
+    """len(encode_command(argv)) without building it: the effect log counts offsets even
+    when nothing records its bytes (no AOF, no replica yet)."""
+    n = len(argv)
+    size = 3 + _digits(n)  # *<n>\r\n
+    for arg in argv:
+        length = len(arg)
+        size += 5 + _digits(length) + length  # $<len>\r\n<arg>\r\n
+    return size

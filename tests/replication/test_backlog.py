@@ -150,6 +150,24 @@ def test_reset_starts_a_new_history_without_replid2() -> None:
     backlog._check()
 
 
+def test_skip_to_moves_an_unrecorded_log_along_keeping_its_history() -> None:
+    backlog = Backlog(1000)
+    backlog.append(b"abc")
+    backlog.shift_replid()
+    replid, replid2 = backlog.replid, backlog.replid2
+    backlog.skip_to(700)
+    assert (backlog.replid, backlog.replid2, backlog.second_offset) == (replid, replid2, 3)
+    assert (backlog.start, backlog.end, backlog.histlen) == (700, 700, 0)
+    # Only a replica that missed nothing continues; anyone else needs a full sync.
+    assert backlog.can_continue(replid, 700) and not backlog.can_continue(replid, 3)
+    assert not backlog.can_continue(replid2, 3)
+    with pytest.raises(ValueError, match="behind the backlog's end"):
+        backlog.skip_to(699)
+    backlog.append(b"more")
+    assert (backlog.start, backlog.end) == (700, 704)
+    backlog._check()
+
+
 def test_info_uses_redis_conventions() -> None:
     backlog = Backlog(1000)
     backlog.append(b"x" * 10)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from tests.conftest import Proc
-from tests.replication_node.nodes import digest, info, raw_client, start_node, stat, wait_synced
+from tests.replication_node.nodes import digest, info, raw_client, start_node, stat, stopped, wait_synced, wait_until
 from tests.replication_node.workload import KEYS, Workload
 
 
@@ -79,3 +79,32 @@ def test_a_replica_joining_late_gets_the_state_by_full_sync_then_follows(
     wait_synced(primary, a, b, late)
     _assert_same_state(primary, a, b, late)
     assert info(late)["master_replid"] == info(primary)["master_replid"]
+
+
+def test_a_primary_records_its_backlog_from_the_first_replica_on(started: list[Proc]) -> None:
+    """As Redis creates its backlog when the first replica syncs: before that the offset moves
+    but no history is kept (a replica can only fully sync); from then on, it is kept, and a
+    replica that loses its link resumes partially."""
+    primary = start_node()
+    started.append(primary)
+    with raw_client(primary) as c:
+        Workload(c, 3).run(200)
+        before = info(primary)
+        assert int(before["master_repl_offset"]) > 0
+        assert (before["repl_backlog_active"], before["repl_backlog_histlen"]) == ("0", "0")
+        replica = start_node(replicaof=primary)
+        started.append(replica)
+        wait_synced(primary, replica)
+        assert stat(primary, "sync_full") == 1
+        assert info(replica)["master_repl_offset"] == before["master_repl_offset"]
+        Workload(c, 4).run(200)
+    after = info(primary)
+    assert after["repl_backlog_active"] == "1"
+    assert int(after["repl_backlog_histlen"]) == int(after["master_repl_offset"]) - int(before["master_repl_offset"])
+    wait_synced(primary, replica)
+    _assert_same_state(primary, replica)
+    with stopped(replica):
+        wait_until(lambda: info(primary)["connected_slaves"] == "0", "the primary to drop the frozen replica")
+    wait_synced(primary, replica)
+    assert (stat(primary, "sync_full"), stat(primary, "sync_partial_ok")) == (1, 1)
+    _assert_same_state(primary, replica)

@@ -72,3 +72,20 @@ def test_a_replica_logs_its_primarys_bytes_and_offsets_not_its_own_encoding() ->
     assert log.offset == 5000
     log.append(0, [b"SET", b"c", b"1"])  # promoted: its own first unit names the database
     assert seen[-1][0].startswith(encode_command([b"SELECT", b"0"]))
+
+
+def test_without_listeners_the_offset_advances_by_the_bytes_a_listener_would_get() -> None:
+    recorded, seen = _log()
+    bare = EffectLog()
+    effects = [(0, [b"XADD", b"s", b"1-1", b"f", b"v" * 300]), (0, [b"SET", b"a", b"1"]),
+               (2, [b"SET", b"b", b"2"]), (0, [b"INCR", b"c"])]
+    for db_index, argv in effects:
+        recorded.append(db_index, argv)
+        bare.append(db_index, argv)
+        assert bare.offset == recorded.offset == seen[-1][1]
+    # A listener that arrives later gets the units from then on, at the same offsets.
+    late: list[tuple[bytes, int]] = []
+    bare.add_listener(lambda data, end: late.append((data, end)))
+    recorded.append(0, [b"SET", b"d", b"4"])
+    bare.append(0, [b"SET", b"d", b"4"])
+    assert late == seen[-1:]

@@ -9,7 +9,7 @@ import hiredis
 import pytest
 
 from node.commands.reply import NULL_ARRAY, OK, QUEUED, Raw, ReplyError, RSet, Verbatim
-from node.server.resp import encode, encode_command, encode_error, encode_one, format_double
+from node.server.resp import encode, encode_command, encode_error, encode_one, encoded_size, format_double
 
 
 @pytest.mark.parametrize(
@@ -117,3 +117,9 @@ def test_unknown_reply_type_is_a_type_error() -> None:
 def test_encode_command_matches_hiredis_pack_command(sizes: list[int]) -> None:
     argv = [bytes([65 + i % 26]) * n for i, n in enumerate(sizes)]
     assert encode_command(argv) == hiredis.pack_command(tuple(argv))
+
+
+@pytest.mark.parametrize("sizes", [[], [0], [1, 2, 3], [9, 10, 99, 100, 999, 1000], [1023, 1024, 1025], [70000], list(range(1100))])
+def test_encoded_size_is_the_length_of_the_encoded_command(sizes: list[int]) -> None:
+    argv = [b"x" * n for n in sizes]
+    assert encoded_size(argv) == len(encode_command(argv))
