@@ -24,6 +24,7 @@ class Node(Protocol):
     config: Config
     role: str  # "master" or "slave"
     lastsave: int  # unix time of the last successful save (LASTSAVE)
+    clock: Callable[[], int]  # wall-clock milliseconds (now_ms), injectable for tests
 
     @property
     def persistence(self) -> PersistenceControl: ...  # SAVE, BGSAVE, BGREWRITEAOF, WAITAOF
@@ -72,11 +73,14 @@ class Session:
         "multi", "multi_error", "watched", "watch_dirty", "reply_mode", "addr", "laddr", "fd",
         "created_ms", "last_interaction_ms", "last_command", "flags", "closing", "no_evict",
         "no_touch", "user", "effects_in_command", "blocked_on", "output_size", "in_exec",
-        "woff",
+        "woff", "_clock",
     )
 
     def __init__(self, node: Node, client_id: int, addr: str = "", laddr: str = "", fd: int = -1) -> None:
         self.node = node
+        # Called directly: XADD reads the clock per command, and a method call through the
+        # Node protocol costs more than the read.
+        self._clock = node.clock
         self.id = client_id
         self.db_index = 0
         self.db: Database = node.keyspace.dbs[0]
@@ -120,4 +124,4 @@ class Session:
         self.node.propagate(self.db_index, argv)
 
     def now_ms(self) -> int:
-        return self.node.now_ms()
+        return self._clock()

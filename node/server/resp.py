@@ -129,20 +129,23 @@ def encode_command(argv: Sequence[bytes]) -> bytes:
     return b"".join(parts)
 
 
-def _digits(n: int) -> int:
-    d = 1
-    while n >= 10:
-        n //= 10
-        d += 1
-    return d
+def decimal_digits(n: int) -> int:
+    """Digits of n >= 0 in decimal: the length of a RESP length header's number."""
+    if n < 10:
+        return 1
+    if n < 100:
+        return 2
+    if n < 1000:
+        return 3
+    return len(str(n))
 
 
 def encoded_size(argv: Sequence[bytes]) -> int:
     """len(encode_command(argv)) without building it: the effect log counts offsets even
     when nothing records its bytes (no AOF, no replica yet)."""
     n = len(argv)
-    size = 3 + _digits(n)  # *<n>\r\n
+    size = 3 + decimal_digits(n)  # *<n>\r\n
     for arg in argv:
         length = len(arg)
-        size += 5 + _digits(length) + length  # $<len>\r\n<arg>\r\n
+        size += 5 + decimal_digits(length) + length  # $<len>\r\n<arg>\r\n
     return size

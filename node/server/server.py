@@ -40,7 +40,7 @@ class Server:
         load_all()
         self.config = config
         # Milliseconds since the epoch; tests drive the server with a fake clock.
-        self._clock: Callable[[], int] = clock if clock is not None else _wall_clock_ms
+        self.clock: Callable[[], int] = clock if clock is not None else _wall_clock_ms
         self.keyspace = Keyspace(config.databases)
         self.role = "master"
         self.effects = EffectLog()
@@ -76,7 +76,7 @@ class Server:
     # -- Node services used by command handlers -----------------------------------------
 
     def now_ms(self) -> int:
-        return self._clock()
+        return self.clock()
 
     def propagate(self, db_index: int, argv: Sequence[bytes]) -> None:
         self.dirty += 1
