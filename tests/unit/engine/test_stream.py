@@ -16,13 +16,13 @@ from node.engine.ids import (
     MAX_MS,
     MAX_SEQ,
     MIN_ID,
+    _parse_id_slow,
     decr_id,
     format_id,
     id_ms,
     id_seq,
     incr_id,
     make_id,
-    _parse_id_slow,
     parse_id,
 )
 from node.engine.stream import Stream, _lp_str_size
