@@ -9,6 +9,7 @@ from node.commands.args import NOT_AN_INTEGER, SYNTAX_ERROR, to_int
 from node.commands.context import Session
 from node.commands.reply import NULL_ARRAY, OK, CommandError
 from node.commands.stream_args import (
+    ReadArgs,
     block_or_timeout,
     bytes_text,
     engine_error,
@@ -210,12 +211,24 @@ def xreadgroup(ctx: Session, argv: list[bytes]) -> Any:
     reply = _serve_group(ctx, args.keys, args.ids, group_name, args.consumer, args.count, args.noack)
     if reply is not None:
         return reply
+    return block_or_timeout(ctx, args.keys, args.timeout_ms, _XreadgroupRetry(args, group_name))
 
-    def retry(session: Session) -> Any:
+
+class _XreadgroupRetry:
+    """A blocked XREADGROUP's wake-up; a class rather than a closure for the reason given at
+    streams._XreadRetry (no reference cycle per blocked read)."""
+
+    def __init__(self, args: ReadArgs, group_name: bytes) -> None:
+        self.args = args
+        self.group_name = group_name
+
+    def __call__(self, session: Session) -> Any:
         # Only '>' reads block. When every key still holds its group and none has an entry
         # past the group's last ID, there is nothing to serve: keep waiting without
         # re-running (a write wakes every reader of the group, but only the first one gets
         # the new entries).
+        args = self.args
+        group_name = self.group_name
         db = session.db
         for key in args.keys:
             value = db.get(key)
@@ -229,8 +242,6 @@ def xreadgroup(ctx: Session, argv: list[bytes]) -> Any:
         # Redis 7.2 re-executes the command: a deleted key or destroyed group is NOGROUP,
         # a key of another type WRONGTYPE.
         return _serve_group(session, args.keys, args.ids, group_name, args.consumer, args.count, args.noack)
-
-    return block_or_timeout(ctx, args.keys, args.timeout_ms, retry)
 
 
 def _serve_group(
