@@ -123,5 +123,10 @@ class Session:
         self.effects_in_command += 1
         self.node.propagate(self.db_index, argv)
 
+    def propagate_argv(self, argv: list[bytes]) -> None:
+        """propagate() of an argv list the caller built (no star-args tuple on hot paths)."""
+        self.effects_in_command += 1
+        self.node.propagate(self.db_index, argv)
+
     def now_ms(self) -> int:
         return self._clock()

@@ -148,7 +148,7 @@ def _flush(ctx: Session, argv: list[bytes], db_index: int | None) -> Any:
     for db in dbs:
         _SCANS.forget(db)
         db.clear()
-    ctx.propagate(*argv)
+    ctx.propagate_argv(argv)
     return OK
 
 

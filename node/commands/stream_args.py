@@ -301,7 +301,7 @@ def lookup_stream(db: Database, key: bytes) -> StreamValue | None:
 def propagate_all(ctx: Session, effects: list[Effect]) -> None:
     """Log a command's effects, in order."""
     for effect in effects:
-        ctx.propagate(*effect)
+        ctx.propagate_argv(effect)
 
 
 def engine_error(exc: StreamError) -> CommandError:
@@ -325,6 +325,15 @@ def entries_reply(entries: Sequence[Entry]) -> Any:
         for item in fields:
             append(b"$%d\r\n%s\r\n" % (len(item), item))
     return Raw(b"".join(parts))
+
+
+def range_reply(value: StreamValue, start: int, end: int, count: int, rev: bool) -> Raw:
+    """entries_reply(value.range(start, end, count, rev)), encoded straight from the packed
+    nodes (Stream.range_resp): XRANGE, XREVRANGE and XREAD answer through it."""
+    out: list[Any] = [b""]
+    n = value.range_resp(start, end, count, rev, out, None)
+    out[0] = b"*%d\r\n" % n
+    return Raw(b"".join(out))
 
 
 def entry_reply(entry_id: int, fields: list[bytes]) -> Any:

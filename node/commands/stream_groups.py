@@ -7,7 +7,7 @@ from typing import Any, Final
 
 from node.commands.args import NOT_AN_INTEGER, SYNTAX_ERROR, to_int
 from node.commands.context import Session
-from node.commands.reply import NULL_ARRAY, OK, CommandError
+from node.commands.reply import NULL_ARRAY, OK, CommandError, Raw
 from node.commands.stream_args import (
     ReadArgs,
     block_or_timeout,
@@ -278,9 +278,13 @@ def _serve_group(
     effects: list[Effect] = []
     served: list[tuple[bytes, Any]] = []
     for key, (value, group, after) in zip(keys, targets):
-        entries = stream_ops.read_group(value, key, group_name, group, consumer_name, after, count, noack, now, effects)
-        if entries is not None:
-            served.append((key, entries_reply(entries)))
+        out: list[Any] = [b""]
+        result = stream_ops.read_group(value, key, group_name, group, consumer_name, after, count, noack, now, effects, out)
+        if isinstance(result, int):
+            out[0] = b"*%d\r\n" % result
+            served.append((key, Raw(b"".join(out))))
+        elif result is not None:
+            served.append((key, entries_reply(result)))
     propagate_all(ctx, effects)
     if not served:
         return None

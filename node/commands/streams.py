@@ -11,7 +11,6 @@ from node.commands.reply import NULL_ARRAY, OK, CommandError
 from node.commands.stream_args import (
     block_or_timeout,
     engine_error,
-    entries_reply,
     keyed_reply,
     lookup_stream,
     parse_add_or_trim,
@@ -20,10 +19,11 @@ from node.commands.stream_args import (
     parse_start_bound,
     parse_strict_id,
     propagate_all,
+    range_reply,
 )
 from node.commands.table import command
 from node.engine import stream_ops
-from node.engine.ids import format_id
+from node.engine.ids import MAX_ID, format_id
 from node.engine.keyspace import WRONGTYPE
 from node.engine.stream_ops import StreamError
 from node.engine.stream_value import StreamValue
@@ -56,7 +56,7 @@ def xadd(ctx: Session, argv: list[bytes]) -> Any:
         if created:
             # Stored only once the entry is in: a refused XADD leaves no empty key behind.
             db[key] = value
-        ctx.propagate(*effect)
+        ctx.propagate_argv(effect)
         return effect[2]
 
     args = parse_add_or_trim(ctx, argv, True)
@@ -79,7 +79,7 @@ def xadd(ctx: Session, argv: list[bytes]) -> Any:
         raise engine_error(exc) from None
     if created:
         db[key] = value
-    ctx.propagate(*effect)
+    ctx.propagate_argv(effect)
     return format_id(entry_id)
 
 
@@ -102,7 +102,7 @@ def _range(ctx: Session, argv: list[bytes], rev: bool) -> Any:
         return []
     if count == 0:
         return NULL_ARRAY
-    return entries_reply(value.range(start, end, max(count, 0), rev))
+    return range_reply(value, start, end, max(count, 0), rev)
 
 
 @command("xrange", -4, "readonly", 1, 1, 1, group="stream",
@@ -254,9 +254,9 @@ def _serve_xread(ctx: Session, keys: list[bytes], after: list[int], count: int, 
                 raise CommandError(WRONGTYPE)
             wrong_type = True
             continue
-        entries = stream_ops.read_after(value, last, count)
-        if entries is not None:
-            served.append((key, entries_reply(entries)))
+        start = stream_ops.read_start(value, last)
+        if start is not None:
+            served.append((key, range_reply(value, start, MAX_ID, count, False)))
     if not served:
         return None
     if wrong_type:

@@ -6,9 +6,9 @@ the rules that keep them consistent; which command does what to them lives in
 `node.engine.stream_ops`.
 
 Memory: a group can hold millions of pending entries, so a pending entry is one int key in
-a SortedDict plus one tuple `(delivery_time, delivery_count, owner_name)` of atomic values
+a PendingMap (node.engine.sorted_ids) plus one tuple `(delivery_time, delivery_count, owner_name)` of atomic values
 (CPython stops tracking such tuples in the cyclic GC, so a large PEL does not slow down
-collections), and one int in the owner's SortedList. The owner is named, not referenced,
+collections), and one int in the owner's SortedIds. The owner is named, not referenced,
 for the same reason; consumers are found by name in `consumers`.
 """
 
@@ -18,7 +18,7 @@ import sys
 from collections.abc import Iterable, Iterator
 from typing import Any, Final
 
-from sortedcontainers import SortedDict, SortedList
+from node.engine.sorted_ids import PendingMap, SortedIds
 
 # Redis SCG_INVALID_ENTRIES_READ: the group's read counter is unknown.
 INVALID_ENTRIES_READ: Final = -1
@@ -34,13 +34,13 @@ class Consumer:
     name: bytes
     seen_time: int  # last time the consumer ran a command on the group (ms)
     active_time: int  # last successful read or claim (ms); -1 = never
-    pel: SortedList  # IDs pending for this consumer, ascending
+    pel: SortedIds  # IDs pending for this consumer, ascending
 
     def __init__(self, name: bytes, now_ms: int) -> None:
         self.name = name
         self.seen_time = now_ms
         self.active_time = -1
-        self.pel = SortedList()
+        self.pel = SortedIds()
 
 
 class ConsumerGroup:
@@ -50,13 +50,13 @@ class ConsumerGroup:
 
     last_id: int  # last ID delivered to the group (new reads are served after it)
     entries_read: int  # logical read counter of last_id; INVALID_ENTRIES_READ if unknown
-    pel: SortedDict  # ID -> Nack, every pending entry of the group
+    pel: PendingMap  # ID -> Nack, every pending entry of the group
     consumers: dict[bytes, Consumer]
 
     def __init__(self, last_id: int, entries_read: int = INVALID_ENTRIES_READ) -> None:
         self.last_id = last_id
         self.entries_read = entries_read
-        self.pel = SortedDict()
+        self.pel = PendingMap()
         self.consumers = {}
         # The last first-delivery record: entries delivered to one consumer in the same
         # millisecond share it (Nacks are immutable), a few dozen bytes per pending entry.
@@ -82,9 +82,9 @@ class ConsumerGroup:
         pel = self.pel
         n = len(c.pel)
         if n > 1000 and n > len(pel) // 4:
-            # Deleting one key at a time from a SortedDict costs microseconds each; past a
-            # quarter of the PEL, rebuilding it from the survivors is much faster.
-            self.pel = SortedDict({k: v for k, v in pel.items() if v[2] != name})
+            # Past a quarter of the PEL, rebuilding it from the survivors beats deleting
+            # one key at a time.
+            self.pel = PendingMap([(k, v) for k, v in pel.items() if v[2] != name])
         else:
             for entry_id in c.pel:
                 del pel[entry_id]
@@ -135,20 +135,20 @@ class ConsumerGroup:
 
     def ack(self, entry_id: int) -> Nack | None:
         """Remove a pending entry (XACK, or a claim of a deleted entry); returns it."""
-        nack: Nack | None = self.pel.pop(entry_id, None)
+        nack: Nack | None = self.pel.pop(entry_id)
         if nack is not None:
             self.consumers[nack[2]].pel.remove(entry_id)
         return nack
 
     def pending_range(self, start: int, end: int) -> Iterator[int]:
         """Pending IDs in [start, end], ascending."""
-        return self.pel.irange(start, end)  # type: ignore[no-any-return]
+        return self.pel.irange(start, end)
 
     def first_pending(self) -> int:
-        return self.pel.keys()[0]  # type: ignore[no-any-return]
+        return self.pel.first()
 
     def last_pending(self) -> int:
-        return self.pel.keys()[-1]  # type: ignore[no-any-return]
+        return self.pel.last()
 
     # -- whole-group operations ------------------------------------------------------------
 
@@ -159,7 +159,7 @@ class ConsumerGroup:
         for name, c in self.consumers.items():
             nc = Consumer(name, c.seen_time)
             nc.active_time = c.active_time
-            nc.pel = SortedList(c.pel)
+            nc.pel = c.pel.copy()
             g.consumers[name] = nc
         return g
 
@@ -169,9 +169,10 @@ class ConsumerGroup:
         n = len(self.pel)
         total = getsizeof(self) + getsizeof(self.consumers)
         if n:
-            first_id, nack = self.pel.peekitem(0)
+            first_id = self.pel.first()
+            nack = self.pel[first_id]
             per_entry = getsizeof(first_id) + getsizeof(nack) + getsizeof(nack[0])
-            # dict slot + SortedList slot for the group, SortedList slot for the owner.
+            # dict slot + SortedIds slot for the group, SortedIds slot for the owner.
             total += n * (per_entry + 3 * 8 + 16)
         for name, c in self.consumers.items():
             total += getsizeof(c) + getsizeof(name) + 64
@@ -183,7 +184,8 @@ class ConsumerGroup:
         owned = 0
         for name, c in self.consumers.items():
             assert c.name == name
-            assert isinstance(c.pel, SortedList)
+            assert isinstance(c.pel, SortedIds)
+            c.pel._check()
             ids = list(c.pel)
             assert len(set(ids)) == len(ids), "duplicate ID in a consumer PEL"
             for entry_id in ids:
@@ -192,6 +194,7 @@ class ConsumerGroup:
                 assert nack[2] == name, "consumer PEL entry owned by another consumer"
             owned += len(ids)
         assert owned == len(self.pel), "group PEL entry not in its owner's PEL"
+        self.pel._check()
         for entry_id, nack in self.pel.items():
             assert type(entry_id) is int and 0 <= entry_id < 1 << 128
             assert type(nack) is tuple and len(nack) == 3

@@ -34,7 +34,7 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Iterator, Sequence
 from typing import Any, Final, cast
 
-from node.engine.ids import MAX_ID
+from node.engine.ids import MAX_ID, decimal
 
 _M32: Final = 0xFFFFFFFF
 _M64: Final = 0xFFFFFFFFFFFFFFFF
@@ -171,17 +171,17 @@ def _get_len_slow(data: bytes | bytearray, p: int) -> tuple[int, int]:
         shift += 7
 
 
-def total_len(items: Sequence[bytes]) -> int:
-    """Sum of the items' lengths (a loop: compiled, it beats sum(map(len, ...)))."""
+def total_len(items: list[bytes], start: int = 0) -> int:
+    """Sum of the lengths of ``items[start:]`` (a loop: compiled, it beats sum(map(len, ...)))."""
     total = 0
-    for item in items:
-        total += len(item)
+    for j in range(start, len(items)):
+        total += len(items[j])
     return total
 
 
-def _pack(data: bytearray, items: Sequence[bytes]) -> tuple[int, bool]:
-    """Append ``varint(len) + bytes`` for each item; return the items' listpack size and
-    whether any length needed a multi-byte varint.
+def _pack(data: bytearray, items: list[bytes], start: int, step: int) -> tuple[int, bool]:
+    """Append ``varint(len) + bytes`` for ``items[start::step]``; return their listpack size
+    and whether any length needed a multi-byte varint.
 
     Sizing is fused with packing because XADD pays for it on every entry: a string that
     cannot be a number (first byte not a digit or '-') and is shorter than 64 bytes costs
@@ -189,7 +189,11 @@ def _pack(data: bytearray, items: Sequence[bytes]) -> tuple[int, bool]:
     """
     lp = 0
     long = False
-    for v in items:
+    j = start
+    end = len(items)
+    while j < end:  # a while loop: compiled, range() with a variable step is not native
+        v = items[j]
+        j += step
         n = len(v)
         if n < 0x80:
             data.append(n)
@@ -202,6 +206,18 @@ def _pack(data: bytearray, items: Sequence[bytes]) -> tuple[int, bool]:
         else:
             lp += _lp_str_size(v)
     return lp, long
+
+
+def _has_names(argv: list[bytes], first: int, names: list[bytes]) -> bool:
+    """Whether ``argv[first::2]`` equals ``names``, without building the slice."""
+    if len(argv) - first != 2 * len(names):
+        return False
+    j = first
+    for name in names:
+        if argv[j] != name:
+            return False
+        j += 2
+    return True
 
 
 # ---------------------------------------------------------------------------------------
@@ -220,7 +236,7 @@ class _Node:
     """
 
     __slots__ = (
-        "base",
+        "base_ms",
         "data",
         "dead",
         "fields",
@@ -230,6 +246,7 @@ class _Node:
         "live",
         "lp_base",
         "master",
+        "master_seq",
         "offsets",
         "own",
         "tombs",
@@ -237,7 +254,8 @@ class _Node:
     )
 
     master: int  # ID of the first entry (live or not): the node's key, like the rax key
-    base: int  # master_ms << 64: what a compact key is relative to
+    base_ms: int  # master >> 64: what a compact key is relative to
+    master_seq: int  # master & (2**64 - 1)
     wide: bool  # keys are absolute IDs (list) instead of packed deltas (array('Q'))
     keys: array[int] | list[int]
     offsets: array[int]  # start of each entry in data
@@ -255,7 +273,21 @@ class _Node:
         k = self.keys[i]
         if self.wide:
             return k
-        return self.base + ((k >> 32) << 64) + (k & _M32)
+        return ((self.base_ms + (k >> 32)) << 64) | (k & _M32)
+
+    def reaches(self, ms: int, seq: int, entry_id: int) -> bool:
+        """Whether the node's last stored ID is >= ``entry_id`` (also given as ms, seq),
+        computed on packed keys so the XADD path does no 128-bit arithmetic."""
+        keys = self.keys
+        if self.wide:
+            return keys[-1] >= entry_id
+        msd = ms - self.base_ms
+        if msd < 0:
+            return True
+        if msd >> 32:
+            return False
+        # A seq beyond 32 bits sorts after every packed key of that ms delta (as in lower).
+        return keys[-1] >= ((msd + 1) << 32 if seq >> 32 else (msd << 32) | seq)
 
     def lower(self, x: int) -> int:
         """Index of the first entry whose ID is >= x (len(keys) if none)."""
@@ -264,7 +296,7 @@ class _Node:
         keys = self.keys
         if self.wide:
             return bisect_left(keys, x)
-        msd = (x >> 64) - (self.base >> 64)
+        msd = (x >> 64) - self.base_ms
         if msd >> 32:
             return len(keys)
         seq = x & _M64
@@ -329,7 +361,8 @@ class _Node:
     def clone(self) -> _Node:
         n = _Node.__new__(_Node)
         n.master = self.master
-        n.base = self.base
+        n.base_ms = self.base_ms
+        n.master_seq = self.master_seq
         n.wide = self.wide
         n.keys = self.keys[:]
         n.offsets = self.offsets[:]
@@ -368,7 +401,7 @@ def _collect(node: _Node, lo: int, hi: int, rev: bool, limit: int, out: list[tup
     own = node.own
     mf = node.fields
     wide = node.wide
-    base = node.base
+    base_ms = node.base_ms
     raw = node.data
     # Slicing bytes yields bytes.  The tail's bytearray is snapshot once per call while it is
     # small (a memcpy of at most 64 KiB); past that, entries go through fields_at().
@@ -386,7 +419,7 @@ def _collect(node: _Node, lo: int, hi: int, rev: bool, limit: int, out: list[tup
             if dead and (dead >> i) & 1:
                 continue
             k = keys[i]
-            eid = k if wide else base + ((k >> 32) << 64) + (k & _M32)
+            eid = k if wide else ((base_ms + (k >> 32)) << 64) | (k & _M32)
             if own and (own >> i) & 1:
                 out.append((eid, node.fields_at(i)))
             else:
@@ -404,7 +437,7 @@ def _collect(node: _Node, lo: int, hi: int, rev: bool, limit: int, out: list[tup
         if dead and (dead >> i) & 1:
             continue
         k = keys[i]
-        eid = k if wide else base + ((k >> 32) << 64) + (k & _M32)
+        eid = k if wide else ((base_ms + (k >> 32)) << 64) | (k & _M32)
         if slow or (own and (own >> i) & 1):
             out.append((eid, node.fields_at(i)))
         else:
@@ -427,7 +460,8 @@ def _collect(node: _Node, lo: int, hi: int, rev: bool, limit: int, out: list[tup
 def _new_node(entry_id: int, names: list[bytes], tmpl: list[bytes] | None) -> _Node:
     node = _Node.__new__(_Node)
     node.master = entry_id
-    node.base = (entry_id >> 64) << 64
+    node.base_ms = entry_id >> 64
+    node.master_seq = entry_id & _M64
     node.wide = False
     node.keys = array("Q")
     node.offsets = array("I")
@@ -443,6 +477,83 @@ def _new_node(entry_id: int, names: list[bytes], tmpl: list[bytes] | None) -> _N
     return node
 
 
+_CRLF: Final = b"\r\n"
+# b"*2\r\n$<n>\r\n": the head of an entry whose ID is n bytes long (3 to 41).
+_ENTRY_HEADS: Final = tuple(b"*2\r\n$%d\r\n" % n for n in range(42))
+_BULK_HEADS: Final = tuple(b"$%d\r\n" % n for n in range(256))
+
+
+def _bulk_head(n: int) -> bytes:
+    return _BULK_HEADS[n] if n < 256 else b"$%d\r\n" % n
+
+
+def _encode_span(
+    node: _Node, lo: int, hi: int, rev: bool, limit: int, n: int, out: list[Any], ids: list[int] | None
+) -> int:
+    """Append the RESP of the live entries of ``node`` with index in [lo, hi) (descending if
+    rev) to ``out`` until ``n`` (the entries written so far) reaches ``limit`` (0 = no
+    limit); returns the new ``n``.  The XRANGE/XREAD hot loop (see Stream.range_resp)."""
+    keys = node.keys
+    offsets = node.offsets
+    dead = node.dead
+    own = node.own
+    wide = node.wide
+    base_ms = node.base_ms
+    # Slices of the tail's bytearray are bytearrays, which b"".join takes as they are.
+    data: Any = node.data
+    heads = [b"$%d\r\n%s\r\n" % (len(f), f) for f in node.fields]
+    # Ends the ID's bulk string and opens the fields array of a master-fields entry.
+    fields_head = b"\r\n*%d\r\n" % (2 * len(heads))
+    fast = not node.long
+    cur_ms = -1
+    prefix = b""
+    step = -1 if rev else 1
+    i = hi - 1 if rev else lo
+    stop = lo - 1 if rev else hi
+    while i != stop:
+        if dead and (dead >> i) & 1:
+            i += step
+            continue
+        k = keys[i]
+        if wide:
+            ms = k >> 64
+            seq = k & _M64
+        else:
+            ms = base_ms + (k >> 32)
+            seq = k & _M32
+        if ms != cur_ms:
+            cur_ms = ms
+            prefix = b"%d-" % ms
+        raw_id = prefix + decimal(seq)
+        out.append(_ENTRY_HEADS[len(raw_id)])
+        out.append(raw_id)
+        if ids is not None:
+            ids.append(k if wide else (ms << 64) | seq)
+        if own and (own >> i) & 1 or not fast:
+            flat = node.fields_at(i)
+            out.append(b"\r\n*%d\r\n" % len(flat))
+            for item in flat:
+                out.append(_bulk_head(len(item)))
+                out.append(item)
+                out.append(_CRLF)
+        else:
+            out.append(fields_head)
+            p = offsets[i]
+            for head in heads:
+                size = data[p]
+                q = p + 1 + size
+                out.append(head)
+                out.append(_bulk_head(size))
+                out.append(data[p + 1 : q])
+                out.append(_CRLF)
+                p = q
+        n += 1
+        if n == limit:
+            return n
+        i += step
+    return n
+
+
 # ---------------------------------------------------------------------------------------
 # The stream
 # ---------------------------------------------------------------------------------------
@@ -452,16 +563,20 @@ class Stream:
     """Entries of one stream key plus the counters XINFO and consumer groups rely on."""
 
     __slots__ = (
+        "_last_id",
         "_masters",
         "_nodes",
         "entries_added",
-        "last_id",
+        "last_ms",
+        "last_seq",
         "length",
         "max_deleted_id",
     )
 
     length: int  # live entries
-    last_id: int  # last ID ever added or set by XSETID (Redis last_id)
+    _last_id: int  # see last_id
+    last_ms: int  # last_id >> 64, kept beside it: XADD * reads it on every call
+    last_seq: int  # last_id & (2**64 - 1)
     max_deleted_id: int  # greatest ID removed by XDEL (Redis max_deleted_entry_id)
     entries_added: int  # entries ever added (Redis entries_added); XSETID may set it
 
@@ -472,6 +587,17 @@ class Stream:
         self.last_id = 0
         self.max_deleted_id = 0
         self.entries_added = 0
+
+    @property
+    def last_id(self) -> int:
+        """Last ID ever added or set by XSETID (Redis last_id)."""
+        return self._last_id
+
+    @last_id.setter
+    def last_id(self, value: int) -> None:
+        self._last_id = value
+        self.last_ms = value >> 64
+        self.last_seq = value & _M64
 
     # -- writing -------------------------------------------------------------------------
 
@@ -485,22 +611,36 @@ class Stream:
         """Append one entry (XADD).  The caller guarantees ``entry_id > last_id`` and an even
         ``len(fields) >= 2``; ``max_entries`` / ``max_bytes`` are stream-node-max-entries /
         stream-node-max-bytes (0 = unlimited) read at the time of the add, as Redis does."""
-        names = fields[0::2] if isinstance(fields, list) else list(fields[0::2])
-        values = fields[1::2]
+        items = fields if isinstance(fields, list) else list(fields)
+        self.append(entry_id >> 64, entry_id & _M64, entry_id, items, 0, total_len(items), max_entries, max_bytes)
+
+    def append(
+        self,
+        ms: int,
+        seq: int,
+        entry_id: int,
+        argv: list[bytes],
+        first: int,
+        size: int,
+        max_entries: int,
+        max_bytes: int,
+    ) -> None:
+        """``add`` for the XADD hot path, which has the pieces at hand: the ID both whole and
+        as (ms, seq), the fields as ``argv[first:]`` (not sliced out) and their total length
+        ``size``.  Everything here stays in small ints: a 128-bit ID is a heap object."""
         nodes = self._nodes
         node = nodes[-1] if nodes else None
-        if node is not None and node.id_at(len(node.keys) - 1) >= entry_id:
+        if node is not None and node.reaches(ms, seq, entry_id):
             self._drop_stale_tombstones(entry_id)
             node = nodes[-1] if nodes else None
         if node is not None:
             # streamAppendItem's split rule, checked before the count is incremented.
             cap = max_bytes if 0 < max_bytes <= LP_MAX_SIZE else LP_MAX_SIZE
-            if node.lp_bytes() + total_len(fields) >= cap or (
-                max_entries and node.live + node.tombs >= max_entries
-            ):
+            if node.lp_bytes() + size >= cap or (max_entries and node.live + node.tombs >= max_entries):
                 node.seal()
                 node = None
         if node is None:
+            names = argv[first::2]
             tmpl = None
             if nodes and nodes[-1].fields == names:
                 # Share the lists between consecutive nodes of the same shape.
@@ -511,45 +651,38 @@ class Stream:
             self._masters.append(entry_id)
             same = True
         else:
-            same = names == node.fields
+            same = _has_names(argv, first, node.fields)
             if type(node.data) is bytes:
                 # The tail was sealed and the node after it removed by XDEL.
                 node.data = bytearray(node.data)
 
         keys = node.keys
         i = len(keys)
-        msd = 0
+        msd = ms - node.base_ms
         if node.wide:
             keys.append(entry_id)
+        elif msd >> 32 or seq >> 32:
+            node.to_wide()
+            node.keys.append(entry_id)
         else:
-            msd = (entry_id >> 64) - (node.base >> 64)
-            seq = entry_id & _M64
-            if msd >> 32 or seq >> 32:
-                node.to_wide()
-                node.keys.append(entry_id)
-            else:
-                keys.append((msd << 32) | seq)
+            keys.append((msd << 32) | seq)
 
         data = node.data
         assert type(data) is bytearray
         node.offsets.append(len(data))
-        nv = len(values)
+        nv = (len(argv) - first) >> 1
         if node.wide:
-            lp = (
-                _LP_FLAGS
-                + _lp_int_size(_as_int64((entry_id >> 64) - (node.base >> 64)))
-                + _lp_int_size(_as_int64((entry_id & _M64) - (node.master & _M64)))
-            )
+            lp = _LP_FLAGS + _lp_int_size(_as_int64(msd)) + _lp_int_size(_as_int64(seq - node.master_seq))
         else:
             # Both deltas fit in 32 bits here, so they need no int64 wrap-around.
-            lp = _LP_FLAGS + _lp_int_size(msd) + _lp_int_size(seq - (node.master & _M64))
+            lp = _LP_FLAGS + _lp_int_size(msd) + _lp_int_size(seq - node.master_seq)
         if same:
-            packed, long = _pack(data, values)
+            packed, long = _pack(data, argv, first + 1, 2)
             lp += packed + _lp_int_size(nv + 3)
         else:
             node.own |= 1 << i
             _put_len(data, nv)
-            packed, long = _pack(data, fields)
+            packed, long = _pack(data, argv, first, 1)
             lp += packed + _lp_int_size(nv) + _lp_int_size(2 * nv + 4)
             long = long or nv >= 0x80
         if long:
@@ -558,7 +691,9 @@ class Stream:
         node.live += 1
         self.length += 1
         self.entries_added += 1
-        self.last_id = entry_id
+        self._last_id = entry_id
+        self.last_ms = ms
+        self.last_seq = seq
 
     def _drop_stale_tombstones(self, entry_id: int) -> None:
         """Physically remove stored entries with IDs >= ``entry_id`` before adding it.
@@ -722,6 +857,23 @@ class Stream:
                 break
         return out
 
+    def range_resp(
+        self, start: int, end: int, count: int, rev: bool, out: list[Any], ids: list[int] | None
+    ) -> int:
+        """``range`` written as RESP: appends each entry's ``*2 <id> *2n <field> <value> ...``
+        to ``out`` (the caller adds the array header) straight from the packed nodes, with
+        no tuple, list or int per entry; returns the number of entries.  With ``ids`` the
+        entries' IDs are appended to it too (XREADGROUP records them as pending).
+
+        This is the reply of XRANGE, XREVRANGE, XREAD and XREADGROUP, so it lives beside
+        the storage it reads, like Redis's streamReplyWithRange in t_stream.c."""
+        n = 0
+        for node, lo, hi in self._spans(start, end, rev):
+            n = _encode_span(node, lo, hi, rev, count, n, out, ids)
+            if count and n >= count:
+                break
+        return n
+
     def iter_range(self, start: int, end: int, rev: bool = False) -> Iterator[tuple[int, list[bytes]]]:
         """Lazy ``range``, decoding one node at a time.  Do not modify the stream while
         iterating."""
@@ -782,7 +934,6 @@ class Stream:
             total += (
                 getsizeof(node)
                 + getsizeof(node.master)
-                + getsizeof(node.base)
                 + getsizeof(node.keys)
                 + getsizeof(node.offsets)
                 + getsizeof(node.data)
@@ -873,7 +1024,8 @@ class Stream:
             node = _Node.__new__(_Node)
             master = (hi << 64) | lo
             node.master = master
-            node.base = (master >> 64) << 64
+            node.base_ms = hi
+            node.master_seq = lo
             node.wide = bool(flags & _WIDE)
             node.long = bool(flags & _LONG)
             if node.wide:
@@ -928,7 +1080,7 @@ class Stream:
             assert n >= 1, "node without entries"
             assert len(node.offsets) == n
             assert masters[j] == node.master
-            assert node.base == (node.master >> 64) << 64
+            assert node.base_ms == node.master >> 64 and node.master_seq == node.master & _M64
             assert node.tmpl == [x for f in node.fields for x in (f, b"")]
             assert node.dead >> n == 0 and node.own >> n == 0
             tombs = node.dead.bit_count()

@@ -24,10 +24,10 @@ own history (XREADGROUP with an ID) propagates the new delivery time and count a
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Final, cast
+from typing import Any, Final
 
 from node.engine.groups import INVALID_ENTRIES_READ, Consumer, ConsumerGroup, Nack
-from node.engine.ids import MAX_ID, MAX_SEQ, format_id, incr_id
+from node.engine.ids import MAX_ID, MAX_MS, MAX_SEQ, decimal, format_id, format_parts, incr_id
 from node.engine.stream import total_len
 from node.engine.stream_value import StreamValue
 
@@ -134,10 +134,10 @@ def xadd(
         entry_id = args.entry_id
     if entry_id <= last:
         raise StreamError("ERR The ID specified in XADD is equal or smaller than the target stream top item")
-    fields = argv[args.id_pos + 1 :]
-    if total_len(fields) > MAX_ENTRY_BYTES:
+    size = total_len(argv, args.id_pos + 1)
+    if size > MAX_ENTRY_BYTES:
         raise StreamError("ERR Elements are too large to be stored")
-    value.add(entry_id, fields, node_max_entries, node_max_bytes)
+    value.append(entry_id >> 64, entry_id & MAX_SEQ, entry_id, argv, args.id_pos + 1, size, node_max_entries, node_max_bytes)
 
     effect = argv.copy()
     if args.strategy != TRIM_NONE:
@@ -152,17 +152,26 @@ def xadd(
 
 
 def xadd_auto(value: StreamValue, argv: list[bytes], now_ms: int, node_max_entries: int, node_max_bytes: int) -> tuple[int, Effect]:
-    """XADD key * field value ...: the hot path, without options."""
-    last = value.last_id
-    if last == MAX_ID:
-        raise StreamError("ERR The stream has exhausted the last possible ID, unable to add more items")
-    entry_id = (now_ms << 64) if now_ms > last >> 64 else last + 1
-    fields = argv[3:]
-    if total_len(fields) > MAX_ENTRY_BYTES:
+    """XADD key * field value ...: the hot path, without options.  next_auto_id on the
+    (ms, seq) halves, which are small ints where the whole 128-bit ID is not."""
+    ms = value.last_ms
+    if now_ms > ms:
+        ms = now_ms
+        seq = 0
+    else:
+        seq = value.last_seq + 1
+        if seq >> 64:
+            if ms == MAX_MS:
+                raise StreamError("ERR The stream has exhausted the last possible ID, unable to add more items")
+            ms += 1
+            seq = 0
+    size = total_len(argv, 3)
+    if size > MAX_ENTRY_BYTES:
         raise StreamError("ERR Elements are too large to be stored")
-    value.add(entry_id, fields, node_max_entries, node_max_bytes)
+    entry_id = (ms << 64) | seq
+    value.append(ms, seq, entry_id, argv, 3, size, node_max_entries, node_max_bytes)
     effect = argv.copy()
-    effect[2] = format_id(entry_id)
+    effect[2] = format_parts(ms, seq)
     return entry_id, effect
 
 
@@ -287,13 +296,12 @@ def group_lag(value: StreamValue, group: ConsumerGroup) -> int | None:
 # ---------------------------------------------------------------------------------------
 
 
-def read_after(value: StreamValue, after: int, count: int) -> list[Entry] | None:
-    """XREAD of one stream: entries after `after` (at most `count`, 0 = all), or None when
-    there is none, so the key is left out of the reply."""
+def read_start(value: StreamValue, after: int) -> int | None:
+    """XREAD of one stream: the first ID to serve after `after`, or None when there is no
+    entry past it, so the key is left out of the reply."""
     if not value.length or value.last_live_id() <= after:
         return None
-    start = incr_id(after)
-    return cast(list[Entry], value.range(start if start is not None else 0, MAX_ID, count))
+    return after + 1  # below MAX_ID: a live entry is above it
 
 
 def read_group(
@@ -307,10 +315,13 @@ def read_group(
     noack: bool,
     now_ms: int,
     effects: list[Effect],
-) -> list[Entry] | None:
+    out: list[Any],
+) -> list[Entry] | int | None:
     """XREADGROUP of one stream; `after` None is '>' (new entries), else the consumer's own
-    pending entries after that ID. Returns the entries, or None when '>' found nothing new
-    (the key is then left out of the reply). Appends the effects."""
+    pending entries after that ID. New entries are written to `out` as RESP (see
+    Stream.range_resp) and their number returned; history reads return the entries (one
+    may be deleted); None when '>' found nothing new (the key is then left out of the
+    reply). Appends the effects."""
     serve_new = False
     if after is None and value.length:
         serve_new = value.last_live_id() > group.last_id
@@ -327,11 +338,11 @@ def read_group(
             mark = len(effects)
     consumer.seen_time = now_ms
 
-    result: list[Entry] | None
+    result: list[Entry] | int | None
     if after is not None:
         result = _read_history(value, key, group_name, group, consumer, after, count, now_ms, effects)
     elif serve_new:
-        result = _read_new(value, key, group_name, group, consumer, count, noack, now_ms, effects)
+        result = _read_new(value, key, group_name, group, consumer, count, noack, now_ms, effects, out)
     else:
         result = None
     if created and not noack and len(effects) == mark:
@@ -350,13 +361,18 @@ def _read_new(
     noack: bool,
     now_ms: int,
     effects: list[Effect],
-) -> list[Entry]:
-    """streamReplyWithRange with a group: deliver the entries after the group's last ID."""
+    out: list[Any],
+) -> int:
+    """streamReplyWithRange with a group: deliver the entries after the group's last ID,
+    written to `out` as RESP; returns how many."""
     start = incr_id(group.last_id)
-    entries = cast(list[Entry], value.range(start if start is not None else 0, MAX_ID, count))
+    ids: list[int] = []
+    n = value.range_resp(start if start is not None else 0, MAX_ID, count, False, out, ids)
     first_id = value.first_id()
     moved = False
-    for entry_id, _fields in entries:
+    # Every delivered entry's XCLAIM carries the same TIME and RETRYCOUNT 1.
+    time_arg = b"%d" % now_ms
+    for entry_id in ids:
         if entry_id > group.last_id:
             if (
                 group.entries_read != INVALID_ENTRIES_READ
@@ -372,10 +388,17 @@ def _read_new(
         if not noack:
             nack = group.deliver(entry_id, consumer, now_ms)
             consumer.active_time = now_ms
-            effects.append(xclaim_effect(key, group_name, group, entry_id, nack))
+            # xclaim_effect, reusing what all deliveries of this read share: the group's
+            # last ID is the entry's own, the time is now, the count 1.
+            raw_id = format_id(entry_id)
+            effects.append([
+                b"XCLAIM", key, group_name, nack[2], b"0", raw_id,
+                b"TIME", time_arg if nack[0] == now_ms else b"%d" % nack[0], b"RETRYCOUNT", decimal(nack[1]),
+                b"FORCE", b"JUSTID", b"LASTID", raw_id if group.last_id == entry_id else format_id(group.last_id),
+            ])  # fmt: skip
     if moved:
         effects.append(setid_effect(key, group_name, group))
-    return entries
+    return n
 
 
 def _read_history(

@@ -35,10 +35,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import BinaryIO, Final
 
-from sortedcontainers import SortedDict, SortedList
-
 from node.engine.groups import Consumer, ConsumerGroup
 from node.engine.keyspace import Value
+from node.engine.sorted_ids import PendingMap, SortedIds
 from node.engine.stream import array_from_le, le_bytes
 from node.engine.stream_value import StreamValue
 
@@ -384,13 +383,13 @@ def _load_group(view: memoryview, pos: int) -> tuple[ConsumerGroup, int]:
             raise ValueError("pending entries out of bounds")
         ids = [(h << 64) | x for h, x in zip(his, los)]
         names = [c.name for c in consumers]
-        group.pel = SortedDict(zip(ids, [(t, c, names[o]) for t, c, o in zip(times, counts, owners)]))
+        group.pel = PendingMap(zip(ids, [(t, c, names[o]) for t, c, o in zip(times, counts, owners)]))
         if len(group.pel) != n:
             raise ValueError("duplicate pending entry IDs")
         owned: list[list[int]] = [[] for _ in consumers]
         for entry_id, owner in zip(ids, owners):
             owned[owner].append(entry_id)
         for consumer, entry_ids in zip(consumers, owned):
-            consumer.pel = SortedList(entry_ids)
+            consumer.pel = SortedIds(entry_ids)
     return group, pos
 

@@ -19,6 +19,9 @@ from node.server.resp import encode_command, encoded_size
 
 Listener = Callable[[bytes, int], None]
 
+_MULTI = encode_command([b"MULTI"])
+_EXEC = encode_command([b"EXEC"])
+
 
 def new_replid() -> str:
     return secrets.token_hex(20)
@@ -90,6 +93,9 @@ class EffectLog:
             for listener in self._listeners:
                 listener(data, self.offset)
             return
+        if not self._listeners:
+            self.offset += self._unit_size(pending)
+            return
         parts: list[bytes] = []
         wrap = len(pending) > 1
         leading_select = pending[0][0] != self._db
@@ -100,17 +106,31 @@ class EffectLog:
             parts.append(encode_command(argv))
         if wrap:
             # MULTI goes after any leading SELECT so the transaction body is self-contained.
-            parts.insert(1 if leading_select else 0, encode_command([b"MULTI"]))
-            parts.append(encode_command([b"EXEC"]))
+            parts.insert(1 if leading_select else 0, _MULTI)
+            parts.append(_EXEC)
         data = b"".join(parts)
+        self._end_unit()
+        self.offset += len(data)
+        for listener in self._listeners:
+            listener(data, self.offset)
+
+    def _unit_size(self, pending: list[tuple[int, Sequence[bytes]]]) -> int:
+        """len() of the unit commit() would encode for `pending`, without encoding it."""
+        size = 0 if len(pending) == 1 else len(_MULTI) + len(_EXEC)
+        for db_index, argv in pending:
+            if db_index != self._db:
+                size += encoded_size([b"SELECT", str(db_index).encode()])
+                self._db = db_index
+            size += encoded_size(argv)
+        self._end_unit()
+        return size
+
+    def _end_unit(self) -> None:
         if self._db != 0:
             # Every unit outside database 0 names its database, so any unit boundary is a
             # valid starting point for a reader in database 0 (a replica after a full sync or
             # a restart, an AOF incr file): none depends on a SELECT in an earlier unit.
             self._db = -1
-        self.offset += len(data)
-        for listener in self._listeners:
-            listener(data, self.offset)
 
     def replicated(self, data: bytes, end_offset: int) -> None:
         """Units a replica applied, logged as its primary cut them: the log continues at the

@@ -83,6 +83,14 @@ def test_without_listeners_the_offset_advances_by_the_bytes_a_listener_would_get
         recorded.append(db_index, argv)
         bare.append(db_index, argv)
         assert bare.offset == recorded.offset == seen[-1][1]
+    # Units of several effects (MULTI/EXEC, with the SELECTs they need) are counted too.
+    for unit in (effects, effects[:2], effects[2:3] + effects[:1]):
+        for log in (recorded, bare):
+            log.begin()
+            for db_index, argv in unit:
+                log.append(db_index, argv)
+            log.end()
+        assert bare.offset == recorded.offset == seen[-1][1]
     # A listener that arrives later gets the units from then on, at the same offsets.
     late: list[tuple[bytes, int]] = []
     bare.add_listener(lambda data, end: late.append((data, end)))

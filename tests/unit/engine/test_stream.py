@@ -19,6 +19,7 @@ from node.engine.ids import (
     _parse_id_slow,
     decr_id,
     format_id,
+    format_parts,
     id_ms,
     id_seq,
     incr_id,
@@ -152,6 +153,13 @@ def test_parse_id_fast_path_agrees_with_the_strtoull_rules(raw: bytes) -> None:
     # The byte loop handles plain digits; everything else falls to the strtoull model.
     for missing in (0, MAX_SEQ):
         assert parse_id(raw, missing) == _parse_id_slow(raw, missing)
+
+
+@given(st.lists(st.tuples(st.integers(0, MAX_MS), st.integers(0, MAX_SEQ) | st.integers(0, 1100)), max_size=8))
+def test_format_parts_agrees_with_format_id(ids: list[tuple[int, int]]) -> None:
+    # Runs of the same millisecond go through its cached prefix; a new one replaces it.
+    for ms, seq in ids + ids:
+        assert format_parts(ms, seq) == format_id(make_id(ms, seq))
 
 
 def test_incr_and_decr_id_carry_and_stop_at_the_edges() -> None:

@@ -4,11 +4,14 @@ effects). Also the read counter and lag rules."""
 
 from __future__ import annotations
 
+from typing import Any
+
+import hiredis
 import pytest
 
 from node.engine import stream_ops as ops
 from node.engine.groups import INVALID_ENTRIES_READ, ConsumerGroup
-from node.engine.ids import MAX_ID, format_id, make_id
+from node.engine.ids import MAX_ID, MAX_MS, MAX_SEQ, format_id, make_id
 from node.engine.stream_ops import TRIM_MAXLEN, TRIM_MINID, AddTrimArgs, ClaimOptions, StreamError
 from node.engine.stream_value import StreamValue
 
@@ -90,6 +93,27 @@ def test_xadd_on_an_exhausted_stream_is_refused() -> None:
     s.last_id = MAX_ID
     with pytest.raises(StreamError, match="exhausted the last possible ID"):
         ops.xadd_auto(s, [b"XADD", b"k", b"*", b"a", b"1"], NOW, 100, 4096)
+
+
+@pytest.mark.parametrize(
+    ("last", "now", "expected"),
+    [
+        (I(NOW - 5, 3), NOW, I(NOW, 0)),  # the clock is ahead: its millisecond, seq 0
+        (I(NOW, 3), NOW, I(NOW, 4)),  # same millisecond: next seq
+        (I(NOW + 9, 3), NOW, I(NOW + 9, 4)),  # the clock went back: last ms reused
+        (I(NOW, MAX_SEQ), NOW, I(NOW + 1, 0)),  # seq exhausted: carries into the ms
+        (I(NOW, 1023), NOW, I(NOW, 1024)),  # past the formatter's small-seq table
+        (I(MAX_MS - 1, MAX_SEQ), NOW, I(MAX_MS, 0)),
+    ],
+)
+def test_xadd_auto_ids_and_their_wire_form(last: int, now: int, expected: int) -> None:
+    s = StreamValue()
+    s.last_id = last
+    entry_id, effect = ops.xadd_auto(s, [b"XADD", b"k", b"*", b"a", b"1"], now, 100, 4096)
+    assert entry_id == expected == s.last_id
+    assert (s.last_ms, s.last_seq) == (expected >> 64, expected & MAX_SEQ)
+    assert effect == [b"XADD", b"k", format_id(expected), b"a", b"1"]
+    s._check()
 
 
 def test_xadd_explicit_id_with_exact_trim_is_propagated_verbatim() -> None:
@@ -235,12 +259,20 @@ def test_estimate_distance_of_the_first_entry_without_tombstones_is_exact() -> N
 # -- XREADGROUP ------------------------------------------------------------------------------
 
 
+def resp_entries(out: list[Any], n: int) -> Any:
+    """The `n` entries read_group wrote to `out` as RESP, parsed."""
+    reader = hiredis.Reader()
+    reader.feed(b"*%d\r\n" % n + b"".join(out))
+    return reader.gets()
+
+
 def test_read_new_entries_delivers_and_propagates_claims_then_the_group_position() -> None:
     s = stream_with(I(1), I(2), I(3))
     g = group_on(s, entries_read=0)
     effects: list[list[bytes]] = []
-    got = ops.read_group(s, b"k", b"g", g, b"c", None, 2, False, NOW, effects)
-    assert got is not None and [i for i, _ in got] == [I(1), I(2)]
+    out: list[Any] = []
+    got = ops.read_group(s, b"k", b"g", g, b"c", None, 2, False, NOW, effects, out)
+    assert got == 2 and resp_entries(out, 2) == [[b"1-0", [b"f", b"1"]], [b"2-0", [b"f", b"2"]]]
     assert (g.last_id, g.entries_read) == (I(2), 2)
     assert effects == [
         xclaim_eff(b"k", b"g", b"c", I(1), NOW, 1, I(1)),
@@ -254,10 +286,10 @@ def test_read_with_nothing_new_returns_none_but_creates_the_consumer_explicitly(
     s = stream_with(I(1))
     g = group_on(s, last_id=I(1))
     effects: list[list[bytes]] = []
-    assert ops.read_group(s, b"k", b"g", g, b"c", None, 0, False, NOW, effects) is None
+    assert ops.read_group(s, b"k", b"g", g, b"c", None, 0, False, NOW, effects, []) is None
     assert effects == [[b"XGROUP", b"CREATECONSUMER", b"k", b"g", b"c"]]
     effects.clear()
-    assert ops.read_group(s, b"k", b"g", g, b"c", None, 0, False, NOW + 5, effects) is None
+    assert ops.read_group(s, b"k", b"g", g, b"c", None, 0, False, NOW + 5, effects, []) is None
     assert effects == [], "a read that changes nothing replicated logs nothing"
     assert g.consumers[b"c"].seen_time == NOW + 5
 
@@ -266,8 +298,8 @@ def test_noack_read_creates_the_consumer_then_moves_the_group_without_pending_en
     s = stream_with(I(1), I(2))
     g = group_on(s)
     effects: list[list[bytes]] = []
-    got = ops.read_group(s, b"k", b"g", g, b"c", None, 0, True, NOW, effects)
-    assert got is not None and len(got) == 2
+    got = ops.read_group(s, b"k", b"g", g, b"c", None, 0, True, NOW, effects, [])
+    assert got == 2
     assert not g.pel
     assert effects == [
         [b"XGROUP", b"CREATECONSUMER", b"k", b"g", b"c"],
@@ -278,10 +310,10 @@ def test_noack_read_creates_the_consumer_then_moves_the_group_without_pending_en
 def test_history_read_redelivers_own_entries_and_reports_deleted_ones_without_fields() -> None:
     s = stream_with(I(1), I(2), I(3))
     g = group_on(s)
-    ops.read_group(s, b"k", b"g", g, b"c", None, 0, False, NOW, [])
+    ops.read_group(s, b"k", b"g", g, b"c", None, 0, False, NOW, [], [])
     s.delete(I(2))
     effects: list[list[bytes]] = []
-    got = ops.read_group(s, b"k", b"g", g, b"c", 0, 0, False, NOW + 7, effects)
+    got = ops.read_group(s, b"k", b"g", g, b"c", 0, 0, False, NOW + 7, effects, [])
     assert got == [(I(1), [b"f", b"1"]), (I(2), None), (I(3), [b"f", b"3"])]
     assert g.pel[I(1)] == (NOW + 7, 2, b"c")
     assert g.pel[I(2)] == (NOW, 1, b"c"), "a deleted entry keeps its delivery attributes"
@@ -294,9 +326,9 @@ def test_history_read_redelivers_own_entries_and_reports_deleted_ones_without_fi
 def test_history_read_sees_only_the_consumers_own_entries_after_the_id() -> None:
     s = stream_with(I(1), I(2), I(3))
     g = group_on(s)
-    ops.read_group(s, b"k", b"g", g, b"a", None, 1, False, NOW, [])
-    ops.read_group(s, b"k", b"g", g, b"b", None, 2, False, NOW, [])
-    got = ops.read_group(s, b"k", b"g", g, b"b", I(2), 0, False, NOW, [])
+    ops.read_group(s, b"k", b"g", g, b"a", None, 1, False, NOW, [], [])
+    ops.read_group(s, b"k", b"g", g, b"b", None, 2, False, NOW, [], [])
+    got = ops.read_group(s, b"k", b"g", g, b"b", I(2), 0, False, NOW, [], [])
     assert got == [(I(3), [b"f", b"3"])]
 
 
@@ -304,10 +336,10 @@ def test_read_counter_is_estimated_again_after_a_tombstone_ahead() -> None:
     s = stream_with(I(1), I(2), I(3), I(4))
     g = group_on(s, entries_read=0)
     s.delete(I(3))
-    ops.read_group(s, b"k", b"g", g, b"c", None, 1, False, NOW, [])
+    ops.read_group(s, b"k", b"g", g, b"c", None, 1, False, NOW, [], [])
     # A tombstone after the group's position: the counter cannot be trusted any more.
     assert g.entries_read == INVALID_ENTRIES_READ
-    ops.read_group(s, b"k", b"g", g, b"c", None, 0, False, NOW, [])
+    ops.read_group(s, b"k", b"g", g, b"c", None, 0, False, NOW, [], [])
     assert (g.last_id, g.entries_read) == (I(4), 4)
 
 
@@ -316,7 +348,7 @@ def test_read_counter_is_estimated_again_after_a_tombstone_ahead() -> None:
 
 def delivered(s: StreamValue, consumer: bytes, at: int) -> ConsumerGroup:
     g = group_on(s)
-    ops.read_group(s, b"k", b"g", g, consumer, None, 0, False, at, [])
+    ops.read_group(s, b"k", b"g", g, consumer, None, 0, False, at, [], [])
     return g
 
 
