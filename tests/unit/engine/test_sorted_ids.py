@@ -12,14 +12,20 @@ from node.engine.sorted_ids import PendingMap, SortedIds
 # Small chunks so that splits, chunk removals and cross-chunk ranges happen in small examples.
 SMALL_LOAD = 4
 
-_ID = st.integers(0, 60) | st.integers(0, 2**128 - 1)
+# Small IDs, any ID, and IDs at the edges of the compact keys (ms < 2**42, seq < 2**20).
+_EDGE = st.builds(
+    lambda ms, seq: (ms << 64) | seq,
+    st.sampled_from([0, 1, 5, 2**42 - 1, 2**42, 2**64 - 1]),
+    st.sampled_from([0, 1, 7, 2**20 - 1, 2**20, 2**64 - 1]),
+)
+_ID = st.integers(0, 60) | st.integers(0, 2**128 - 1) | _EDGE
 _OPS = st.lists(
     st.tuples(st.sampled_from(["add", "discard", "set", "pop", "del", "range"]), _ID, _ID),
     max_size=300,
 )
 
 
-@settings(max_examples=300)
+@settings(max_examples=500)
 @given(st.lists(_ID, max_size=40), _OPS)
 def test_sorted_ids_agree_with_sorted_list(initial: list[int], ops: list[tuple[str, int, int]]) -> None:
     ids = SortedIds(initial, SMALL_LOAD)
@@ -47,7 +53,7 @@ def test_sorted_ids_agree_with_sorted_list(initial: list[int], ops: list[tuple[s
     assert list(ids) == list(model)
 
 
-@settings(max_examples=300)
+@settings(max_examples=500)
 @given(st.lists(st.tuples(_ID, st.integers()), max_size=40), _OPS)
 def test_pending_map_agrees_with_sorted_dict(initial: list[tuple[int, int]], ops: list[tuple[str, int, int]]) -> None:
     pel = PendingMap(initial, SMALL_LOAD)
