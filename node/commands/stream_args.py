@@ -331,7 +331,12 @@ def range_reply(value: StreamValue, start: int, end: int, count: int, rev: bool)
     """entries_reply(value.range(start, end, count, rev)), encoded straight from the packed
     nodes (Stream.range_resp): XRANGE, XREVRANGE and XREAD answer through it."""
     out: list[Any] = [b""]
-    n = value.range_resp(start, end, count, rev, out, None)
+    return encoded_entries_reply(out, value.range_resp(start, end, count, rev, out, None))
+
+
+def encoded_entries_reply(out: list[Any], n: int) -> Raw:
+    """The reply of `n` entries Stream.range_resp wrote to out[1:]; out[0] is kept free for
+    the array header, known only once they are written."""
     out[0] = b"*%d\r\n" % n
     return Raw(b"".join(out))
 

@@ -7,11 +7,12 @@ from typing import Any, Final
 
 from node.commands.args import NOT_AN_INTEGER, SYNTAX_ERROR, to_int
 from node.commands.context import Session
-from node.commands.reply import NULL_ARRAY, OK, CommandError, Raw
+from node.commands.reply import NULL_ARRAY, OK, CommandError
 from node.commands.stream_args import (
     ReadArgs,
     block_or_timeout,
     bytes_text,
+    encoded_entries_reply,
     engine_error,
     entries_reply,
     from_log,
@@ -281,8 +282,7 @@ def _serve_group(
         out: list[Any] = [b""]
         result = stream_ops.read_group(value, key, group_name, group, consumer_name, after, count, noack, now, effects, out)
         if isinstance(result, int):
-            out[0] = b"*%d\r\n" % result
-            served.append((key, Raw(b"".join(out))))
+            served.append((key, encoded_entries_reply(out, result)))
         elif result is not None:
             served.append((key, entries_reply(result)))
     propagate_all(ctx, effects)
