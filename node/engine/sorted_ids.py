@@ -44,14 +44,17 @@ class SortedIds:
     def __bool__(self) -> bool:
         return self._len > 0
 
-    def __contains__(self, x: int) -> bool:
+    def _locate(self, x: int) -> tuple[int, int]:
+        """(chunk, index) of x; (-1, -1) if x is not here."""
         maxes = self._maxes
         pos = bisect_left(maxes, x)
         if pos == len(maxes):
-            return False
-        chunk = self._chunks[pos]
-        i = bisect_left(chunk, x)
-        return chunk[i] == x
+            return -1, -1
+        i = bisect_left(self._chunks[pos], x)
+        return (pos, i) if self._chunks[pos][i] == x else (-1, -1)
+
+    def __contains__(self, x: int) -> bool:
+        return self._locate(x)[0] >= 0
 
     def add(self, x: int) -> bool:
         """Insert x; False if it was already there."""
@@ -84,14 +87,11 @@ class SortedIds:
 
     def discard(self, x: int) -> bool:
         """Remove x; False if it was not there."""
+        pos, i = self._locate(x)
+        if pos < 0:
+            return False
         maxes = self._maxes
-        pos = bisect_left(maxes, x)
-        if pos == len(maxes):
-            return False
         chunk = self._chunks[pos]
-        i = bisect_left(chunk, x)
-        if chunk[i] != x:
-            return False
         del chunk[i]
         self._len -= 1
         if not chunk:

@@ -99,13 +99,25 @@ def create_consumer_effect(key: bytes, group_name: bytes, consumer_name: bytes) 
 # ---------------------------------------------------------------------------------------
 
 
+def next_auto_parts(value: StreamValue, now_ms: int) -> tuple[int, int]:
+    """streamNextID as (ms, seq): the clock's millisecond, or one past the last ID if the
+    clock is not ahead of it (IDs never go backwards). Works on the halves, which are small
+    ints where the whole 128-bit ID is not (XADD * runs this on every call)."""
+    ms = value.last_ms
+    if now_ms > ms:
+        return now_ms, 0
+    seq = value.last_seq + 1
+    if not seq >> 64:
+        return ms, seq
+    if ms == MAX_MS:
+        raise StreamError("ERR The stream has exhausted the last possible ID, unable to add more items")
+    return ms + 1, 0
+
+
 def next_auto_id(value: StreamValue, now_ms: int) -> int:
-    """streamNextID: the clock's millisecond, or one past the last ID if the clock is not
-    ahead of it (IDs never go backwards). The caller has checked last_id < MAX_ID."""
-    last = value.last_id
-    if now_ms > last >> 64:
-        return now_ms << 64
-    return last + 1
+    """next_auto_parts as one ID."""
+    ms, seq = next_auto_parts(value, now_ms)
+    return (ms << 64) | seq
 
 
 def xadd(
@@ -152,19 +164,8 @@ def xadd(
 
 
 def xadd_auto(value: StreamValue, argv: list[bytes], now_ms: int, node_max_entries: int, node_max_bytes: int) -> tuple[int, Effect]:
-    """XADD key * field value ...: the hot path, without options.  next_auto_id on the
-    (ms, seq) halves, which are small ints where the whole 128-bit ID is not."""
-    ms = value.last_ms
-    if now_ms > ms:
-        ms = now_ms
-        seq = 0
-    else:
-        seq = value.last_seq + 1
-        if seq >> 64:
-            if ms == MAX_MS:
-                raise StreamError("ERR The stream has exhausted the last possible ID, unable to add more items")
-            ms += 1
-            seq = 0
+    """XADD key * field value ...: the hot path, without options."""
+    ms, seq = next_auto_parts(value, now_ms)
     size = total_len(argv, 3)
     if size > MAX_ENTRY_BYTES:
         raise StreamError("ERR Elements are too large to be stored")
