@@ -6,6 +6,9 @@ oracle with the same commands (XADD ids 1-0, 2-0, ... and XINFO STREAM radix-tre
 
 from __future__ import annotations
 
+from typing import Any
+
+import hiredis
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -753,6 +756,14 @@ class StreamVersusModel(RuleBasedStateMachine):
         if count:
             expected = expected[:count]
         assert self.s.range(start, end, count, rev) == expected
+        # The same range written as RESP straight from the nodes (XRANGE/XREAD replies).
+        out: list[Any] = []
+        ids: list[int] = []
+        n = self.s.range_resp(start, end, count, rev, out, ids)
+        reader = hiredis.Reader()
+        reader.feed(b"*%d\r\n" % n + b"".join(out))
+        assert reader.gets() == [[format_id(i), fields] for i, fields in expected]
+        assert ids == [i for i, _ in expected]
 
     @invariant()
     def consistent(self) -> None:
