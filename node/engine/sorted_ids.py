@@ -137,6 +137,63 @@ class SortedIds:
             pos += 1
             i = 0
 
+    # -- for PendingMap's lazy removal: drop the IDs that are not in `keep` -----------------
+
+    def _keep_only(self, pos: int, keep: dict[int, Any]) -> int:
+        """Filter chunk `pos` (deleted when it empties); how many IDs went."""
+        chunk = self._chunks[pos]
+        kept = [x for x in chunk if x in keep]
+        removed = len(chunk) - len(kept)
+        if removed:
+            self._len -= removed
+            if kept:
+                self._chunks[pos] = kept
+                self._maxes[pos] = kept[-1]
+            else:
+                del self._chunks[pos]
+                del self._maxes[pos]
+        return removed
+
+    def _trim_front(self, keep: dict[int, Any]) -> int:
+        """Drop the leading IDs that are not in `keep`; how many went."""
+        chunks = self._chunks
+        removed = 0
+        while chunks:
+            chunk = chunks[0]
+            i = 0
+            n = len(chunk)
+            while i < n and chunk[i] not in keep:
+                i += 1
+            removed += i
+            if i < n:
+                del chunk[:i]
+                break
+            del chunks[0]
+            del self._maxes[0]
+        self._len -= removed
+        return removed
+
+    def _trim_back(self, keep: dict[int, Any]) -> int:
+        """Drop the trailing IDs that are not in `keep`; how many went."""
+        chunks = self._chunks
+        maxes = self._maxes
+        removed = 0
+        while chunks:
+            chunk = chunks[-1]
+            n = len(chunk)
+            j = n
+            while j > 0 and chunk[j - 1] not in keep:
+                j -= 1
+            removed += n - j
+            if j > 0:
+                del chunk[j:]
+                maxes[-1] = chunk[-1]
+                break
+            chunks.pop()
+            maxes.pop()
+        self._len -= removed
+        return removed
+
     def copy(self) -> SortedIds:
         c = SortedIds((), self._load)
         c._chunks = [chunk[:] for chunk in self._chunks]
@@ -156,13 +213,22 @@ class SortedIds:
 
 
 class PendingMap:
-    """A dict from ID to value, iterated in ID order (a group's pending entries list)."""
+    """A dict from ID to value, iterated in ID order (a group's pending entries list).
 
-    __slots__ = ("_values", "_ids")
+    Removal is lazy: popping a key takes it out of the dict only, and the order keeps it as
+    a ghost that readers skip.  An XACK of a random pending ID then costs one hash lookup
+    instead of a bisect through chunks of int objects (every compare there is a cache miss
+    on a large PEL).  `first`/`last` trim the ghosts they step over at the ends, and pops
+    sweep one chunk at a time (a rotating cursor) while ghosts outnumber live keys, so ghosts
+    stay about as many as live keys and no single call filters more than one chunk."""
+
+    __slots__ = ("_values", "_ids", "_ghosts", "_sweep")
 
     def __init__(self, items: Iterable[tuple[int, Any]] = (), load: int = LOAD) -> None:
         self._values: dict[int, Any] = dict(items)
         self._ids = SortedIds(self._values, load)
+        self._ghosts = 0  # keys in _ids that are not in _values
+        self._sweep = 0  # the chunk the next sweep filters
 
     def __len__(self) -> int:
         return len(self._values)
@@ -184,54 +250,76 @@ class PendingMap:
         values = self._values
         n = len(values)
         values[key] = value
-        if len(values) != n:
-            self._ids.add(key)
+        if len(values) != n and not self._ids.add(key):
+            self._ghosts -= 1  # the key was a ghost: it is live again
 
     def pop(self, key: int) -> Any:
         """Remove key; its value, or None if it was not there."""
         value = self._values.pop(key, None)
         if value is not None:
-            self._ids.discard(key)
+            self._ghosts += 1
+            if self._ghosts > len(self._values) + (self._ids._load >> 4):
+                self._sweep_chunk()
         return value
 
     def __delitem__(self, key: int) -> None:
-        del self._values[key]
-        self._ids.discard(key)
+        if self.pop(key) is None:
+            raise KeyError(key)
+
+    def _sweep_chunk(self) -> None:
+        ids = self._ids
+        chunks = len(ids._chunks)
+        pos = self._sweep if self._sweep < chunks else 0
+        self._ghosts -= ids._keep_only(pos, self._values)
+        # When the chunk emptied and went, its successor now sits at pos.
+        self._sweep = pos if len(ids._chunks) < chunks else pos + 1
 
     def first(self) -> int:
-        return self._ids.first()
+        ids = self._ids
+        self._ghosts -= ids._trim_front(self._values)
+        return ids.first()
 
     def last(self) -> int:
-        return self._ids.last()
+        ids = self._ids
+        self._ghosts -= ids._trim_back(self._values)
+        return ids.last()
 
     def __iter__(self) -> Iterator[int]:
-        return iter(self._ids)
+        values = self._values
+        for key in self._ids:
+            if key in values:
+                yield key
 
     def keys(self) -> Iterator[int]:
-        return iter(self._ids)
+        return iter(self)
 
     def values(self) -> Iterator[Any]:
         values = self._values
         for key in self._ids:
-            yield values[key]
+            value = values.get(key)
+            if value is not None:
+                yield value
 
     def items(self) -> Iterator[tuple[int, Any]]:
         values = self._values
         for key in self._ids:
-            yield key, values[key]
+            value = values.get(key)
+            if value is not None:
+                yield key, value
 
     def irange(self, lo: int, hi: int | None = None) -> Iterator[int]:
         """Keys in [lo, hi] (no upper bound when hi is None), ascending."""
-        return self._ids.irange(lo, hi)
+        values = self._values
+        for key in self._ids.irange(lo, hi):
+            if key in values:
+                yield key
 
     def copy(self) -> PendingMap:
-        c = PendingMap((), self._ids._load)
-        c._values = dict(self._values)
-        c._ids = self._ids.copy()
-        return c
+        return PendingMap(self._values.items(), self._ids._load)
 
     def _check(self) -> None:
-        self._ids._check()
-        assert len(self._ids) == len(self._values)
-        for key in self._ids:
-            assert key in self._values
+        ids = self._ids
+        ids._check()
+        values = self._values
+        assert len(ids) == len(values) + self._ghosts
+        assert all(key in ids for key in values)
