@@ -411,7 +411,7 @@ class Primary:
         while not session.closed:
             session.wake.clear()
             settings = self.settings
-            if session.position < backlog.end:
+            if session.position < backlog.end and self._may_send(session, settings.max_batch_bytes):
                 data, sizes = backlog.read(session.position, settings.max_batch_bytes)
                 batch = pb.Batch(start_offset=session.position, data=data, unit_sizes=sizes)
                 # The replica may apply and ack this before the write's completion is seen here.
@@ -433,6 +433,15 @@ class Primary:
                     await session.wake.wait()
             except TimeoutError:
                 pass
+
+    def _may_send(self, session: _Session, max_batch_bytes: int) -> bool:
+        """Whether the pump ships what waits now. One batch in flight at a time unless a
+        full batch waits: while the replica applies and acks a batch, the units that keep
+        arriving coalesce into the next one. Under load the batches grow with the replica's
+        round trip instead of becoming one gRPC message (and one ack) per event-loop turn,
+        which cost the primary more than the commands themselves; an idle link still sends
+        a lone unit at once. A bulk catch-up (full batches) streams without waiting."""
+        return session.acked >= session.sent or self.backlog.end - session.position >= max_batch_bytes
 
     async def _read_acks(self, session: _Session, context: Context) -> None:
         """Reads acks until the replica closes; drops it on nonsense or repl-timeout silence."""
@@ -497,6 +506,8 @@ class Primary:
         session.acked = applied
         session.last_ack = self._clock()
         self.registry.ack(session.replica_id, applied, fsynced)
+        if applied >= session.sent and session.position < self.backlog.end:
+            session.wake.set()  # the batch that was held back goes now
         return None
 
 

@@ -23,7 +23,7 @@ from node.commands.stream_args import (
 )
 from node.commands.table import command
 from node.engine import stream_ops
-from node.engine.ids import MAX_ID, format_id
+from node.engine.ids import MAX_ID, format_id, format_parts, parse_id_parts
 from node.engine.keyspace import WRONGTYPE
 from node.engine.stream_ops import StreamError
 from node.engine.stream_value import StreamValue
@@ -59,6 +59,11 @@ def xadd(ctx: Session, argv: list[bytes]) -> Any:
         ctx.propagate_argv(effect)
         return effect[2]
 
+    ms, seq = parse_id_parts(argv[2])
+    if ms >= 0:
+        # A complete `ms-seq` ID and no option: every XADD a replica or the AOF applies.
+        return _xadd_explicit(ctx, argv, ms, seq)
+
     args = parse_add_or_trim(ctx, argv, True)
     n_fields = len(argv) - args.id_pos - 1
     if n_fields < 2 or n_fields % 2:
@@ -81,6 +86,30 @@ def xadd(ctx: Session, argv: list[bytes]) -> Any:
         db[key] = value
     ctx.propagate_argv(effect)
     return format_id(entry_id)
+
+
+def _xadd_explicit(ctx: Session, argv: list[bytes], ms: int, seq: int) -> Any:
+    if len(argv) % 2 == 0:
+        raise CommandError("ERR wrong number of arguments for 'xadd' command")
+    if ms == 0 and seq == 0:
+        raise CommandError("ERR The ID specified in XADD must be greater than 0-0")
+    db = ctx.db
+    key = argv[1]
+    value = lookup_stream(db, key)
+    created = value is None
+    if value is None:
+        value = StreamValue()
+    config = ctx.node.config
+    try:
+        _, effect = stream_ops.xadd_explicit(
+            value, argv, ms, seq, config.stream_node_max_entries, config.stream_node_max_bytes
+        )
+    except StreamError as exc:
+        raise engine_error(exc) from None
+    if created:
+        db[key] = value
+    ctx.propagate_argv(effect)
+    return format_parts(ms, seq)
 
 
 def _range(ctx: Session, argv: list[bytes], rev: bool) -> Any:

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Final
 
+from mypy_extensions import i64
+
 MAX_MS: Final = (1 << 64) - 1
 MAX_SEQ: Final = (1 << 64) - 1
 MIN_ID: Final = 0
@@ -111,6 +113,45 @@ def _string2ull(s: bytes) -> int | None:
     return (-v) & MAX_SEQ
 
 
+def _digits(raw: bytes, start: i64, end: i64) -> i64:
+    """The value of ``raw[start:end]`` when it is 1 to 18 ASCII digits, else -1.  Eighteen
+    digits stay below 2**63, so the sum never leaves a machine int: compiled, a tagged int
+    past 2**30 takes a boxed multiply at every digit (a 13-digit millisecond cost ~0.5 us)."""
+    if end <= start or end - start > 18:
+        return -1
+    value: i64 = 0
+    i = start
+    while i < end:
+        c: i64 = raw[i]
+        if c < 0x30 or c > 0x39:
+            return -1
+        value = value * 10 + (c - 0x30)
+        i += 1
+    return value
+
+
+def _dash(raw: bytes) -> i64:
+    """Index of the first '-' in raw, or len(raw)."""
+    n: i64 = len(raw)
+    i: i64 = 0
+    while i < n and raw[i] != _MINUS:
+        i += 1
+    return i
+
+
+def parse_id_parts(raw: bytes) -> tuple[int, int]:
+    """``<ms>-<seq>`` in plain digits (how effects, the AOF and most clients write IDs) as
+    its halves; (-1, -1) for any other form, which parse_id's full rules handle."""
+    dash = _dash(raw)
+    ms = _digits(raw, 0, dash)
+    if ms < 0:
+        return -1, -1
+    seq = _digits(raw, dash + 1, len(raw))
+    if seq < 0:
+        return -1, -1
+    return ms, seq
+
+
 def parse_id(raw: bytes, missing_seq: int) -> int | None:
     """Parse ``<ms>`` or ``<ms>-<seq>`` exactly as Redis ``streamParseID`` does.
 
@@ -120,35 +161,18 @@ def parse_id(raw: bytes, missing_seq: int) -> int | None:
     n = len(raw)
     if n > _MAX_ID_ARG_LEN:
         return None
-    # Fast path: `digits` or `digits-digits` (leading zeros are fine, strtoull takes them),
-    # read byte by byte: compiled, this beats find/slice/isdigit/int (~0.4 us per ID).
-    ms = 0
-    i = 0
-    while i < n:
-        c = raw[i]
-        if c == 0x2D:  # '-'
-            break
-        if c < 0x30 or c > 0x39:
-            return _parse_id_slow(raw, missing_seq)
-        ms = ms * 10 + (c - 0x30)
-        i += 1
-    if i == 0:
-        return _parse_id_slow(raw, missing_seq)
-    if i == n:
-        return (ms << 64) | missing_seq if ms <= MAX_MS else None
-    j = i + 1
-    if j == n:
-        return _parse_id_slow(raw, missing_seq)
-    seq = 0
-    while j < n:
-        c = raw[j]
-        if c < 0x30 or c > 0x39:
-            return _parse_id_slow(raw, missing_seq)
-        seq = seq * 10 + (c - 0x30)
-        j += 1
-    if ms <= MAX_MS and seq <= MAX_SEQ:
-        return (ms << 64) | seq
-    return None
+    # Fast path: `digits` or `digits-digits` of at most 18 digits each (leading zeros are
+    # fine, strtoull takes them); anything else gets Redis's full rules.
+    dash = _dash(raw)
+    ms = _digits(raw, 0, dash)
+    if ms >= 0:
+        # int(): an i64 shift would stay 64 bits wide.
+        if dash == n:
+            return (int(ms) << 64) | missing_seq
+        seq = _digits(raw, dash + 1, n)
+        if seq >= 0:
+            return (int(ms) << 64) | int(seq)
+    return _parse_id_slow(raw, missing_seq)
 
 
 def _parse_id_slow(raw: bytes, missing_seq: int) -> int | None:

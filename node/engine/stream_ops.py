@@ -176,6 +176,25 @@ def xadd_auto(value: StreamValue, argv: list[bytes], now_ms: int, node_max_entri
     return entry_id, effect
 
 
+def xadd_explicit(
+    value: StreamValue, argv: list[bytes], ms: int, seq: int, node_max_entries: int, node_max_bytes: int
+) -> tuple[int, Effect]:
+    """XADD key <ms>-<seq> field value ...: a complete ID and no option, the form replicas
+    and the AOF apply for every XADD (and clients that choose their IDs send). The caller
+    has refused 0-0."""
+    last_ms = value.last_ms
+    if last_ms == MAX_MS and value.last_seq == MAX_SEQ:
+        raise StreamError("ERR The stream has exhausted the last possible ID, unable to add more items")
+    if ms < last_ms or (ms == last_ms and seq <= value.last_seq):
+        raise StreamError("ERR The ID specified in XADD is equal or smaller than the target stream top item")
+    size = total_len(argv, 3)
+    if size > MAX_ENTRY_BYTES:
+        raise StreamError("ERR Elements are too large to be stored")
+    entry_id = (ms << 64) | seq
+    value.append(ms, seq, entry_id, argv, 3, size, node_max_entries, node_max_bytes)
+    return entry_id, argv.copy()
+
+
 def trim(value: StreamValue, args: AddTrimArgs) -> int:
     """streamTrim with the parsed strategy; returns the number of entries removed."""
     if args.strategy == TRIM_MAXLEN:

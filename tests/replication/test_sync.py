@@ -38,6 +38,27 @@ def test_two_replicas_converge_on_writes_before_and_after_they_attach() -> None:
     run(body())
 
 
+def test_units_logged_while_a_batch_is_unacknowledged_coalesce_into_the_next_one() -> None:
+    # A unit per event-loop turn, as a busy primary logs them: while the replica applies and
+    # acks a batch, the units that follow wait and go together, not one message each.
+    async def body() -> None:
+        async with nodes(2) as (p, r):
+            port = await p.serve()
+            r.follow(port)
+            await r.caught_up(p.write_many(1))
+            before = r.machine.batches_applied
+            end = 0
+            for i in range(300):
+                end = p.write(b"trickle%d" % i)
+                await asyncio.sleep(0)
+            await r.caught_up(end)
+            assert_same(p, r)
+            # Measured: 14 batches for the 300 units (128 when every wake-up shipped what it saw).
+            assert r.machine.batches_applied - before <= 60
+
+    run(body())
+
+
 def test_dropped_link_resumes_with_a_partial_resync_and_no_full_sync() -> None:
     async def body() -> None:
         async with nodes(2) as (p, r):

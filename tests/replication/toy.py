@@ -46,6 +46,7 @@ class ToyMachine:
         self.fsynced = -1 if not persistent else 0
         self.snapshots_loaded = 0
         self.reject_next = False  # the next apply raises (a machine that cannot follow)
+        self.batches_applied = 0
 
     def apply(self, data: bytes, end_offset: int) -> None:
         if self.reject_next:
@@ -55,6 +56,7 @@ class ToyMachine:
         for record in records:
             self._add(record)
         self.offset = end_offset
+        self.batches_applied += 1
 
     def _add(self, record: bytes) -> None:
         self.records.append(record)

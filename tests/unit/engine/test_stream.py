@@ -28,6 +28,7 @@ from node.engine.ids import (
     incr_id,
     make_id,
     parse_id,
+    parse_id_parts,
 )
 from node.engine.stream import Stream, _lp_str_size
 
@@ -156,6 +157,33 @@ def test_parse_id_fast_path_agrees_with_the_strtoull_rules(raw: bytes) -> None:
     # The byte loop handles plain digits; everything else falls to the strtoull model.
     for missing in (0, MAX_SEQ):
         assert parse_id(raw, missing) == _parse_id_slow(raw, missing)
+    # parse_id_parts takes `digits-digits` only (XADD's form without options), or declines.
+    parts = parse_id_parts(raw)
+    if parts != (-1, -1):
+        assert make_id(*parts) == _parse_id_slow(raw, 0)
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        (b"1526919030474-55", (1526919030474, 55)),
+        (b"0-0", (0, 0)),
+        (b"007-01", (7, 1)),
+        (b"9" * 18 + b"-" + b"9" * 18, (10**18 - 1, 10**18 - 1)),
+        # Past 18 digits, or any other form, parse_id's full rules decide.
+        (b"1" * 19 + b"-1", (-1, -1)),
+        (b"1-" + b"1" * 19, (-1, -1)),
+        (b"5", (-1, -1)),
+        (b"5-", (-1, -1)),
+        (b"-5", (-1, -1)),
+        (b"5-*", (-1, -1)),
+        (b"+5-1", (-1, -1)),
+        (b"5-1\x00", (-1, -1)),
+        (b"MAXLEN", (-1, -1)),
+    ],
+)
+def test_parse_id_parts_takes_plain_ids_only(raw: bytes, expected: tuple[int, int]) -> None:
+    assert parse_id_parts(raw) == expected
 
 
 @given(st.lists(st.tuples(st.integers(0, MAX_MS), st.integers(0, MAX_SEQ) | st.integers(0, 1100)), max_size=8))
