@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import atexit
 import os
+import random
 import shutil
 import signal
 import socket
@@ -76,10 +77,43 @@ class Server:
         return self.proc.returncode
 
 
+# Ports handed out so far by this process, so two servers started in a row never get the same.
+_handed_out: set[int] = set()
+
+
+def _ephemeral_range() -> tuple[int, int]:
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range", encoding="ascii") as f:
+            low, high = f.read().split()[:2]
+        return int(low), int(high)
+    except (OSError, ValueError):
+        return 32768, 60999  # Linux's default
+
+
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    """A loopback port nothing listens on, for a server about to be started. Taken outside
+    the kernel's ephemeral range: a port bound with 0 comes from that range, and an outgoing
+    connection (a client, a replica link) may take it before the server binds it. Above the
+    range when there is room (61000-65535 by default), which also puts a Rill node's derived
+    replication port (RESP port + 10000) past 65535, so the node lets the kernel choose it."""
+    low, high = _ephemeral_range()
+    first, last = (high + 1, 65535) if 65535 - high >= 2000 else (10_000, low - 1)
+    if last - first < 1000:  # an unusual range: let the kernel choose
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            return int(s.getsockname()[1])
+    rng = random.Random()
+    while True:
+        port = rng.randint(first, last)
+        if port in _handed_out:
+            continue
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        _handed_out.add(port)
+        return port
 
 
 def _wait_ready(server: Server, timeout: float) -> None:

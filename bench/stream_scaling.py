@@ -20,7 +20,7 @@ of other processes then spreads over every row instead of biasing the one it fel
 
 Three figures per operation and server, because each tells something different:
 * server CPU µs/op: the server's main-thread CPU time (/proc/<pid>/schedstat, ns) per op,
-  the median over the timed batches (1,000 ops each; one per PEL cycle) so that a burst of
+  the median over the timed batches (1,000 ops each; for PEL cycles, each run of cycles) so that a burst of
   other processes on the shared CPUs (cache and core contention) does not skew a row; the
   mean is kept as cpu_us_per_op_mean. It covers parsing, execution, replies and syscalls. The
   headline: it is what grows when a data structure does not scale, and the client's cost does
@@ -151,8 +151,9 @@ class Sample:
 
 
 def timed(server: Server, client: PipeClient, sample: Sample, payload: bytes, replies: int, ops: int,
-          keep: bool = False) -> list[object]:
-    """One pipelined write and its replies, added to `sample`."""
+          keep: bool = False, batch_figure: bool = True) -> list[object]:
+    """One pipelined write and its replies, added to `sample` (and, with batch_figure, one
+    entry of its per-batch CPU figures)."""
     run0, wait0 = schedstat_ns(server)
     t0 = time.perf_counter()
     out = client.raw_checked(payload, replies)
@@ -161,7 +162,8 @@ def timed(server: Server, client: PipeClient, sample: Sample, payload: bytes, re
     sample.ops += ops
     sample.wall_s += dt
     sample.cpu_ns += run1 - run0
-    sample.batch_cpu_us.append((run1 - run0) / 1000 / ops)
+    if batch_figure:
+        sample.batch_cpu_us.append((run1 - run0) / 1000 / ops)
     sample.wait_ns += wait1 - wait0
     if keep:
         sample.round_trips_us.append(dt * 1e6)
@@ -268,14 +270,19 @@ def measure_cycles(server: Server, client: PipeClient, key: str, group: str, cyc
         nonlocal ids
         for _ in range(count):
             payload = encode(("XACK", key, group, *ids)) + read if ids else read
-            reply = timed(server, client, sample, payload, 2 if ids else 1, 1, keep=True)[-1]
+            reply = timed(server, client, sample, payload, 2 if ids else 1, 1, keep=True, batch_figure=False)[-1]
             if not isinstance(reply, list) or not reply:
                 raise BenchError(f"{server.kind}: XREADGROUP returned no entries; the stream is too short")
             ids = [entry[0] for entry in reply[0][1]]
 
     run(Sample(), WARMUP_CYCLES)
     calls0, usec0 = command_stats(client, "xack")
+    cpu0 = cycle.cpu_ns
     with_command_stats(client, "xreadgroup", cycle, lambda: run(cycle, cycles))
+    # One figure for the whole run, not one per cycle: /proc/<pid>/schedstat only counts a
+    # running thread's time when it is switched out, so a server still finishing its reply
+    # when the client reads shows 0 for that round trip and the time in the next one.
+    cycle.batch_cpu_us.append((cycle.cpu_ns - cpu0) / 1000 / cycles)
     calls1, usec1 = command_stats(client, "xack")
     ack.ops += calls1 - calls0
     ack.calls += calls1 - calls0

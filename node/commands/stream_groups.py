@@ -354,7 +354,7 @@ def xpending(ctx: Session, argv: list[bytes]) -> Any:
         consumer = group.consumer(consumer_name)
         if consumer is None:
             return []
-        ids = consumer.pel.irange(start, end)
+        ids = group.owned(consumer, start, end)
     else:
         ids = group.pending_range(start, end)
     now = ctx.now_ms()

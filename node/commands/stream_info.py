@@ -112,7 +112,7 @@ def _full_groups(value: StreamValue, count: int) -> list[dict[bytes, Any]]:
         consumers = []
         for c in group.sorted_consumers():
             own: list[list[Any]] = []
-            for entry_id in c.pel:
+            for entry_id in group.owned(c):
                 if count and len(own) >= count:
                     break
                 delivered, deliveries, _owner = pel[entry_id]
@@ -121,7 +121,7 @@ def _full_groups(value: StreamValue, count: int) -> list[dict[bytes, Any]]:
                 b"name": c.name,
                 b"seen-time": c.seen_time,
                 b"active-time": c.active_time,
-                b"pel-count": len(c.pel),
+                b"pel-count": c.pending,
                 b"pending": own,
             })  # fmt: skip
         out.append({
@@ -190,7 +190,7 @@ def xinfo_consumers(ctx: Session, argv: list[bytes]) -> Any:
     return [
         {
             b"name": c.name,
-            b"pending": len(c.pel),
+            b"pending": c.pending,
             b"idle": max(now - c.seen_time, 0),
             b"inactive": now - c.active_time if c.active_time != -1 else -1,
         }

@@ -137,22 +137,51 @@ class SortedIds:
             pos += 1
             i = 0
 
-    # -- for PendingMap's lazy removal: drop the IDs that are not in `keep` -----------------
+    # -- lazy removal (PendingMap, a consumer's IDs): sweeps and trims drop the ghosts -------
 
     def _keep_only(self, pos: int, keep: dict[int, Any]) -> int:
-        """Filter chunk `pos` (deleted when it empties); how many IDs went."""
+        """Filter one chunk (`pos`, or the first when pos is past the end) down to the IDs in
+        `keep`; returns the chunk to filter next."""
+        pos = self._sweep_pos(pos)
+        if pos < 0:
+            return 0
+        return self._replace_chunk(pos, [x for x in self._chunks[pos] if x in keep])
+
+    def _keep_owned(self, pos: int, pending: PendingMap, owner: bytes) -> int:
+        """Filter one chunk (as _keep_only) down to the IDs `pending` has with this owner (a
+        value's item 2); returns the chunk to filter next."""
+        pos = self._sweep_pos(pos)
+        if pos < 0:
+            return 0
+        values = pending._values
+        kept = []
+        for x in self._chunks[pos]:
+            value = values.get(x)
+            if value is not None and value[2] == owner:
+                kept.append(x)
+        return self._replace_chunk(pos, kept)
+
+    def _sweep_pos(self, pos: int) -> int:
+        """The chunk a sweep at `pos` filters: pos, 0 once past the end, -1 with no chunk."""
+        if pos < len(self._chunks):
+            return pos
+        return 0 if self._chunks else -1
+
+    def _replace_chunk(self, pos: int, kept: list[int]) -> int:
+        """Chunk `pos` keeps only `kept` (a subsequence of it; deleted when empty); returns
+        the position of the chunk after it."""
         chunk = self._chunks[pos]
-        kept = [x for x in chunk if x in keep]
         removed = len(chunk) - len(kept)
-        if removed:
-            self._len -= removed
-            if kept:
-                self._chunks[pos] = kept
-                self._maxes[pos] = kept[-1]
-            else:
-                del self._chunks[pos]
-                del self._maxes[pos]
-        return removed
+        if not removed:
+            return pos + 1
+        self._len -= removed
+        if kept:
+            self._chunks[pos] = kept
+            self._maxes[pos] = kept[-1]
+            return pos + 1
+        del self._chunks[pos]
+        del self._maxes[pos]
+        return pos  # its successor moved here
 
     def _trim_front(self, keep: dict[int, Any]) -> int:
         """Drop the leading IDs that are not in `keep`; how many went."""
@@ -268,11 +297,9 @@ class PendingMap:
 
     def _sweep_chunk(self) -> None:
         ids = self._ids
-        chunks = len(ids._chunks)
-        pos = self._sweep if self._sweep < chunks else 0
-        self._ghosts -= ids._keep_only(pos, self._values)
-        # When the chunk emptied and went, its successor now sits at pos.
-        self._sweep = pos if len(ids._chunks) < chunks else pos + 1
+        held = len(ids)
+        self._sweep = ids._keep_only(self._sweep, self._values)
+        self._ghosts -= held - len(ids)
 
     def first(self) -> int:
         ids = self._ids

@@ -436,7 +436,7 @@ def _read_history(
     a deleted entry comes back with no fields and keeps its delivery attributes."""
     start = incr_id(after)
     out: list[Entry] = []
-    for entry_id in consumer.pel.irange(start if start is not None else 0):
+    for entry_id in group.owned(consumer, start if start is not None else 0):
         if count and len(out) >= count:
             break
         fields = value.get(entry_id)

@@ -37,7 +37,7 @@ from typing import BinaryIO, Final
 
 from node.engine.groups import Consumer, ConsumerGroup
 from node.engine.keyspace import Value
-from node.engine.sorted_ids import PendingMap, SortedIds
+from node.engine.sorted_ids import PendingMap
 from node.engine.stream import array_from_le, le_bytes
 from node.engine.stream_value import StreamValue
 
@@ -390,6 +390,6 @@ def _load_group(view: memoryview, pos: int) -> tuple[ConsumerGroup, int]:
         for entry_id, owner in zip(ids, owners):
             owned[owner].append(entry_id)
         for consumer, entry_ids in zip(consumers, owned):
-            consumer.pel = SortedIds(entry_ids)
+            consumer.load(entry_ids)
     return group, pos
 

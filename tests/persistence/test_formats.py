@@ -88,7 +88,8 @@ def test_snapshot_round_trip_keeps_entries_counters_groups_and_consumers(server:
                     assert dict(g.pel) == dict(group.pel)
                     for cname, c in group.consumers.items():
                         assert (g.consumers[cname].seen_time, g.consumers[cname].active_time) == (c.seen_time, c.active_time)
-                        assert list(g.consumers[cname].pel) == list(c.pel)
+                        assert list(g.owned(g.consumers[cname])) == list(group.owned(c))
+                        assert g.consumers[cname].pending == c.pending
             else:
                 assert after == value
     # A loaded stream keeps working: appends go on in the last node.
