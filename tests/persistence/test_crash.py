@@ -167,9 +167,15 @@ def _crash_cycles(nodes: Nodes, fsync: str, cycles: int, workers: int, seed: int
         failures: list[BaseException] = []
         threads = [threading.Thread(target=worker, args=(node.port, m, seed * 1000 + cycle * 10 + i, stop, failures))
                    for i, m in enumerate(models)]
+        before = sum(len(m.entries) for m in models)
         for t in threads:
             t.start()
         time.sleep(rng.uniform(0.05, 0.5))
+        # On a busy machine the workers may not have had an XADD acknowledged yet: the kill
+        # must land on a node that is taking writes (bounded wait).
+        deadline = time.monotonic() + 10
+        while sum(len(m.entries) for m in models) == before and time.monotonic() < deadline:
+            time.sleep(0.01)
         node.kill()
         stop.set()
         for t in threads:
