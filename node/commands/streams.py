@@ -34,35 +34,13 @@ from node.engine.stream_value import StreamValue
     summary="Appends a new message to a stream. Creates the key if it doesn't exist.",
 )  # fmt: skip
 def xadd(ctx: Session, argv: list[bytes]) -> Any:
-    key = argv[1]
-    db = ctx.db
-    config = ctx.node.config
     if argv[2] == b"*":
         # The hot path: XADD key * field value ..., no option to parse.
-        if len(argv) % 2 == 0:
-            raise CommandError("ERR wrong number of arguments for 'xadd' command")
-        value = db.get(key)
-        created = value is None
-        if value is None:
-            value = StreamValue()
-        elif type(value) is not StreamValue:
-            raise CommandError(WRONGTYPE)
-        try:
-            entry_id, effect = stream_ops.xadd_auto(
-                value, argv, ctx.now_ms(), config.stream_node_max_entries, config.stream_node_max_bytes
-            )
-        except StreamError as exc:
-            raise engine_error(exc) from None
-        if created:
-            # Stored only once the entry is in: a refused XADD leaves no empty key behind.
-            db[key] = value
-        ctx.propagate_argv(effect)
-        return effect[2]
-
+        return _xadd_plain(ctx, argv, -1, 0)
     ms, seq = parse_id_parts(argv[2])
     if ms >= 0:
         # A complete `ms-seq` ID and no option: every XADD a replica or the AOF applies.
-        return _xadd_explicit(ctx, argv, ms, seq)
+        return _xadd_plain(ctx, argv, ms, seq)
 
     args = parse_add_or_trim(ctx, argv, True)
     n_fields = len(argv) - args.id_pos - 1
@@ -70,12 +48,15 @@ def xadd(ctx: Session, argv: list[bytes]) -> Any:
         raise CommandError("ERR wrong number of arguments for 'xadd' command")
     if args.id_given and args.seq_given and args.entry_id == 0:
         raise CommandError("ERR The ID specified in XADD must be greater than 0-0")
+    db = ctx.db
+    key = argv[1]
     value = lookup_stream(db, key)
     created = value is None
     if value is None:
         if args.no_mkstream:
             return None
         value = StreamValue()
+    config = ctx.node.config
     try:
         entry_id, effect = stream_ops.xadd(
             value, argv, args, ctx.now_ms(), config.stream_node_max_entries, config.stream_node_max_bytes
@@ -88,7 +69,8 @@ def xadd(ctx: Session, argv: list[bytes]) -> Any:
     return format_id(entry_id)
 
 
-def _xadd_explicit(ctx: Session, argv: list[bytes], ms: int, seq: int) -> Any:
+def _xadd_plain(ctx: Session, argv: list[bytes], ms: int, seq: int) -> Any:
+    """XADD without options: `*` when ms < 0, else the complete ID ms-seq."""
     if len(argv) % 2 == 0:
         raise CommandError("ERR wrong number of arguments for 'xadd' command")
     if ms == 0 and seq == 0:
@@ -101,15 +83,18 @@ def _xadd_explicit(ctx: Session, argv: list[bytes], ms: int, seq: int) -> Any:
         value = StreamValue()
     config = ctx.node.config
     try:
-        _, effect = stream_ops.xadd_explicit(
-            value, argv, ms, seq, config.stream_node_max_entries, config.stream_node_max_bytes
+        _, effect = stream_ops.xadd_plain(
+            value, argv, ms, seq, ctx.now_ms() if ms < 0 else 0,
+            config.stream_node_max_entries, config.stream_node_max_bytes,
         )
     except StreamError as exc:
         raise engine_error(exc) from None
     if created:
+        # Stored only once the entry is in: a refused XADD leaves no empty key behind.
         db[key] = value
     ctx.propagate_argv(effect)
-    return format_parts(ms, seq)
+    # The reply is the ID in canonical form (the client's text may have leading zeros).
+    return effect[2] if ms < 0 else format_parts(ms, seq)
 
 
 def _range(ctx: Session, argv: list[bytes], rev: bool) -> Any:

@@ -163,36 +163,37 @@ def xadd(
     return entry_id, effect
 
 
-def xadd_auto(value: StreamValue, argv: list[bytes], now_ms: int, node_max_entries: int, node_max_bytes: int) -> tuple[int, Effect]:
-    """XADD key * field value ...: the hot path, without options."""
-    ms, seq = next_auto_parts(value, now_ms)
+def xadd_plain(
+    value: StreamValue,
+    argv: list[bytes],
+    ms: int,
+    seq: int,
+    now_ms: int,
+    node_max_entries: int,
+    node_max_bytes: int,
+) -> tuple[int, Effect]:
+    """XADD key <id> field value ... without options, the hot paths: `*` when ms < 0 (the ID
+    from the clock), else the complete ID ms-seq, the form replicas and the AOF apply for
+    every XADD (the caller has refused 0-0). Returns the new ID and the effect, which names
+    it as argv[2] does (the generated ID for `*`, the client's text otherwise)."""
+    auto = ms < 0
+    if auto:
+        ms, seq = next_auto_parts(value, now_ms)
+    else:
+        last_ms = value.last_ms
+        if last_ms == MAX_MS and value.last_seq == MAX_SEQ:
+            raise StreamError("ERR The stream has exhausted the last possible ID, unable to add more items")
+        if ms < last_ms or (ms == last_ms and seq <= value.last_seq):
+            raise StreamError("ERR The ID specified in XADD is equal or smaller than the target stream top item")
     size = total_len(argv, 3)
     if size > MAX_ENTRY_BYTES:
         raise StreamError("ERR Elements are too large to be stored")
     entry_id = (ms << 64) | seq
     value.append(ms, seq, entry_id, argv, 3, size, node_max_entries, node_max_bytes)
     effect = argv.copy()
-    effect[2] = format_parts(ms, seq)
+    if auto:
+        effect[2] = format_parts(ms, seq)
     return entry_id, effect
-
-
-def xadd_explicit(
-    value: StreamValue, argv: list[bytes], ms: int, seq: int, node_max_entries: int, node_max_bytes: int
-) -> tuple[int, Effect]:
-    """XADD key <ms>-<seq> field value ...: a complete ID and no option, the form replicas
-    and the AOF apply for every XADD (and clients that choose their IDs send). The caller
-    has refused 0-0."""
-    last_ms = value.last_ms
-    if last_ms == MAX_MS and value.last_seq == MAX_SEQ:
-        raise StreamError("ERR The stream has exhausted the last possible ID, unable to add more items")
-    if ms < last_ms or (ms == last_ms and seq <= value.last_seq):
-        raise StreamError("ERR The ID specified in XADD is equal or smaller than the target stream top item")
-    size = total_len(argv, 3)
-    if size > MAX_ENTRY_BYTES:
-        raise StreamError("ERR Elements are too large to be stored")
-    entry_id = (ms << 64) | seq
-    value.append(ms, seq, entry_id, argv, 3, size, node_max_entries, node_max_bytes)
-    return entry_id, argv.copy()
 
 
 def trim(value: StreamValue, args: AddTrimArgs) -> int:

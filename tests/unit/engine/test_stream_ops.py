@@ -55,10 +55,10 @@ def test_auto_id_increments_the_sequence_when_the_clock_is_behind() -> None:
     assert ops.next_auto_id(s, NOW) == I(NOW + 10, 4)
 
 
-def test_xadd_auto_effect_names_the_generated_id() -> None:
+def test_xadd_star_effect_names_the_generated_id() -> None:
     s = StreamValue()
     argv = [b"XADD", b"k", b"*", b"a", b"1"]
-    new_id, effect = ops.xadd_auto(s, argv, NOW, 100, 4096)
+    new_id, effect = ops.xadd_plain(s, argv, -1, 0, NOW, 100, 4096)
     assert new_id == I(NOW)
     assert effect == [b"XADD", b"k", format_id(I(NOW)), b"a", b"1"]
     assert argv[2] == b"*", "the client's argv is left alone"
@@ -92,7 +92,7 @@ def test_xadd_on_an_exhausted_stream_is_refused() -> None:
     s = StreamValue()
     s.last_id = MAX_ID
     with pytest.raises(StreamError, match="exhausted the last possible ID"):
-        ops.xadd_auto(s, [b"XADD", b"k", b"*", b"a", b"1"], NOW, 100, 4096)
+        ops.xadd_plain(s, [b"XADD", b"k", b"*", b"a", b"1"], -1, 0, NOW, 100, 4096)
 
 
 @pytest.mark.parametrize(
@@ -106,14 +106,27 @@ def test_xadd_on_an_exhausted_stream_is_refused() -> None:
         (I(MAX_MS - 1, MAX_SEQ), NOW, I(MAX_MS, 0)),
     ],
 )
-def test_xadd_auto_ids_and_their_wire_form(last: int, now: int, expected: int) -> None:
+def test_xadd_star_ids_and_their_wire_form(last: int, now: int, expected: int) -> None:
     s = StreamValue()
     s.last_id = last
-    entry_id, effect = ops.xadd_auto(s, [b"XADD", b"k", b"*", b"a", b"1"], now, 100, 4096)
+    entry_id, effect = ops.xadd_plain(s, [b"XADD", b"k", b"*", b"a", b"1"], -1, 0, now, 100, 4096)
     assert entry_id == expected == s.last_id
     assert (s.last_ms, s.last_seq) == (expected >> 64, expected & MAX_SEQ)
     assert effect == [b"XADD", b"k", format_id(expected), b"a", b"1"]
     s._check()
+
+
+def test_xadd_plain_with_a_complete_id_propagates_the_clients_text_and_refuses_the_top() -> None:
+    s = stream_with(I(7, 4))
+    argv = [b"XADD", b"k", b"0007-5", b"a", b"1"]
+    new_id, effect = ops.xadd_plain(s, argv, 7, 5, NOW, 100, 4096)
+    assert new_id == I(7, 5) == s.last_id
+    assert effect == argv and effect is not argv
+    with pytest.raises(StreamError, match="equal or smaller than the target stream top item"):
+        ops.xadd_plain(s, [b"XADD", b"k", b"7-5", b"a", b"1"], 7, 5, NOW, 100, 4096)
+    s.last_id = MAX_ID
+    with pytest.raises(StreamError, match="exhausted the last possible ID"):
+        ops.xadd_plain(s, [b"XADD", b"k", b"9-1", b"a", b"1"], 9, 1, NOW, 100, 4096)
 
 
 def test_xadd_explicit_id_with_exact_trim_is_propagated_verbatim() -> None:
