@@ -33,6 +33,7 @@ class Node(Protocol):
 
     def now_ms(self) -> int: ...
     def propagate(self, db_index: int, argv: Sequence[bytes]) -> None: ...
+    def propagate_many(self, db_index: int, effects: list[list[bytes]]) -> None: ...
     def touch_all(self, db_index: int | None) -> None: ...
     def watch(self, session: Session, key: bytes) -> None: ...
     def unwatch_all(self, session: Session) -> None: ...
@@ -127,6 +128,11 @@ class Session:
         """propagate() of an argv list the caller built (no star-args tuple on hot paths)."""
         self.effects_in_command += 1
         self.node.propagate(self.db_index, argv)
+
+    def propagate_many(self, effects: list[list[bytes]]) -> None:
+        """propagate_argv() of each of `effects`, in order."""
+        self.effects_in_command += len(effects)
+        self.node.propagate_many(self.db_index, effects)
 
     def now_ms(self) -> int:
         return self._clock()

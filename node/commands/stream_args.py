@@ -10,7 +10,6 @@ getTimeoutFromObjectOrReply.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from typing import Any, Final
 
 from node.commands.args import NOT_AN_INTEGER, SYNTAX_ERROR, to_int
@@ -208,17 +207,22 @@ def default_trim_limit(node_max_entries: int) -> int:
 # -- XREAD / XREADGROUP options --------------------------------------------------------------
 
 
-@dataclass(slots=True)
 class ReadArgs:
-    """XREAD/XREADGROUP options: [GROUP g c] [COUNT n] [BLOCK ms] [NOACK] STREAMS k... id..."""
+    """XREAD/XREADGROUP options: [GROUP g c] [COUNT n] [BLOCK ms] [NOACK] STREAMS k... id...
 
-    timeout_ms: int = -1  # -1: no BLOCK
-    count: int = 0  # 0: no limit
-    noack: bool = False
-    group: bytes | None = None
-    consumer: bytes = b""
-    keys: list[bytes] = field(default_factory=list)
-    ids: list[bytes] = field(default_factory=list)
+    A plain class, not a dataclass: compiled, a dataclass's generated __init__ runs as
+    interpreted Python on every XREAD."""
+
+    __slots__ = ("timeout_ms", "count", "noack", "group", "consumer", "keys", "ids")
+
+    def __init__(self) -> None:
+        self.timeout_ms = -1  # -1: no BLOCK
+        self.count = 0  # 0: no limit
+        self.noack = False
+        self.group: bytes | None = None
+        self.consumer = b""
+        self.keys: list[bytes] = []
+        self.ids: list[bytes] = []
 
 
 def parse_read_args(argv: list[bytes], xreadgroup: bool, now_ms: int) -> ReadArgs:
@@ -300,8 +304,8 @@ def lookup_stream(db: Database, key: bytes) -> StreamValue | None:
 
 def propagate_all(ctx: Session, effects: list[Effect]) -> None:
     """Log a command's effects, in order."""
-    for effect in effects:
-        ctx.propagate_argv(effect)
+    if effects:
+        ctx.propagate_many(effects)
 
 
 def engine_error(exc: StreamError) -> CommandError:

@@ -488,7 +488,15 @@ def _bulk_head(n: int) -> bytes:
 
 
 def _encode_span(
-    node: _Node, lo: int, hi: int, rev: bool, limit: int, n: int, out: list[Any], ids: list[int] | None
+    node: _Node,
+    lo: int,
+    hi: int,
+    rev: bool,
+    limit: int,
+    n: int,
+    out: list[Any],
+    ids: list[int] | None,
+    raw_ids: list[bytes],
 ) -> int:
     """Append the RESP of the live entries of ``node`` with index in [lo, hi) (descending if
     rev) to ``out`` until ``n`` (the entries written so far) reaches ``limit`` (0 = no
@@ -529,6 +537,7 @@ def _encode_span(
         out.append(raw_id)
         if ids is not None:
             ids.append(k if wide else (ms << 64) | seq)
+            raw_ids.append(raw_id)
         if own and (own >> i) & 1 or not fast:
             flat = node.fields_at(i)
             out.append(b"\r\n*%d\r\n" % len(flat))
@@ -858,18 +867,27 @@ class Stream:
         return out
 
     def range_resp(
-        self, start: int, end: int, count: int, rev: bool, out: list[Any], ids: list[int] | None
+        self,
+        start: int,
+        end: int,
+        count: int,
+        rev: bool,
+        out: list[Any],
+        ids: list[int] | None = None,
+        raw_ids: list[bytes] | None = None,
     ) -> int:
         """``range`` written as RESP: appends each entry's ``*2 <id> *2n <field> <value> ...``
         to ``out`` (the caller adds the array header) straight from the packed nodes, with
         no tuple, list or int per entry; returns the number of entries.  With ``ids`` the
-        entries' IDs are appended to it too (XREADGROUP records them as pending).
+        entries' IDs are appended to it too (XREADGROUP records them as pending), and their
+        wire forms to ``raw_ids`` (its effects name them: no second formatting).
 
         This is the reply of XRANGE, XREVRANGE, XREAD and XREADGROUP, so it lives beside
         the storage it reads, like Redis's streamReplyWithRange in t_stream.c."""
         n = 0
+        raw = raw_ids if raw_ids is not None else []
         for node, lo, hi in self._spans(start, end, rev):
-            n = _encode_span(node, lo, hi, rev, count, n, out, ids)
+            n = _encode_span(node, lo, hi, rev, count, n, out, ids, raw)
             if count and n >= count:
                 break
         return n

@@ -23,7 +23,6 @@ own history (XREADGROUP with an ID) propagates the new delivery time and count a
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Final
 
 from node.engine.groups import INVALID_ENTRIES_READ, Consumer, ConsumerGroup, Nack
@@ -50,22 +49,41 @@ class StreamError(Exception):
         self.message = message
 
 
-@dataclass(slots=True)
 class AddTrimArgs:
     """Redis streamAddTrimArgs: XADD's and XTRIM's parsed options. The `*_pos` fields index
-    the command's argv so the effect can rewrite the ID and the trim threshold in place."""
+    the command's argv so the effect can rewrite the ID and the trim threshold in place.
 
-    id_pos: int = 2  # XADD: index of the ID argument; the fields follow it
-    entry_id: int = 0  # XADD: the explicit ID (seq 0 when seq_given is False)
-    id_given: bool = False  # XADD: an ID other than '*'
-    seq_given: bool = True  # XADD: not the `ms-*` form
-    no_mkstream: bool = False
-    strategy: int = TRIM_NONE
-    threshold_pos: int = -1  # index of the MAXLEN count / MINID id
-    approx: bool = False  # `~`: only whole nodes go
-    limit: int = 0  # at most this many entries removed; 0 = no bound
-    maxlen: int = 0
-    minid: int = 0
+    (Option classes on command paths are plain classes: compiled, a dataclass's generated
+    __init__ stays interpreted Python, ~2.5x the cost.)"""
+
+    __slots__ = ("id_pos", "entry_id", "id_given", "seq_given", "no_mkstream", "strategy",
+                 "threshold_pos", "approx", "limit", "maxlen", "minid")  # fmt: skip
+
+    def __init__(
+        self,
+        id_pos: int = 2,  # XADD: index of the ID argument; the fields follow it
+        entry_id: int = 0,  # XADD: the explicit ID (seq 0 when seq_given is False)
+        id_given: bool = False,  # XADD: an ID other than '*'
+        seq_given: bool = True,  # XADD: not the `ms-*` form
+        no_mkstream: bool = False,
+        strategy: int = TRIM_NONE,
+        threshold_pos: int = -1,  # index of the MAXLEN count / MINID id
+        approx: bool = False,  # `~`: only whole nodes go
+        limit: int = 0,  # at most this many entries removed; 0 = no bound
+        maxlen: int = 0,
+        minid: int = 0,
+    ) -> None:
+        self.id_pos = id_pos
+        self.entry_id = entry_id
+        self.id_given = id_given
+        self.seq_given = seq_given
+        self.no_mkstream = no_mkstream
+        self.strategy = strategy
+        self.threshold_pos = threshold_pos
+        self.approx = approx
+        self.limit = limit
+        self.maxlen = maxlen
+        self.minid = minid
 
 
 # ---------------------------------------------------------------------------------------
@@ -82,10 +100,11 @@ def xclaim_effect(key: bytes, group_name: bytes, group: ConsumerGroup, entry_id:
     ]  # fmt: skip
 
 
-def setid_effect(key: bytes, group_name: bytes, group: ConsumerGroup) -> Effect:
-    """streamPropagateGroupID: the group's last ID and read counter."""
+def setid_effect(key: bytes, group_name: bytes, group: ConsumerGroup, raw_last_id: bytes = b"") -> Effect:
+    """streamPropagateGroupID: the group's last ID (`raw_last_id` when the caller has its
+    wire form) and read counter."""
     return [
-        b"XGROUP", b"SETID", key, group_name, format_id(group.last_id),
+        b"XGROUP", b"SETID", key, group_name, raw_last_id or format_id(group.last_id),
         b"ENTRIESREAD", b"%d" % group.entries_read,
     ]  # fmt: skip
 
@@ -388,12 +407,15 @@ def _read_new(
     written to `out` as RESP; returns how many."""
     start = incr_id(group.last_id)
     ids: list[int] = []
-    n = value.range_resp(start if start is not None else 0, MAX_ID, count, False, out, ids)
+    raw_ids: list[bytes] = []
+    n = value.range_resp(start if start is not None else 0, MAX_ID, count, False, out, ids, raw_ids)
     first_id = value.first_id()
     moved = False
     # Every delivered entry's XCLAIM carries the same TIME and RETRYCOUNT 1.
     time_arg = b"%d" % now_ms
-    for entry_id in ids:
+    raw_last = b""
+    for i, entry_id in enumerate(ids):
+        raw_id = raw_ids[i]
         if entry_id > group.last_id:
             if (
                 group.entries_read != INVALID_ENTRIES_READ
@@ -405,20 +427,20 @@ def _read_new(
             elif value.entries_added:
                 group.entries_read = estimate_distance(value, entry_id, first_id)
             group.last_id = entry_id
+            raw_last = raw_id
             moved = True
         if not noack:
             nack = group.deliver(entry_id, consumer, now_ms)
             consumer.active_time = now_ms
             # xclaim_effect, reusing what all deliveries of this read share: the group's
             # last ID is the entry's own, the time is now, the count 1.
-            raw_id = format_id(entry_id)
             effects.append([
                 b"XCLAIM", key, group_name, nack[2], b"0", raw_id,
                 b"TIME", time_arg if nack[0] == now_ms else b"%d" % nack[0], b"RETRYCOUNT", decimal(nack[1]),
                 b"FORCE", b"JUSTID", b"LASTID", raw_id if group.last_id == entry_id else format_id(group.last_id),
             ])  # fmt: skip
     if moved:
-        effects.append(setid_effect(key, group_name, group))
+        effects.append(setid_effect(key, group_name, group, raw_last))
     return n
 
 
@@ -455,16 +477,26 @@ def _read_history(
 # ---------------------------------------------------------------------------------------
 
 
-@dataclass(slots=True)
 class ClaimOptions:
-    """XCLAIM's options as Redis resolves them."""
+    """XCLAIM's options as Redis resolves them (a plain class: see AddTrimArgs)."""
 
-    min_idle: int = 0
-    delivery_time: int = -1  # absolute ms (from IDLE or TIME); -1 = now
-    retry_count: int = -1  # -1 = increment (unless JUSTID)
-    force: bool = False
-    justid: bool = False
-    last_id: int = 0  # LASTID; 0 = not given
+    __slots__ = ("min_idle", "delivery_time", "retry_count", "force", "justid", "last_id")
+
+    def __init__(
+        self,
+        min_idle: int = 0,
+        delivery_time: int = -1,  # absolute ms (from IDLE or TIME); -1 = now
+        retry_count: int = -1,  # -1 = increment (unless JUSTID)
+        force: bool = False,
+        justid: bool = False,
+        last_id: int = 0,  # LASTID; 0 = not given
+    ) -> None:
+        self.min_idle = min_idle
+        self.delivery_time = delivery_time
+        self.retry_count = retry_count
+        self.force = force
+        self.justid = justid
+        self.last_id = last_id
 
 
 def _claim_consumer(group: ConsumerGroup, name: bytes, now_ms: int) -> tuple[Consumer, bool]:

@@ -89,6 +89,12 @@ class Server:
             for key in spec.keys(argv):
                 self.touch(db_index, key)
 
+    def propagate_many(self, db_index: int, effects: list[list[bytes]]) -> None:
+        """propagate() each of `effects`, in order (one call through the Node protocol for
+        a command's many effects: an XREADGROUP of 10 entries logs 11)."""
+        for argv in effects:
+            self.propagate(db_index, argv)
+
     def touch(self, db_index: int, key: bytes) -> None:
         """A key changed: invalidate WATCHes and wake clients blocked on it."""
         ref = (db_index, key)
