@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import hmac
 import logging
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -411,6 +412,9 @@ class Primary:
         while not session.closed:
             session.wake.clear()
             settings = self.settings
+            ack_due = self._ack_deadline(session)
+            if ack_due <= 0:
+                return
             if session.position < backlog.end and self._may_send(session, settings.max_batch_bytes):
                 data, sizes = backlog.read(session.position, settings.max_batch_bytes)
                 batch = pb.Batch(start_offset=session.position, data=data, unit_sizes=sizes)
@@ -429,10 +433,24 @@ class Primary:
                 last_sent = self._clock()
                 continue
             try:
-                async with asyncio.timeout(settings.ping_period - idle):
+                async with asyncio.timeout(min(settings.ping_period - idle, ack_due)):
                     await session.wake.wait()
             except TimeoutError:
                 pass
+
+    def _ack_deadline(self, session: _Session) -> float:
+        """Seconds left before an online replica's silence passes repl-timeout (inf while
+        it syncs); at 0 the session is closed. Checked by the pump, which wakes at least
+        every ping period, so the ack reader can simply await each message."""
+        if not session.online:
+            return math.inf
+        timeout = self.settings.timeout
+        remaining = session.last_ack + timeout - self._clock()
+        if remaining <= 0:
+            session.close(
+                _Refusal(grpc.StatusCode.DEADLINE_EXCEEDED, f"no ack from the replica for {timeout}s (repl-timeout)")
+            )
+        return remaining
 
     def _may_send(self, session: _Session, max_batch_bytes: int) -> bool:
         """Whether the pump ships what waits now. One batch in flight at a time unless a
@@ -455,41 +473,16 @@ class Primary:
             session.close(refusal)
 
     async def _read_acks_until_closed(self, session: _Session, context: Context) -> None:
-        read: asyncio.Task[pb.ReplicaMessage] | None = None
-        try:
-            while not session.closed:
-                if read is None:
-                    read = asyncio.create_task(context.read())
-                timeout = self.settings.timeout
-                if session.online:
-                    remaining = session.last_ack + timeout - self._clock()
-                    if remaining <= 0:
-                        session.close(
-                            _Refusal(
-                                grpc.StatusCode.DEADLINE_EXCEEDED,
-                                f"no ack from the replica for {timeout}s (repl-timeout)",
-                            )
-                        )
-                        return
-                    timeout = remaining
-                done, _ = await asyncio.wait([read], timeout=timeout)
-                if not done:
-                    continue
-                message: object = read.result()
-                read = None
-                if message is grpc.aio.EOF:
-                    session.close(None)
-                    return
-                refusal = self._take_ack(session, message)
-                if refusal is not None:
-                    log.warning(
-                        "replica %s (%s) sent nonsense: %s", session.replica_id[:8], session.peer, refusal.message
-                    )
-                    session.close(refusal)
-                    return
-        finally:
-            if read is not None:
-                read.cancel()
+        while not session.closed:
+            message: object = await context.read()
+            if message is grpc.aio.EOF:
+                session.close(None)
+                return
+            refusal = self._take_ack(session, message)
+            if refusal is not None:
+                log.warning("replica %s (%s) sent nonsense: %s", session.replica_id[:8], session.peer, refusal.message)
+                session.close(refusal)
+                return
 
     def _take_ack(self, session: _Session, message: object) -> _Refusal | None:
         invalid = grpc.StatusCode.INVALID_ARGUMENT

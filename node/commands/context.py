@@ -74,14 +74,15 @@ class Session:
         "multi", "multi_error", "watched", "watch_dirty", "reply_mode", "addr", "laddr", "fd",
         "created_ms", "last_interaction_ms", "last_command", "flags", "closing", "no_evict",
         "no_touch", "user", "effects_in_command", "blocked_on", "output_size", "in_exec",
-        "woff", "_clock",
+        "woff", "_clock", "_propagate",
     )
 
     def __init__(self, node: Node, client_id: int, addr: str = "", laddr: str = "", fd: int = -1) -> None:
         self.node = node
         # Called directly: XADD reads the clock per command, and a method call through the
-        # Node protocol costs more than the read.
+        # Node protocol costs more than the read. The same for logging an effect.
         self._clock = node.clock
+        self._propagate = node.propagate
         self.id = client_id
         self.db_index = 0
         self.db: Database = node.keyspace.dbs[0]
@@ -122,12 +123,12 @@ class Session:
     def propagate(self, *argv: bytes) -> None:
         """Log one effect (a fully specified command) against this client's database."""
         self.effects_in_command += 1
-        self.node.propagate(self.db_index, argv)
+        self._propagate(self.db_index, argv)
 
     def propagate_argv(self, argv: list[bytes]) -> None:
         """propagate() of an argv list the caller built (no star-args tuple on hot paths)."""
         self.effects_in_command += 1
-        self.node.propagate(self.db_index, argv)
+        self._propagate(self.db_index, argv)
 
     def propagate_many(self, effects: list[list[bytes]]) -> None:
         """propagate_argv() of each of `effects`, in order."""
