@@ -142,27 +142,16 @@ def decimal_digits(n: int) -> int:
 
 def encoded_size(argv: Sequence[bytes]) -> int:
     """len(encode_command(argv)) without building it: the effect log counts offsets even
-    when nothing records its bytes (no AOF, no replica yet)."""
-    if isinstance(argv, list):
-        return _encoded_list_size(argv)
-    n = len(argv)
-    size = 3 + decimal_digits(n)  # *<n>\r\n
-    for arg in argv:
-        length = len(arg)
-        size += 5 + decimal_digits(length) + length  # $<len>\r\n<arg>\r\n
-    return size
-
-
-def _encoded_list_size(argv: list[bytes]) -> int:
-    """encoded_size of a list (every effect is one): compiled, indexing a list and counting
-    the constant 6 bytes of each ``$<len>\\r\\n<arg>\\r\\n`` at once is ~3x cheaper than the
-    generic loop (an XREADGROUP logs 11 effects)."""
-    n = len(argv)
-    size = 3 + decimal_digits(n) + 6 * n
-    for arg in argv:
+    when nothing records its bytes (no AOF, no replica yet). Every ``$<len>\\r\\n<arg>\\r\\n``
+    is 6 bytes plus the argument while its length has one digit; compiled, over a list (every
+    effect is one) this is ~3x cheaper than summing per-argument headers (an XREADGROUP of 10
+    entries sizes 11 effects)."""
+    items = argv if isinstance(argv, list) else list(argv)
+    n = len(items)
+    size = 3 + decimal_digits(n) + 6 * n  # *<n>\r\n, and each argument's fixed bytes
+    for arg in items:
         length = len(arg)
         size += length
         if length >= 10:
             size += decimal_digits(length) - 1
     return size
-

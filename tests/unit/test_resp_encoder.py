@@ -123,3 +123,4 @@ def test_encode_command_matches_hiredis_pack_command(sizes: list[int]) -> None:
 def test_encoded_size_is_the_length_of_the_encoded_command(sizes: list[int]) -> None:
     argv = [b"x" * n for n in sizes]
     assert encoded_size(argv) == len(encode_command(argv))
+    assert encoded_size(tuple(argv)) == len(encode_command(argv))  # Session.propagate's star-args
