@@ -115,15 +115,21 @@ def throughput(kind: str, replicas: int, requests: int, clients: int) -> dict[st
         args = ["redis-benchmark", "-h", "127.0.0.1", "-p", str(cluster.primary.port), "-c", str(clients),
                 "-n", str(requests), "-P", "1", "--csv", "XADD", "benchstream", "*", "field", "value"]
         cpu_before = cluster.primary.cpu_seconds()
+        replicas_before = [r.cpu_seconds() for r in cluster.replicas]
         proc = subprocess.run(args, capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
         cpu = cluster.primary.cpu_seconds() - cpu_before
         if proc.returncode != 0:
             raise BenchError(f"redis-benchmark failed on {kind}: {proc.stderr.strip() or proc.stdout.strip()}")
         rps = parse_csv_rps(proc.stdout)
         catch_up = _wait_caught_up(cluster.primary, cluster.replicas)
+        # Each replica's CPU for the whole stream, its catch-up included: on one machine the
+        # replicas' CPU is taken from the primary and the client, so it is the steadier
+        # figure when the box is noisy.
+        replicas_cpu = [r.cpu_seconds() - b for r, b in zip(cluster.replicas, replicas_before)]
     finally:
         cluster.stop()
     return {"rps": round(rps, 1), "primary_cpu_us_per_req": round(cpu * 1e6 / requests, 2),
+            "replica_cpu_us_per_req": [round(c * 1e6 / requests, 2) for c in replicas_cpu],
             "replicas_caught_up_after_s": round(catch_up, 3)}
 
 
@@ -255,6 +261,14 @@ def _table(doc: dict[str, Any]) -> str:
         r, x = row["redis"], row["rill"]
         lines.append(f"  {n:<9}{r['rps']:>10,.0f}{x['rps']:>10,.0f}{x['rps'] / r['rps']:>12.2f}{x['rps'] / base:>14.2f}"
                      f"{r['replicas_caught_up_after_s']:>18.3f}{x['replicas_caught_up_after_s']:>17.3f}")
+    lines.append("CPU µs per XADD: primary + each replica (= cluster total):")
+    for n in ("0", "1", "2"):
+        cells = []
+        for kind in KINDS:
+            m = doc["throughput"][n][kind]
+            parts = [m["primary_cpu_us_per_req"], *m.get("replica_cpu_us_per_req", [])]
+            cells.append(f"{kind} {' + '.join(f'{p:.1f}' for p in parts)} (= {sum(parts):.1f})")
+        lines.append(f"  {n} replica(s): " + "   ".join(cells))
     w = doc["wait"]
     lines.append("XADD + WAIT 1 100, one replica, ms:")
     for kind in KINDS:

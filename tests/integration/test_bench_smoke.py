@@ -74,3 +74,24 @@ def test_bench_stops_both_servers_when_it_ends(tmp_path: Path) -> None:
     assert len(pids) == 2
     for pid in pids:
         assert not os.path.exists(f"/proc/{pid}"), f"server pid {pid} still running after the bench"
+
+
+def test_replication_bench_reports_every_row_and_each_process_cpu(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "bench.replication", "-n", "3000", "--wait-samples", "50", "--lag-rate", "1000",
+         "--lag-seconds", "0.5", "--out", str(tmp_path)],
+        cwd=ROOT, capture_output=True, text=True, timeout=180,
+    )
+    assert done.returncode == 0, done.stderr
+    with open(tmp_path / "latest.json", encoding="utf-8") as f:
+        doc = json.load(f)
+    for n in (0, 1, 2):
+        for kind in ("redis", "rill"):
+            row = doc["throughput"][str(n)][kind]
+            assert row["rps"] > 0
+            assert row["primary_cpu_us_per_req"] >= 0
+            assert len(row["replica_cpu_us_per_req"]) == n
+    for kind in ("redis", "rill"):
+        assert doc["wait"][kind]["samples"] == 50 and doc["wait"][kind]["p50_ms"] > 0
+        assert doc["lag"][kind]["entries"] > 0
+    assert "CPU µs per XADD" in done.stdout and "rill/rill(0)" in done.stdout
