@@ -106,7 +106,7 @@ _DIRECTIVES: Final[tuple[Directive, ...]] = (
     Directive("min-replicas-max-lag", "10", "int", minimum=0, maximum=_INT_MAX, aliases=("min-slaves-max-lag",)),
     # Milliseconds between two batches of the effect log for replicas under a steady write
     # load (an idle link sends at once; WAIT flushes at once): fewer, larger gRPC messages.
-    Directive("repl-batch-interval", "4", "int", minimum=0, maximum=1000),
+    Directive("repl-batch-interval", "0", "int", minimum=0, maximum=1000),
     # TLS for the replication gRPC link (Rill's counterpart of tls-replication; the RESP port
     # has no TLS): the node's certificate, served as a primary and presented as a replica;
     # the CA that signs its peers' certificates; whether replicas must present one.

@@ -183,6 +183,7 @@ class Primary:
 
     def log_appended(self, end: int) -> None:
         limit = self.settings.output_buffer_limit
+        max_batch = self.settings.max_batch_bytes
         now = self._clock()
         dropped = False
         for session in list(self._sessions.values()):
@@ -202,7 +203,10 @@ class Primary:
                     continue
             else:
                 session.soft_since = None
-            session.wake.set()
+            if self._may_send(session, max_batch):
+                # Not while a batch waits for its ack: the ack wakes the pump (_take_ack),
+                # and a wake per flush would only make it look and go back to sleep.
+                session.wake.set()
         if dropped:
             self._update_floor()
 

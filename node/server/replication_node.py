@@ -406,10 +406,11 @@ class ReplicationNode:
         if self.backlog is None or self.server.role != "master":
             return
         if not self._pending and self._loop is not None:
-            # Each flush costs every replica stream a gRPC message (~0.1-0.2 ms of CPU on
-            # each side, whatever its size): under load, flushes are at least
-            # repl-batch-interval apart so batches grow instead; an idle link flushes at once.
-            # It adds at most that much replication lag, and nothing to WAIT.
+            # With repl-batch-interval set, flushes under load are at least that far apart
+            # (fewer, larger batches: less CPU, at most that much more replication lag,
+            # nothing more to WAIT); an idle link flushes at once. With 0, the default, the
+            # units of each event-loop turn flush at its end and the replica streams batch
+            # them while a batch waits for its ack (replication.primary).
             delay = self._last_flush + self._batch_interval - time.monotonic()
             if delay > 0:
                 self._loop.call_later(delay, self.flush)
@@ -430,9 +431,8 @@ class ReplicationNode:
         self.server.effects.add_listener(self._unit_listener)
 
     def flush(self) -> None:
-        """Moves the units committed so far into the backlog: at most every
-        repl-batch-interval under load (one wake-up of the replica streams per burst instead
-        of per unit), at once when a client waits for replicas (WAIT, WAITAOF), and before
+        """Moves the units committed so far into the backlog: once per event-loop turn (or
+        at most every repl-batch-interval under load, when set), at once when a client waits for replicas (WAIT, WAITAOF), and before
         anything reads the backlog's end (snapshot, INFO, ROLE, a role change)."""
         if not self._recording:
             if self.backlog is not None and self.backlog.end != self.server.effects.offset:
