@@ -7,7 +7,8 @@ so mypyc can compile them to C extensions with the same behaviour: `make native`
     RILL_NATIVE=1 python setup.py build_ext --inplace
 
 which writes one extension per module next to its source (Python imports an extension
-before a .py of the same name) plus the shared library `node/_native__mypyc*.so`.
+before a .py of the same name) plus the shared library `node/_native__mypyc*.so`, and builds
+the few hand-written C modules (C_SOURCES; each has a Python fallback).
 `make run`, `make test` and `make bench` rebuild it when a compiled source changed, and
 `node/__init__.py` refuses to start from extensions older than their sources.
 """
@@ -24,6 +25,7 @@ from setuptools import setup
 NATIVE_PACKAGES = ("node/engine", "node/commands", "node/server")
 NATIVE_MODULES = ("node/persistence/aof_reader.py",)  # the AOF replay loop
 NATIVE_EXCLUDE = frozenset({"node/commands/reply.py"})
+C_SOURCES = ("node/server/_resp_encode.c",)  # each a module of its own, with a .pyi beside it
 
 
 def native_sources() -> list[str]:
@@ -43,7 +45,11 @@ def native_extensions() -> list[object]:
 
     # RILL_NATIVE_OPT=0 compiles several times faster (for trying a change, not for measuring).
     opt_level = os.environ.get("RILL_NATIVE_OPT", "3")
-    return list(mypycify(native_sources(), group_name="node._native", opt_level=opt_level, debug_level="1"))
+    from setuptools import Extension
+
+    compiled = list(mypycify(native_sources(), group_name="node._native", opt_level=opt_level, debug_level="1"))
+    # Hand-written C where compiled Python still spends too much (see each file's header).
+    return [*compiled, *(Extension(source[:-2].replace("/", "."), [source]) for source in C_SOURCES)]
 
 
 setup(ext_modules=native_extensions())

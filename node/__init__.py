@@ -28,7 +28,8 @@ def check_native_build(here: str) -> None:
         for name in names:
             if not name.endswith(".so"):
                 continue
-            source = names.get(name.split(".", 1)[0] + ".py")
+            stem = name.split(".", 1)[0]
+            source = names.get(stem + ".py") or names.get(stem + ".c")
             if source is not None and source.stat().st_mtime > built:
                 raise StaleNativeBuild(
                     f"{source.path} changed after the native build: run `make native` to "

@@ -3,6 +3,7 @@ of node.commands.reply, as redis-server 7.2 writes them."""
 
 from __future__ import annotations
 
+from collections import deque
 from typing import Any
 
 import hiredis
@@ -117,6 +118,13 @@ def test_unknown_reply_type_is_a_type_error() -> None:
 def test_encode_command_matches_hiredis_pack_command(sizes: list[int]) -> None:
     argv = [bytes([65 + i % 26]) * n for i, n in enumerate(sizes)]
     assert encode_command(argv) == hiredis.pack_command(tuple(argv))
+
+
+def test_encode_command_takes_tuples_and_bytearray_arguments() -> None:
+    expected = hiredis.pack_command((b"XADD", b"k", b"1-1", b"f", b"v"))
+    assert encode_command((b"XADD", b"k", b"1-1", b"f", b"v")) == expected
+    assert encode_command([b"XADD", bytearray(b"k"), b"1-1", b"f", b"v"]) == expected
+    assert encode_command(deque([b"XADD", b"k", b"1-1", b"f", b"v"])) == expected  # C takes lists and tuples
 
 
 @pytest.mark.parametrize("sizes", [[], [0], [1, 2, 3], [9, 10, 99, 100, 999, 1000], [1023, 1024, 1025], [70000], list(range(1100))])

@@ -1,0 +1,3 @@
+from collections.abc import Sequence
+
+def encode_command(argv: Sequence[bytes]) -> bytes: ...
