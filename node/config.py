@@ -104,8 +104,9 @@ _DIRECTIVES: Final[tuple[Directive, ...]] = (
     Directive("repl-ping-replica-period", "10", "int", minimum=1, maximum=_INT_MAX),
     Directive("min-replicas-to-write", "0", "int", minimum=0, maximum=_INT_MAX, aliases=("min-slaves-to-write",)),
     Directive("min-replicas-max-lag", "10", "int", minimum=0, maximum=_INT_MAX, aliases=("min-slaves-max-lag",)),
-    # Milliseconds between two batches of the effect log for replicas under a steady write
-    # load (an idle link sends at once; WAIT flushes at once): fewer, larger gRPC messages.
+    # Milliseconds between two flushes of the effect log into the replication backlog under
+    # a steady write load; 0 = each event-loop turn (an idle link and WAIT flush at once).
+    # Larger: fewer, larger batches for less CPU, up to that much more replica lag.
     Directive("repl-batch-interval", "0", "int", minimum=0, maximum=1000),
     # TLS for the replication gRPC link (Rill's counterpart of tls-replication; the RESP port
     # has no TLS): the node's certificate, served as a primary and presented as a replica;

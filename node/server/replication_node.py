@@ -432,8 +432,9 @@ class ReplicationNode:
 
     def flush(self) -> None:
         """Moves the units committed so far into the backlog: once per event-loop turn (or
-        at most every repl-batch-interval under load, when set), at once when a client waits for replicas (WAIT, WAITAOF), and before
-        anything reads the backlog's end (snapshot, INFO, ROLE, a role change)."""
+        at most every repl-batch-interval under load, when set), at once when a client waits
+        for replicas (WAIT, WAITAOF), and before anything reads the backlog's end (snapshot,
+        INFO, ROLE, a role change)."""
         if not self._recording:
             if self.backlog is not None and self.backlog.end != self.server.effects.offset:
                 self.backlog.skip_to(self.server.effects.offset)
