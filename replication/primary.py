@@ -416,7 +416,7 @@ class Primary:
         while not session.closed:
             session.wake.clear()
             settings = self.settings
-            ack_due = self._ack_deadline(session)
+            ack_due = self._enforce_ack_timeout(session)
             if ack_due <= 0:
                 return
             if session.position < backlog.end and self._may_send(session, settings.max_batch_bytes):
@@ -442,10 +442,10 @@ class Primary:
             except TimeoutError:
                 pass
 
-    def _ack_deadline(self, session: _Session) -> float:
-        """Seconds left before an online replica's silence passes repl-timeout (inf while
-        it syncs); at 0 the session is closed. Checked by the pump, which wakes at least
-        every ping period, so the ack reader can simply await each message."""
+    def _enforce_ack_timeout(self, session: _Session) -> float:
+        """Closes the session once an online replica has been silent for repl-timeout;
+        returns the seconds left until then (inf while it syncs). Called by the pump, which
+        wakes at least every ping period, so the ack reader can simply await each message."""
         if not session.online:
             return math.inf
         timeout = self.settings.timeout
