@@ -6,9 +6,14 @@ snapshot), the incremental AOF files that follow it, and history files waiting f
         file appendonly.aof.3.incr.aof seq 3 type i startoffset 10440
         file appendonly.aof.4.incr.aof seq 4 type i startoffset 99120
 
-Lines are Redis's `file <name> seq <n> type <b|h|i>` with one Rill key: `startoffset`, the
-effect-log offset at which an incr file begins, so the replication offset after loading is
-`startoffset` of the last incr file plus its length. Redis's parser ignores unknown keys.
+Lines are Redis's `file <name> seq <n> type <b|h|i>` with Rill keys (Redis's parser ignores
+unknown keys):
+- `startoffset`, the effect-log offset at which an incr file begins, so the replication
+  offset after loading is `startoffset` of the last incr file plus its length;
+- `replid`, `replid2` and `secondoffset` on an incr file that starts where the log took a new
+  replication id (a promotion, a restart, a replica adopting its primary's): the position's
+  identity from there on, which a restart loads instead of the base's. Recording it this way
+  costs a new incr file, not a rewrite of the whole data set.
 
 The manifest is the commit point of every change to the set of files: it is replaced only by
 writing a temp file, fsyncing it, renaming it over the old one and fsyncing the directory,
@@ -23,6 +28,7 @@ from typing import Final
 
 from node.persistence.files import atomic_write
 from node.text import split_config_line
+from replication.backlog import is_replid
 
 BASE: Final = "b"
 HISTORY: Final = "h"
@@ -45,11 +51,17 @@ class AofFile:
     seq: int
     kind: str  # BASE, HISTORY or INCR
     start_offset: int = -1  # INCR: effect-log offset of the file's first byte
+    # INCR: the replication identity the log took at start_offset ("" when unchanged).
+    replid: str = ""
+    replid2: str = ""
+    second_offset: int = -1
 
     def line(self) -> str:
         text = f"file {self.name} seq {self.seq} type {self.kind}"
         if self.kind == INCR:
             text += f" startoffset {self.start_offset}"
+            if self.replid:
+                text += f" replid {self.replid} replid2 {self.replid2} secondoffset {self.second_offset}"
         return text + "\n"
 
 
@@ -66,10 +78,22 @@ class Manifest:
         files = ([self.base] if self.base else []) + list(self.history) + list(self.incrs)
         return "".join(f.line() for f in files).encode()
 
-    def with_new_incr(self, filename: str, start_offset: int) -> tuple[Manifest, AofFile]:
+    def with_new_incr(
+        self, filename: str, start_offset: int, replid: str = "", replid2: str = "", second_offset: int = -1
+    ) -> tuple[Manifest, AofFile]:
+        """A new incr file starting at `start_offset`; with `replid`, one recording the
+        replication identity the log took there."""
         seq = self.incr_seq + 1
-        incr = AofFile(f"{filename}.{seq}{INCR_SUFFIX}", seq, INCR, start_offset)
+        incr = AofFile(f"{filename}.{seq}{INCR_SUFFIX}", seq, INCR, start_offset, replid, replid2, second_offset)
         return replace(self, incrs=(*self.incrs, incr), incr_seq=seq), incr
+
+    def recorded_identity(self) -> AofFile | None:
+        """The last incr file that records a replication identity: the one the log has
+        after loading (the base's when None)."""
+        for incr in reversed(self.incrs):
+            if incr.replid:
+                return incr
+        return None
 
     def new_base_name(self, filename: str) -> tuple[str, int]:
         seq = self.base_seq + 1
@@ -154,11 +178,18 @@ def parse_manifest(data: bytes, name: str) -> Manifest:
         seq = _to_int(keys.get("seq", ""))
         kind = keys.get("type", "")[:1]
         start = _to_int(keys.get("startoffset", "-1"))
+        replid, replid2 = keys.get("replid", ""), keys.get("replid2", "0" * 40)
+        second_offset = _to_int(keys.get("secondoffset", "-1"))
         if not file_name or not seq or not kind or start is None:
             raise ManifestError(_line_error(name, number, raw, "Invalid AOF manifest file format"))
+        identity: tuple[str, str, int] = ("", "", -1)
+        if replid:
+            if not is_replid(replid) or not is_replid(replid2) or second_offset is None or second_offset < -1:
+                raise ManifestError(_line_error(name, number, raw, "Invalid replication id or second offset"))
+            identity = (replid, replid2, second_offset)
         if os.path.basename(file_name) != file_name or file_name in (".", ".."):
             raise ManifestError(_line_error(name, number, raw, "File can't be a path, just a filename"))
-        info = AofFile(file_name, seq, kind, start)
+        info = AofFile(file_name, seq, kind, start, *identity)
         if kind == BASE:
             if base is not None:
                 raise ManifestError(_line_error(name, number, raw, "Found duplicate base file information"))
@@ -205,3 +236,4 @@ def _to_int(raw: str) -> int | None:
     if not body.isdigit():
         return None
     return int(raw)
+

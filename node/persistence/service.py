@@ -37,6 +37,7 @@ from node.persistence.background import ChildJob, fork_job, kill_job, poll_job
 from node.persistence.files import fsync_dir, remove_quietly, replace_durably
 from node.persistence.manifest import (
     TEMP_PREFIX,
+    AofFile,
     Manifest,
     ManifestError,
     load_manifest,
@@ -146,7 +147,9 @@ class Persistence:
         self.rewrite_base_size = 0
         self.keys_loaded = 0
         self.load_seconds = 0.0
-        self._base_replid = ""  # replication id recorded in the newest AOF base
+        # The replication id the AOF records for its end (its base's, or the last incr file
+        # that records one): when the log's differs, a new incr file records the new one.
+        self._recorded_replid = ""
         self.config.on_change(self._on_config_change)
 
     @property
@@ -271,6 +274,11 @@ class Persistence:
             self._sizes[incr.name] = size
             offset += size
         self.manifest = manifest
+        recorded = manifest.recorded_identity()
+        if recorded is not None:
+            meta = SnapshotMeta(
+                recorded.replid, recorded.replid2, recorded.second_offset, offset, meta.created if meta else 0
+            )
         self._restore_position(meta, offset)
         return True
 
@@ -330,7 +338,7 @@ class Persistence:
     def _restore_position(self, meta: SnapshotMeta | None, offset: int) -> None:
         effects = self.host.effects
         if meta is not None:
-            self._base_replid = meta.replid
+            self._recorded_replid = meta.replid
             effects.replid = meta.replid
             effects.replid2 = meta.replid2
             effects.second_offset = meta.second_offset
@@ -350,7 +358,7 @@ class Persistence:
                 temp = os.path.join(aofdir, TEMP_PREFIX + base_name)
                 meta = self._meta()
                 size = write_snapshot(temp, self.host.keyspace.dbs, meta)
-                self._base_replid = meta.replid
+                self._recorded_replid = meta.replid
                 replace_durably(temp, os.path.join(aofdir, base_name))
                 log.info("Creating AOF base file %s on server start", base_name)
                 manifest = manifest.after_rewrite(base_name, base_seq, 0)
@@ -656,25 +664,40 @@ class Persistence:
             raise CommandError("ERR Can't execute an AOF background rewriting. Please check the server logs for more information.")
         return "Background append only file rewriting started"
 
+    def _start_next_incr(
+        self, manifest: Manifest, replid: str = "", replid2: str = "", second_offset: int = -1
+    ) -> tuple[Manifest, AofFile]:
+        """Writes and fsyncs the open incr file, then continues the AOF in a new one that
+        starts at the log's offset (recording a replication identity when `replid` is given);
+        the manifest naming it is written when the AOF is on. On OSError the current file
+        stays open and no new one is left behind."""
+        aofdir = self._aof_dir()
+        name = self._aof_name()
+        self._write_and_sync()
+        manifest, incr = manifest.with_new_incr(name, self.host.effects.offset, replid, replid2, second_offset)
+        writer = AofWriter(os.path.join(aofdir, incr.name), incr.start_offset)
+        try:
+            fsync_dir(aofdir)
+            if self.aof_state == AOF_ON:
+                write_manifest(aofdir, name, manifest)
+        except OSError:
+            writer.close()
+            remove_quietly(writer.path)
+            raise
+        self._switch_writer(writer)
+        # The new file is replayed on its own: its first unit must say its database.
+        self.host.effects.force_select()
+        return manifest, incr
+
     def _start_rewrite(self) -> bool:
         aofdir = self._aof_dir()
         name = self._aof_name()
-        new_writer: AofWriter | None = None
         try:
             os.makedirs(aofdir, exist_ok=True)
             manifest = (self.manifest or Manifest()).past_seqs_on_disk(aofdir, name)
             covered = manifest.incr_seq
             if self.aof_state != AOF_OFF:
-                self._write_and_sync()
-                manifest, incr = manifest.with_new_incr(name, self.host.effects.offset)
-                new_writer = AofWriter(os.path.join(aofdir, incr.name), incr.start_offset)
-                fsync_dir(aofdir)
-                if self.aof_state == AOF_ON:
-                    write_manifest(aofdir, name, manifest)
-                self._switch_writer(new_writer)
-                new_writer = None
-                # The new file is replayed on its own: its first unit must say its database.
-                self.host.effects.force_select()
+                manifest, incr = self._start_next_incr(manifest)
                 covered = incr.seq - 1
             self.manifest = manifest
             base_name, base_seq = manifest.new_base_name(name)
@@ -683,9 +706,6 @@ class Persistence:
             meta = self._meta()
             job = fork_job("aof", temp, lambda: write_snapshot(temp, dbs, meta))
         except OSError as exc:
-            if new_writer is not None:
-                new_writer.close()
-                remove_quietly(new_writer.path)
             log.warning("Can't rewrite append only file in background: %s", exc.strerror or exc)
             self._rewrite_finished(False, time.monotonic())
             return False
@@ -720,7 +740,7 @@ class Persistence:
                 self.rewrite_scheduled = True  # appendonly stays requested: try again
             return
         self.manifest = manifest
-        self._base_replid = replid
+        self._recorded_replid = replid
         self._sizes[base_name] = os.path.getsize(base_path)
         if self.aof_state == AOF_WAIT_REWRITE:
             self.aof_state = AOF_ON
@@ -787,8 +807,7 @@ class Persistence:
             self._waiters = [w for w in self._waiters if w.session.blocked_on is w.block]
         if self.child is not None:
             return
-        if self._log_diverged():
-            self.rewrite_scheduled = True
+        self._follow_log_identity()
         if self.rewrite_scheduled and not self._rewrite_limited():
             self._start_rewrite()
         elif self.bgsave_scheduled:
@@ -801,22 +820,40 @@ class Persistence:
             log.info("Starting automatic rewriting of AOF on %d%% growth", growth)
             self._start_rewrite()
 
-    def _log_diverged(self) -> bool:
-        """The effect log took a new replication id (a promotion) or jumped to another offset
-        (a full sync) since the newest base: the AOF must be rewritten to record them, or a
-        restart would come back with the old id or a wrong offset."""
+    def _follow_log_identity(self) -> None:
+        """Keeps what a restart loads in step with the effect log's identity. A new
+        replication id (a promotion, a restart, a replica adopting its primary's) is recorded
+        by starting a new incr file whose manifest line names it; a log at another offset
+        than the AOF's end (a full sync loaded another data set) needs a rewrite. Without
+        this a restart would come back with the old id or a wrong offset."""
         writer = self.writer
         if self.aof_state != AOF_ON or writer is None or self.rewrite_scheduled:
-            return False
+            return
         effects = self.host.effects
-        if effects.replid != self._base_replid:
-            log.info("Replication id changed to %s: rewriting the AOF to record it", effects.replid)
-            return True
         if writer.written_offset + len(writer.buf) != effects.offset:
             log.warning("The effect log is at offset %d but the AOF at %d: rewriting the AOF",
                         effects.offset, writer.written_offset + len(writer.buf))
-            return True
-        return False
+            self.rewrite_scheduled = True
+        elif effects.replid != self._recorded_replid:
+            self._record_identity()
+
+    def _record_identity(self) -> None:
+        """Starts a new incr file at the log's offset, its manifest line recording the log's
+        replid, replid2 and second offset (the files before keep their bytes: only who the
+        position belongs to changed). Units logged under the new id before this tick stay in
+        the previous file, which is harmless: a restart takes the identity of the end."""
+        effects = self.host.effects
+        try:
+            manifest = (self.manifest or Manifest()).past_seqs_on_disk(self._aof_dir(), self._aof_name())
+            manifest, incr = self._start_next_incr(manifest, effects.replid, effects.replid2, effects.second_offset)
+        except OSError as exc:
+            log.warning("Can't start a new AOF file for replication id %s: %s; rewriting the AOF instead",
+                        effects.replid, exc.strerror or exc)
+            self.rewrite_scheduled = True
+            return
+        self.manifest = manifest
+        self._recorded_replid = effects.replid
+        log.info("Replication id changed to %s: recorded by the new AOF incr file %s", effects.replid, incr.name)
 
     def _save_point_reached(self) -> bool:
         if not self._save_points:

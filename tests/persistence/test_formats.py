@@ -199,6 +199,30 @@ def test_manifest_round_trip_and_errors() -> None:
             parse_manifest(text, "m")
 
 
+def test_manifest_records_a_new_replication_id_on_an_incr_file() -> None:
+    a, b = "a" * 40, "b" * 40
+    manifest, plain = Manifest(base=AofFile("appendonly.aof.1.base.rill", 1, "b")).with_new_incr("appendonly.aof", 0)
+    assert manifest.recorded_identity() is None  # the base's identity holds
+    manifest, marked = manifest.with_new_incr("appendonly.aof", 500, b, a, 501)
+    manifest, after = manifest.with_new_incr("appendonly.aof", 800)
+    text = manifest.format().decode()
+    assert "file appendonly.aof.2.incr.aof seq 2 type i startoffset 500 replid " + b + " replid2 " + a + " secondoffset 501\n" in text
+    parsed = parse_manifest(manifest.format(), "m")
+    assert parsed.incrs == (plain, marked, after)
+    assert parsed.recorded_identity() == marked  # the last file that records one
+    # A rewrite covering the marked file drops its record: the new base carries the identity.
+    assert parsed.after_rewrite("appendonly.aof.2.base.rill", 2, covered=2).recorded_identity() is None
+    bad_lines = (
+        f"file x seq 1 type i startoffset 0 replid {'A' * 40} replid2 {a} secondoffset 1\n",
+        f"file x seq 1 type i startoffset 0 replid {b} replid2 short secondoffset 1\n",
+        f"file x seq 1 type i startoffset 0 replid {b} replid2 {a} secondoffset -2\n",
+        f"file x seq 1 type i startoffset 0 replid {b} replid2 {a} secondoffset x\n",
+    )
+    for line in bad_lines:
+        with pytest.raises(ManifestError, match="Invalid replication id or second offset"):
+            parse_manifest(line.encode(), "m")
+
+
 def test_new_files_never_reuse_a_name_left_on_disk(tmp_path: Any) -> None:
     for name in ("appendonly.aof.7.base.rill", "appendonly.aof.9.incr.aof", "other.aof.20.incr.aof"):
         open(os.path.join(tmp_path, name), "w").close()

@@ -13,7 +13,7 @@ import pytest
 import redis
 
 from tests.persistence import workload
-from tests.persistence.conftest import Nodes, aof_dir, digest, wait_child_done
+from tests.persistence.conftest import Nodes, aof_dir, digest, wait_child_done, wait_for
 
 
 def _position(client: redis.Redis) -> tuple[str, int]:
@@ -96,9 +96,37 @@ def test_snapshot_plus_tail_after_rewrite_keeps_digest(nodes: Nodes, seed: int) 
     client, _ = _clients(node)
     assert digest(client) == before
     assert _restored_position(client) == position
-    assert sorted(os.listdir(aof_dir(nodes.dir))) == [
-        "appendonly.aof.2.base.rill", "appendonly.aof.2.incr.aof", "appendonly.aof.manifest",
-    ]
+    # The restarted primary's new history is recorded by a new incr file, not a rewrite.
+    expected = ["appendonly.aof.2.base.rill", "appendonly.aof.2.incr.aof", "appendonly.aof.3.incr.aof",
+                "appendonly.aof.manifest"]
+    wait_for(lambda: sorted(os.listdir(aof_dir(nodes.dir))) == expected, what="the incr file of the new history")
+    assert client.info("persistence")["aof_rewrites"] == 0
+
+
+def test_each_restart_continues_the_history_the_previous_one_started(nodes: Nodes) -> None:
+    """A restarted primary starts a new replication id and keeps the loaded one as replid2;
+    the new id is on disk (a manifest line), so the next restart keeps *it* as replid2: a
+    replica that followed the middle run can resume partially through it."""
+    node = nodes.start("--appendonly", "yes", "--appendfsync", "always")
+    client, other = _clients(node)
+    workload.run(client, other, 11, 100)
+    first = _position(client)
+    node.kill()
+    node = nodes.start("--appendonly", "yes", "--appendfsync", "always")
+    client, other = _clients(node)
+    assert _restored_position(client) == first
+    second_id = client.info("replication")["master_replid"]
+    manifest = Path(aof_dir(nodes.dir), "appendonly.aof.manifest")
+    wait_for(lambda: f"replid {second_id} replid2 {first[0]}" in manifest.read_text(), what="the recorded id")
+    workload.run(client, other, 12, 100)
+    before, second = digest(client), _position(client)
+    assert second[0] == second_id
+    node.kill()
+    node = nodes.start("--appendonly", "yes")
+    client, _ = _clients(node)
+    assert digest(client) == before
+    assert _restored_position(client) == second
+    assert client.info("persistence")["aof_rewrites"] == 0
 
 
 def test_turning_appendonly_on_at_runtime_writes_a_base_first(nodes: Nodes) -> None:
