@@ -820,6 +820,12 @@ class Persistence:
             log.info("Starting automatic rewriting of AOF on %d%% growth", growth)
             self._start_rewrite()
 
+    def log_identity_changed(self) -> None:
+        """The effect log took a new replication id or offset (a promotion, a restarted
+        primary's new history, a replica adopting its primary's id, a full sync): recorded at
+        once, so no crash after it comes back with the old id. The cron checks as well."""
+        self._follow_log_identity()
+
     def _follow_log_identity(self) -> None:
         """Keeps what a restart loads in step with the effect log's identity. A new
         replication id (a promotion, a restart, a replica adopting its primary's) is recorded
@@ -840,8 +846,9 @@ class Persistence:
     def _record_identity(self) -> None:
         """Starts a new incr file at the log's offset, its manifest line recording the log's
         replid, replid2 and second offset (the files before keep their bytes: only who the
-        position belongs to changed). Units logged under the new id before this tick stay in
-        the previous file, which is harmless: a restart takes the identity of the end."""
+        position belongs to changed). Should the cron be the one to record it, units logged
+        under the new id meanwhile stay in the previous file, which is harmless: a restart
+        takes the identity of the end."""
         effects = self.host.effects
         try:
             manifest = (self.manifest or Manifest()).past_seqs_on_disk(self._aof_dir(), self._aof_name())

@@ -474,7 +474,7 @@ class ReplicationNode:
 
     def history_changed(self) -> None:
         """A new replid (promotion, a replica adopting its primary's) or a reset log (full
-        sync): the effect log takes the backlog's identity, so the AOF records it."""
+        sync): the effect log takes the backlog's identity, and the AOF records it at once."""
         backlog = self.backlog
         assert backlog is not None
         effects = self.server.effects
@@ -482,6 +482,7 @@ class ReplicationNode:
         effects.replid2 = backlog.replid2
         effects.second_offset = backlog.second_offset
         effects.offset = backlog.end
+        self.server.persistence.log_identity_changed()
 
     # -- role changes ---------------------------------------------------------------------
 

@@ -181,3 +181,29 @@ def test_failed_bgsave_with_save_points_refuses_writes_until_a_save_succeeds(nod
     assert client.info("persistence")["rdb_last_bgsave_status"] == "ok"
     client.set("k", "3")
     assert client.lastsave().timestamp() > 0
+
+
+def test_a_new_replication_id_that_cannot_get_its_incr_file_is_recorded_by_a_rewrite(nodes: Nodes) -> None:
+    node = nodes.start("--appendonly", "yes")
+    client = node.client()
+    client.xadd("s", {"a": 1})
+    node.kill()
+    subprocess.run(["chattr", "+i", aof_dir(nodes.dir)], check=True)
+    try:
+        # The restart's new history cannot get the incr file that records it: a rewrite is
+        # scheduled instead, which fails too while the directory is immutable.
+        node = nodes.start("--appendonly", "yes")
+        client = node.client()
+        wait_for(lambda: client.info("persistence")["aof_rewrites_consecutive_failures"] >= 1, what="a failed rewrite")
+        assert "Can't start a new AOF file for replication id" in Path(nodes.dir, "server.log").read_text()
+        client.xadd("s", {"a": 2})  # the current AOF file still takes writes
+    finally:
+        subprocess.run(["chattr", "-i", aof_dir(nodes.dir)], check=True)
+    assert client.execute_command("BGREWRITEAOF") is True
+    wait_child_done(client)
+    before, replid = digest(client), client.info("replication")["master_replid"]
+    node.kill()
+    node = nodes.start("--appendonly", "yes")
+    client = node.client()
+    assert digest(client) == before
+    assert client.info("replication")["master_replid2"] == replid

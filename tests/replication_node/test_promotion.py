@@ -147,3 +147,33 @@ def test_an_old_primary_with_an_aof_keeps_a_correct_aof_after_losing_its_tail(st
     restarted = start_node("--appendonly", "yes", dir=old.dir)
     started.append(restarted)
     assert digest(restarted) == expected
+
+
+def test_a_promoted_replica_killed_at_once_restarts_with_the_promoted_history(started: list[Proc]) -> None:
+    # The new id is on disk (a new AOF incr file's manifest line) before REPLICAOF NO ONE
+    # returns: a crash right after the promotion restarts with the promoted history as
+    # replid2, not the old primary's id, which the old primary's other replicas could
+    # otherwise use to "continue" across the writes accepted after the promotion.
+    primary = start_node()
+    started.append(primary)
+    replica = start_node("--appendonly", "yes", "--appendfsync", "always", replicaof=primary)
+    started.append(replica)
+    with raw_client(primary) as c:
+        Workload(c, 23).run(100)
+    wait_synced(primary, replica)
+
+    def base_of_the_sync_written() -> bool:  # until then the AOF still holds the pre-sync data
+        persistence = info(replica, "persistence")
+        return persistence["aof_rewrites"] == "1" and persistence["aof_rewrite_in_progress"] == "0"
+
+    wait_until(base_of_the_sync_written, "the AOF base of the full sync")
+    with raw_client(replica) as c:
+        assert c.execute_command("REPLICAOF", "NO", "ONE") == b"OK"
+        c.execute_command("XADD", "after", "*", "f", "v")
+    promoted = info(replica)
+    replica.kill()
+    restarted = start_node("--appendonly", "yes", dir=replica.dir)
+    started.append(restarted)
+    after = info(restarted)
+    assert after["master_replid2"] == promoted["master_replid"] != info(primary)["master_replid"]
+    assert after["master_repl_offset"] == promoted["master_repl_offset"]
