@@ -236,4 +236,3 @@ def _to_int(raw: str) -> int | None:
     if not body.isdigit():
         return None
     return int(raw)
-

@@ -740,7 +740,9 @@ class Persistence:
                 self.rewrite_scheduled = True  # appendonly stays requested: try again
             return
         self.manifest = manifest
-        self._recorded_replid = replid
+        # An id recorded while the child ran is in an incr file the new base does not cover.
+        recorded = manifest.recorded_identity()
+        self._recorded_replid = replid if recorded is None else recorded.replid
         self._sizes[base_name] = os.path.getsize(base_path)
         if self.aof_state == AOF_WAIT_REWRITE:
             self.aof_state = AOF_ON
