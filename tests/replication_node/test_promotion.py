@@ -186,6 +186,10 @@ def test_a_promotion_while_the_aof_is_rewritten_keeps_its_id_past_the_rewrite(st
     started.append(replica)
     with raw_client(primary) as c:
         Workload(c, 24).run(100)
+        pipe = c.pipeline(transaction=False)
+        for i in range(50_000):  # enough keys that the rewrite child takes ~0.1 s
+            pipe.set(f"filler:{i}", "x")
+        pipe.execute()
     wait_synced(primary, replica)
     _wait_rewrites_done(replica, 1)
     with raw_client(replica) as c:
@@ -195,6 +199,8 @@ def test_a_promotion_while_the_aof_is_rewritten_keeps_its_id_past_the_rewrite(st
         child = int(children[0])
         os.kill(child, signal.SIGSTOP)  # the rewrite stays in progress while the id changes
         try:
+            # Stopped, not already done: writing 50,000 keys outlasts this round trip.
+            assert wait_until(lambda: _stopped_or_exited(child), "the rewrite child to stop") == "T"
             assert c.execute_command("REPLICAOF", "NO", "ONE") == b"OK"
             c.execute_command("XADD", "after", "*", "f", "v")
         finally:
@@ -216,3 +222,10 @@ def _wait_rewrites_done(node: Proc, count: int) -> None:
         return persistence["aof_rewrites"] == str(count) and persistence["aof_rewrite_in_progress"] == "0"
 
     wait_until(done, f"AOF rewrite number {count} to finish")
+
+
+def _stopped_or_exited(pid: int) -> str | None:
+    """"T" once the process is stopped, "Z" if it exited first, else None (the state letter
+    of /proc/PID/stat)."""
+    state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    return state if state in ("T", "Z") else None
