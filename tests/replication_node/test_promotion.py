@@ -157,41 +157,20 @@ def test_a_promoted_replica_killed_at_once_restarts_with_the_promoted_history(st
     # returns: a crash right after the promotion restarts with the promoted history as
     # replid2, not the old primary's id, which the old primary's other replicas could
     # otherwise use to "continue" across the writes accepted after the promotion.
-    primary = start_node()
-    started.append(primary)
-    replica = start_node("--appendonly", "yes", "--appendfsync", "always", replicaof=primary)
-    started.append(replica)
-    with raw_client(primary) as c:
-        Workload(c, 23).run(100)
-    wait_synced(primary, replica)
-    _wait_rewrites_done(replica, 1)  # until then the AOF still holds the pre-sync data
+    primary, replica = _primary_and_synced_aof_replica(started, 23)
     with raw_client(replica) as c:
         assert c.execute_command("REPLICAOF", "NO", "ONE") == b"OK"
         c.execute_command("XADD", "after", "*", "f", "v")
     promoted = info(replica)
-    replica.kill()
-    restarted = start_node("--appendonly", "yes", dir=replica.dir)
-    started.append(restarted)
-    after = info(restarted)
-    assert after["master_replid2"] == promoted["master_replid"] != info(primary)["master_replid"]
-    assert after["master_repl_offset"] == promoted["master_repl_offset"]
+    assert promoted["master_replid"] != info(primary)["master_replid"]
+    _assert_killed_and_restarted_with(started, replica, promoted)
 
 
 def test_a_promotion_while_the_aof_is_rewritten_keeps_its_id_past_the_rewrite(started: list[Proc]) -> None:
     # The promotion's record lands in an incr file the rewrite's base (taken before it) does
     # not cover: after the rewrite the record still names the end's identity, once.
-    primary = start_node()
-    started.append(primary)
-    replica = start_node("--appendonly", "yes", "--appendfsync", "always", replicaof=primary)
-    started.append(replica)
-    with raw_client(primary) as c:
-        Workload(c, 24).run(100)
-        pipe = c.pipeline(transaction=False)
-        for i in range(50_000):  # enough keys that the rewrite child takes ~0.1 s
-            pipe.set(f"filler:{i}", "x")
-        pipe.execute()
-    wait_synced(primary, replica)
-    _wait_rewrites_done(replica, 1)
+    # Enough keys that the rewrite child takes ~0.1 s.
+    _, replica = _primary_and_synced_aof_replica(started, 24, filler_keys=50_000)
     with raw_client(replica) as c:
         assert c.execute_command("BGREWRITEAOF") == b"Background append only file rewriting started"
         children = Path(f"/proc/{replica.proc.pid}/task/{replica.proc.pid}/children").read_text().split()
@@ -209,11 +188,37 @@ def test_a_promotion_while_the_aof_is_rewritten_keeps_its_id_past_the_rewrite(st
     promoted = info(replica)
     manifest = Path(replica.dir, "appendonlydir", "appendonly.aof.manifest").read_text()
     assert manifest.count(" replid ") == 1 and f" replid {promoted['master_replid']} " in manifest
-    replica.kill()
-    restarted = start_node("--appendonly", "yes", dir=replica.dir)
+    _assert_killed_and_restarted_with(started, replica, promoted)
+
+
+def _primary_and_synced_aof_replica(started: list[Proc], seed: int, filler_keys: int = 0) -> tuple[Proc, Proc]:
+    """A primary with a workload (and `filler_keys` small strings) and a replica with an
+    AOF, synced, the base of its full sync written (until then its AOF holds the pre-sync
+    data)."""
+    primary = start_node()
+    started.append(primary)
+    replica = start_node("--appendonly", "yes", "--appendfsync", "always", replicaof=primary)
+    started.append(replica)
+    with raw_client(primary) as c:
+        Workload(c, seed).run(100)
+        pipe = c.pipeline(transaction=False)
+        for i in range(filler_keys):
+            pipe.set(f"filler:{i}", "x")
+        pipe.execute()
+    wait_synced(primary, replica)
+    _wait_rewrites_done(replica, 1)
+    return primary, replica
+
+
+def _assert_killed_and_restarted_with(started: list[Proc], node: Proc, promoted: dict[str, str]) -> None:
+    """SIGKILL `node`, restart it on its AOF: it comes back at the promoted history's end,
+    keeping that history's id as replid2."""
+    node.kill()
+    restarted = start_node("--appendonly", "yes", dir=node.dir)
     started.append(restarted)
-    assert info(restarted)["master_replid2"] == promoted["master_replid"]
-    assert info(restarted)["master_repl_offset"] == promoted["master_repl_offset"]
+    after = info(restarted)
+    assert after["master_replid2"] == promoted["master_replid"]
+    assert after["master_repl_offset"] == promoted["master_repl_offset"]
 
 
 def _wait_rewrites_done(node: Proc, count: int) -> None:
