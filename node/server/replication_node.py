@@ -42,6 +42,7 @@ from node.commands.context import Block, Session
 from node.commands.reply import OK, ReplyError
 from node.persistence.service import AOF_ON
 from node.persistence.snapshot import SnapshotError, SnapshotMeta, dump, load_snapshot
+from node.server.loop_load import LoopLoad
 from node.server.resp import encode_command
 from replication import (
     Backlog,
@@ -329,6 +330,8 @@ class ReplicationNode:
         self._pending_end = 0
         self._last_flush = 0.0
         self._batch_interval = self.config.get_int("repl-batch-interval") / 1000
+        self._busy_batch_interval = self.config.get_int("repl-busy-batch-interval") / 1000
+        self._loop_load = LoopLoad()
         self._connecting: asyncio.Task[None] | None = None
         self._stopping: asyncio.Future[None] | None = None
         # The backlog records the log's units once a replica needs them (see _record);
@@ -410,8 +413,13 @@ class ReplicationNode:
             # (fewer, larger batches: less CPU, at most that much more replication lag,
             # nothing more to WAIT); an idle link flushes at once. With 0, the default, the
             # units of each event-loop turn flush at its end and the replica streams batch
-            # them while a batch waits for its ack (replication.primary).
-            delay = self._last_flush + self._batch_interval - time.monotonic()
+            # them while a batch waits for its ack (replication.primary). While this loop is
+            # saturated, repl-busy-batch-interval applies instead when it is longer.
+            now = time.monotonic()
+            interval = self._batch_interval
+            if self._busy_batch_interval > interval and self._loop_load.saturated(now):
+                interval = self._busy_batch_interval
+            delay = self._last_flush + interval - now
             if delay > 0:
                 self._loop.call_later(delay, self.flush)
             else:
@@ -734,6 +742,8 @@ class ReplicationNode:
             self._update_write_gate()
         elif name == "repl-batch-interval":
             self._batch_interval = int(value) / 1000
+        elif name == "repl-busy-batch-interval":
+            self._busy_batch_interval = int(value) / 1000
 
     # -- ROLE and INFO --------------------------------------------------------------------
 

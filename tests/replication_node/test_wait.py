@@ -45,6 +45,21 @@ def test_wait_counts_the_replicas_that_acknowledged_the_clients_last_write(trio:
         assert c.execute_command("WAIT", 2, 5000) == 2
 
 
+def test_wait_ships_units_the_batch_interval_holds_back_at_once(trio: tuple[Proc, Proc, Proc]) -> None:
+    """repl-batch-interval (and repl-busy-batch-interval, on the same path) keeps a steady
+    write load's units back for up to that long; WAIT does not wait for it."""
+    primary, a, b = trio
+    with raw_client(primary) as c, raw_client(a) as on_a:
+        c.execute_command("CONFIG", "SET", "repl-batch-interval", 1000)
+        for n in range(20):
+            c.execute_command("XADD", "s", "*", "n", n)  # the first goes at once, the rest wait
+        assert on_a.execute_command("XLEN", "s") < 20, "the interval held nothing back"
+        reply, took = _timed(c, "WAIT", 2, 5000)
+        assert reply == 2 and took < 0.5
+        assert on_a.execute_command("XLEN", "s") == 20
+    wait_synced(primary, a, b)
+
+
 def test_wait_without_replicas_times_out_with_zero(started: list[Proc]) -> None:
     node = start_node()
     started.append(node)
