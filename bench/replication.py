@@ -2,7 +2,8 @@
 its replicas (all on loopback, same run, same client tools):
 
 * XADD throughput on the primary with 0, 1 and 2 replicas attached (redis-benchmark -c 50
-  -P 1), with the time the replicas then needed to reach the primary's offset;
+  -P 1), with the time the replicas then needed to reach the primary's offset; and Rill with
+  2 replicas again with repl-busy-batch-interval 0, to show what that batching buys;
 * `XADD` then `WAIT 1 100` latency, p50/p99, one replica (both commands in one write, the
   latency is until both replies are in);
 * replica lag at a paced 10,000 XADD/s: for each entry, the time a client blocked in XREAD on
@@ -39,7 +40,7 @@ _CATCH_UP_TIMEOUT = 120.0
 
 # -- clusters ---------------------------------------------------------------------------------
 
-def _start(kind: str, replicaof: int | None) -> Server:
+def _start(kind: str, replicaof: int | None, flags: tuple[str, ...] = ()) -> Server:
     port = free_port()
     workdir = tempfile.mkdtemp(prefix=f"bench-repl-{kind}-")
     log = ["--logfile", os.path.join(workdir, "server.log")]
@@ -50,7 +51,7 @@ def _start(kind: str, replicaof: int | None) -> Server:
                 "--repl-diskless-sync-delay", "0", "--dir", workdir, *log, *follow]
     else:
         args = [sys.executable, "-m", "node.main", "node", "--port", str(port), "--repl-port", str(free_port()),
-                "--dir", workdir, *log, *follow]
+                "--dir", workdir, *log, *follow, *flags]
     return _launch(kind, args, workdir, port, signal.SIGTERM)
 
 
@@ -94,12 +95,13 @@ class Cluster:
             server.stop()
 
 
-def start_cluster(kind: str, replicas: int) -> Cluster:
-    primary = _start(kind, None)
+def start_cluster(kind: str, replicas: int, flags: tuple[str, ...] = ()) -> Cluster:
+    """A primary and `replicas` replicas; `flags` are extra Rill node options."""
+    primary = _start(kind, None, flags)
     cluster = Cluster(primary, [])
     try:
         for _ in range(replicas):
-            cluster.replicas.append(_start(kind, primary.port))
+            cluster.replicas.append(_start(kind, primary.port, flags))
         _wait_caught_up(primary, cluster.replicas)
         if replicas:
             # One write through the link before measuring: after its full sync redis-server
@@ -117,8 +119,8 @@ def start_cluster(kind: str, replicas: int) -> Cluster:
 
 # -- measurements ---------------------------------------------------------------------------
 
-def throughput(kind: str, replicas: int, requests: int, clients: int) -> dict[str, Any]:
-    cluster = start_cluster(kind, replicas)
+def throughput(kind: str, replicas: int, requests: int, clients: int, flags: tuple[str, ...] = ()) -> dict[str, Any]:
+    cluster = start_cluster(kind, replicas, flags)
     try:
         args = ["redis-benchmark", "-h", "127.0.0.1", "-p", str(cluster.primary.port), "-c", str(clients),
                 "-n", str(requests), "-P", "1", "--csv", "XADD", "benchstream", "*", "field", "value"]
@@ -269,6 +271,13 @@ def _table(doc: dict[str, Any]) -> str:
         r, x = row["redis"], row["rill"]
         lines.append(f"  {n:<9}{r['rps']:>10,.0f}{x['rps']:>10,.0f}{x['rps'] / r['rps']:>12.2f}{x['rps'] / base:>14.2f}"
                      f"{r['replicas_caught_up_after_s']:>18.3f}{x['replicas_caught_up_after_s']:>17.3f}")
+    off = doc["throughput"].get("2-no-busy-batching")
+    if off is not None:
+        x = off["rill"]
+        lines.append(f"  {'2*':<9}{'':>10}{x['rps']:>10,.0f}"
+                     f"{x['rps'] / doc['throughput']['2']['redis']['rps']:>12.2f}{x['rps'] / base:>14.2f}"
+                     f"{'':>18}{x['replicas_caught_up_after_s']:>17.3f}")
+        lines.append("  2* = Rill with repl-busy-batch-interval 0 (no extra batching while saturated)")
     lines.append("CPU µs per XADD: primary + each replica (= cluster total):")
     for n in ("0", "1", "2"):
         cells = []
@@ -314,6 +323,10 @@ def main(argv: list[str] | None = None) -> int:
             doc["throughput"][str(n)] = row
             print(f"  throughput, {n} replica(s): redis {row['redis']['rps']:,.0f}/s, rill {row['rill']['rps']:,.0f}/s",
                   file=sys.stderr, flush=True)
+        # What batching more while the primary is saturated buys (docs/replication.md).
+        off = throughput("rill", 2, args.requests, args.clients, ("--repl-busy-batch-interval", "0"))
+        doc["throughput"]["2-no-busy-batching"] = {"rill": off}
+        print(f"  throughput, 2 replicas, repl-busy-batch-interval 0: rill {off['rps']:,.0f}/s", file=sys.stderr, flush=True)
         for kind in KINDS:
             doc["wait"][kind] = wait_latency(kind, args.wait_samples)
             print(f"  XADD+WAIT {kind}: {doc['wait'][kind]}", file=sys.stderr, flush=True)

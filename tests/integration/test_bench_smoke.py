@@ -91,6 +91,8 @@ def test_replication_bench_reports_every_row_and_each_process_cpu(tmp_path: Path
             assert row["rps"] > 0
             assert row["primary_cpu_us_per_req"] >= 0
             assert len(row["replica_cpu_us_per_req"]) == n
+    off = doc["throughput"]["2-no-busy-batching"]["rill"]
+    assert off["rps"] > 0 and len(off["replica_cpu_us_per_req"]) == 2
     for kind in ("redis", "rill"):
         assert doc["wait"][kind]["samples"] == 50 and doc["wait"][kind]["p50_ms"] > 0
         assert doc["lag"][kind]["entries"] > 0
