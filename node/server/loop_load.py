@@ -4,10 +4,10 @@ window, running or waiting in the run queue.
 The replication flush (replication_node) batches more when the primary is saturated: each
 gRPC message to a replica costs the primary a fixed ~0.1-0.3 ms of CPU whatever it carries,
 so when the CPU is what limits the write rate, fewer and larger batches give it back to the
-clients; when it is not, batches go at once and lag stays low.
+clients; when it is not, batches go at the end of each loop turn and lag stays low.
 
 Demand, not CPU time: on a shared host a saturated loop may get only part of a core (the rest
-of the time it waits in the run queue), and its CPU time alone would call it idle. Linux's
+of the time it waits in the run queue), and its CPU time alone would understate it. Linux's
 /proc/thread-self/schedstat has both (run and wait, in ns); without it (another OS, a kernel
 without schedstats) the thread's CPU time is the fallback.
 """
