@@ -440,7 +440,8 @@ class ReplicationNode:
 
     def flush(self) -> None:
         """Moves the units committed so far into the backlog: once per event-loop turn (or
-        at most every repl-batch-interval under load, when set), at once when a client waits
+        at most every repl-batch-interval under load, when set, and every
+        repl-busy-batch-interval while this loop is saturated), at once when a client waits
         for replicas (WAIT, WAITAOF), and before anything reads the backlog's end (snapshot,
         INFO, ROLE, a role change)."""
         if not self._recording:
