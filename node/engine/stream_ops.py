@@ -190,29 +190,41 @@ def xadd_plain(
     now_ms: int,
     node_max_entries: int,
     node_max_bytes: int,
-) -> tuple[int, Effect]:
+) -> Effect:
     """XADD key <id> field value ... without options, the hot paths: `*` when ms < 0 (the ID
     from the clock), else the complete ID ms-seq, the form replicas and the AOF apply for
-    every XADD (the caller has refused 0-0). Returns the new ID and the effect, which names
-    it as argv[2] does (the generated ID for `*`, the client's text otherwise)."""
-    auto = ms < 0
-    if auto:
+    every XADD (the caller has refused 0-0). Returns the effect, which names the new ID as
+    argv[2] does (the generated ID for `*`, the client's text otherwise)."""
+    effect = argv.copy()
+    if ms < 0:
         ms, seq = next_auto_parts(value, now_ms)
+        _append_fields(value, argv, ms, seq, node_max_entries, node_max_bytes)
+        effect[2] = format_parts(ms, seq)
     else:
-        last_ms = value.last_ms
-        if last_ms == MAX_MS and value.last_seq == MAX_SEQ:
-            raise StreamError("ERR The stream has exhausted the last possible ID, unable to add more items")
-        if ms < last_ms or (ms == last_ms and seq <= value.last_seq):
-            raise StreamError("ERR The ID specified in XADD is equal or smaller than the target stream top item")
+        append_at(value, argv, ms, seq, node_max_entries, node_max_bytes)
+    return effect
+
+
+def append_at(
+    value: StreamValue, argv: list[bytes], ms: int, seq: int, node_max_entries: int, node_max_bytes: int
+) -> None:
+    """XADD key ms-seq field value ...: argv's fields at the complete ID ms-seq, which must be
+    above the stream's last ID (the caller has refused 0-0). Raises StreamError."""
+    last_ms = value.last_ms
+    if last_ms == MAX_MS and value.last_seq == MAX_SEQ:
+        raise StreamError("ERR The stream has exhausted the last possible ID, unable to add more items")
+    if ms < last_ms or (ms == last_ms and seq <= value.last_seq):
+        raise StreamError("ERR The ID specified in XADD is equal or smaller than the target stream top item")
+    _append_fields(value, argv, ms, seq, node_max_entries, node_max_bytes)
+
+
+def _append_fields(
+    value: StreamValue, argv: list[bytes], ms: int, seq: int, node_max_entries: int, node_max_bytes: int
+) -> None:
     size = total_len(argv, 3)
     if size > MAX_ENTRY_BYTES:
         raise StreamError("ERR Elements are too large to be stored")
-    entry_id = (ms << 64) | seq
-    value.append(ms, seq, entry_id, argv, 3, size, node_max_entries, node_max_bytes)
-    effect = argv.copy()
-    if auto:
-        effect[2] = format_parts(ms, seq)
-    return entry_id, effect
+    value.append(ms, seq, (ms << 64) | seq, argv, 3, size, node_max_entries, node_max_bytes)
 
 
 def trim(value: StreamValue, args: AddTrimArgs) -> int:

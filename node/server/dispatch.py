@@ -122,6 +122,21 @@ class Dispatcher:
                 self._cache[name] = spec
         return spec
 
+    def count_direct(self, session: Session, name: bytes, calls: int) -> None:
+        """Statistics for `calls` commands `name` that ran without `execute` (a replica
+        appending its primary's XADDs), timed together up to now from the batch's clock mark."""
+        spec = self.resolve([name])
+        assert spec is not None
+        st = self._stat(spec)
+        end = time.perf_counter_ns()
+        st.calls += calls
+        st.nsec += end - (self._mark or end)
+        if self._mark:
+            self._mark = end
+        self.total_commands += calls
+        self.executed = spec
+        session.last_command = spec.name
+
     def _stat(self, spec: CommandSpec) -> CommandStats:
         st = self.stats.get(spec.name)
         if st is None:

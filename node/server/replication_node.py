@@ -12,7 +12,8 @@
   encoded for it (see `_record`). WAIT/WAITAOF clients are parked until enough replicas acknowledge;
   min-replicas-to-write gates writes.
 * As a replica: a `ReplicaLink` to the primary, with a `NodeStateMachine` that applies each
-  batch through `Server.execute` in a replay session and logs the primary's bytes verbatim
+  batch through `Server.execute` in a replay session (XADDs, most of a replica's work, go
+  straight to their stream: `append_logged_xadd`) and logs the primary's bytes verbatim
   (`EffectLog.replicated`), never its own re-encoding: offsets and unit boundaries stay the
   primary's, in the backlog (the link stores batches as received) and in the AOF alike.
 
@@ -40,6 +41,7 @@ import hiredis
 
 from node.commands.context import Block, Session
 from node.commands.reply import OK, ReplyError
+from node.commands.streams import append_logged_xadd
 from node.persistence.service import AOF_ON
 from node.persistence.snapshot import SnapshotError, SnapshotMeta, dump, load_snapshot
 from node.server.loop_load import LoopLoad
@@ -82,6 +84,10 @@ _ACK_REQUEST_TICKS: Final = 10
 # Errors applying the primary's log are logged at most this often (a diverged replica would
 # otherwise log every batch until its full sync).
 _APPLY_ERROR_LOG_PERIOD: Final = 10.0
+
+# XADD as clients usually spell it (the log keeps the client's spelling): these take the
+# direct path on a replica, any other spelling the dispatcher.
+_XADD_NAMES: Final = frozenset((b"XADD", b"xadd"))
 
 
 class ApplyError(Exception):
@@ -147,17 +153,19 @@ class NodeStateMachine:
     One per link: when the node changes role the machine is detached, and anything a link
     that is being cancelled still hands it is refused."""
 
-    def __init__(self, repl: ReplicationNode) -> None:
+    def __init__(self, repl: ReplicationNode, primary_addr: str) -> None:
         self.repl = repl
         self.server = repl.server
         self.active = True
+        self.primary_addr = primary_addr
         self.session = self._new_session()
         self._last_error_log = 0.0
 
     def _new_session(self) -> Session:
         # The replication link's client: replays log-only forms ("replay") and may write on a
-        # replica ("master", which EXEC and the server honour).
-        session = Session(self.server, 0, addr="replication-link")
+        # replica ("master", which EXEC and the server honour). Its address is the primary's
+        # host:port, as Redis's master client shows it (MONITOR lines, client tools parse it).
+        session = Session(self.server, 0, addr=self.primary_addr)
         session.authenticated = True
         session.flags.update(("replay", "master"))
         return session
@@ -174,10 +182,20 @@ class NodeStateMachine:
         dbs = server.keyspace.dbs
         effects = server.effects
         effects.muted = True
+        dispatcher = server.dispatcher
+        # MONITOR shows what a replica applies, which only the dispatcher reports.
+        direct = not server.monitors
+        appended = 0  # XADDs appended directly since the last dispatched command
         # Timed back to back, as a client's batch: one clock read per command.
-        server.dispatcher.batch_started()
+        dispatcher.batch_started()
         try:
             for argv in commands:
+                if direct and session.multi is None and argv[0] in _XADD_NAMES and append_logged_xadd(session, argv):
+                    appended += 1
+                    continue
+                if appended:
+                    dispatcher.count_direct(session, b"xadd", appended)
+                    appended = 0
                 # Called on the server, not through a bound method held in a local: compiled,
                 # that is a direct C call instead of a Python-level one per command.
                 reply = server.execute(session, argv)
@@ -185,13 +203,15 @@ class NodeStateMachine:
                 session.db = dbs[session.db_index]
                 if type(reply) is ReplyError or type(reply) is Block:
                     raise ApplyError(self._describe_failure(argv, reply))
+            if appended:
+                dispatcher.count_direct(session, b"xadd", appended)
         except ApplyError:
             session.multi = None
             self._log_failure()
             raise
         finally:
             effects.muted = False
-            server.dispatcher.batch_ended()
+            dispatcher.batch_ended()
         effects.replicated(data, end_offset)
         server.after_batch()
 
@@ -572,7 +592,7 @@ class ReplicationNode:
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, _DISCOVERY_MAX_DELAY)
         self.link_error = ""
-        machine = NodeStateMachine(self)
+        machine = NodeStateMachine(self, f"{host}:{port}")
         link = ReplicaLink(
             host, repl_port, self.backlog, machine, self._replica_settings(),
             replica_id=self.server.run_id, announce_port=self.server.port, tls=self._client_tls(),

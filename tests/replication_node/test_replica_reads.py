@@ -184,3 +184,34 @@ def test_info_replication_has_redis_fields_for_both_roles(trio: tuple[Proc, Proc
     finally:
         redis_replica.stop()
         redis_primary.stop()
+
+
+def _monitored_xadds(primary: Proc, replica: Proc) -> tuple[list[str], str]:
+    """The commands MONITOR on `replica` shows while the primary takes three XADDs (two of
+    them in the spellings a replica applies without the dispatcher), and the replica's XADD
+    statistics line."""
+    with raw_client(replica, socket_timeout=10) as c, c.monitor() as monitor:
+        with raw_client(primary) as p:
+            p.execute_command("XADD", "mon", "1-1", "f", "v")
+            p.execute_command("xadd", "mon", "2-1", "f", "v")
+            p.execute_command("XAdd", "mon", "3-1", "f", "v")
+            p.execute_command("SET", "mon:done", "1")
+        seen: list[str] = []
+        while not seen or seen[-1] != "SET mon:done 1":
+            seen.append(monitor.next_command()["command"])
+    stats = dict(field.split("=") for field in info(replica, "commandstats")["cmdstat_xadd"].split(","))
+    return [line for line in seen if line != "SELECT 0"], f"calls={stats['calls']} failed={stats['failed_calls']}"
+
+
+def test_monitor_on_a_replica_shows_the_primarys_writes_as_redis_does(trio: tuple[Proc, Proc, Proc]) -> None:
+    primary, replica, _ = trio
+    oracle = start_redis("--repl-diskless-sync-delay", "0")
+    oracle_replica = start_redis("--replicaof", "127.0.0.1", str(oracle.port))
+    try:
+        wait_until(lambda: info(oracle_replica)["master_link_status"] == "up", "the redis replica's link")
+        expected = _monitored_xadds(oracle, oracle_replica)
+    finally:
+        oracle_replica.stop()
+        oracle.stop()
+    assert expected == (["XADD mon 1-1 f v", "xadd mon 2-1 f v", "XAdd mon 3-1 f v", "SET mon:done 1"], "calls=3 failed=0")
+    assert _monitored_xadds(primary, replica) == expected

@@ -1,0 +1,105 @@
+"""A replica applies its primary's XADD effects (`XADD key ms-seq field value ...`) straight to
+the stream, without the dispatcher. Everything else, and any XADD that would fail, still goes
+through the dispatcher. Both paths must leave the same data, statistics and errors."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from node.commands.context import Session
+from node.config import Config
+from node.server.replication_node import ApplyError, NodeStateMachine
+from node.server.resp import encode_command, encode_one
+from node.server.server import Server
+
+
+class _Replica:
+    """A real server with the state machine a replica link drives."""
+
+    def __init__(self) -> None:
+        self.server = Server(Config())
+        self.machine = NodeStateMachine(self.server.replication, "127.0.0.1:6379")
+        self.client = Session(self.server, 0, addr="test")
+        self.client.authenticated = True
+
+    def apply(self, *commands: list[bytes]) -> None:
+        data = b"".join(encode_command(c) for c in commands)
+        self.machine.apply(data, self.server.effects.offset + len(data))
+
+    def call(self, *argv: bytes) -> bytes:
+        """The RESP2 reply."""
+        return encode_one(self.server.execute(self.client, list(argv)), 2)
+
+    def xadd_stats(self) -> tuple[int, int]:
+        st = self.server.dispatcher.stats["xadd"]
+        return st.calls, st.failed
+
+
+@pytest.fixture
+def replicas() -> Iterator[tuple[_Replica, _Replica]]:
+    yield _Replica(), _Replica()
+
+
+def _xadds(name: bytes, key: bytes, start: int, n: int) -> list[list[bytes]]:
+    # Some entries with the fields of the first one, some with others (two packings).
+    return [
+        [name, key, b"%d-%d" % (start + i // 3, i % 3), b"f", b"%d" % i, *([b"g", b"x"] if i % 4 == 0 else [])]
+        for i in range(n)
+    ]
+
+
+def test_direct_and_dispatched_xadds_leave_the_same_streams_and_statistics(replicas: tuple[_Replica, _Replica]) -> None:
+    direct, dispatched = replicas
+    for name, replica in ((b"XADD", direct), (b"XAdd", dispatched)):  # XAdd: not a direct spelling
+        replica.apply(*_xadds(name, b"s", 1000, 50))
+        replica.apply(*_xadds(name.lower() if replica is direct else name, b"t", 1000, 5))
+        replica.apply([b"SELECT", b"3"], *_xadds(name, b"s", 2000, 7), [b"SELECT", b"0"])
+    assert direct.xadd_stats() == dispatched.xadd_stats() == (62, 0)
+    assert direct.server.dispatcher.total_commands == dispatched.server.dispatcher.total_commands == 64
+    assert direct.machine.session.last_command == "select"
+    assert direct.call(b"DEBUG", b"DIGEST") == dispatched.call(b"DEBUG", b"DIGEST")
+    assert direct.call(b"XRANGE", b"s", b"-", b"+") == dispatched.call(b"XRANGE", b"s", b"-", b"+")
+    assert direct.call(b"XLEN", b"t") == b":5\r\n"
+    assert direct.call(b"SELECT", b"3") == dispatched.call(b"SELECT", b"3")
+    assert direct.call(b"XLEN", b"s") == dispatched.call(b"XLEN", b"s") == b":7\r\n"
+
+
+def test_xadds_of_a_logged_transaction_are_queued_and_run_by_exec(replicas: tuple[_Replica, _Replica]) -> None:
+    replica, _ = replicas
+    replica.apply([b"XADD", b"s", b"1-1", b"f", b"v"])
+    replica.apply([b"MULTI"], *_xadds(b"XADD", b"s", 5, 3), [b"EXEC"])
+    assert replica.call(b"XLEN", b"s") == b":4\r\n"
+    assert replica.xadd_stats() == (4, 0)
+
+
+def test_options_and_generated_ids_go_through_the_dispatcher(replicas: tuple[_Replica, _Replica]) -> None:
+    replica, _ = replicas
+    replica.apply(*_xadds(b"XADD", b"s", 1, 6))
+    # The forms a primary logs for XADD with options: the exact trim it made.
+    replica.apply([b"XADD", b"s", b"MAXLEN", b"=", b"3", b"9-1", b"f", b"v"])
+    assert replica.call(b"XLEN", b"s") == b":3\r\n"
+    assert replica.call(b"XRANGE", b"s", b"-", b"+", b"COUNT", b"1").startswith(b"*1\r\n*2\r\n$3\r\n2-1\r\n")
+    assert replica.xadd_stats() == (7, 0)
+
+
+@pytest.mark.parametrize(
+    ("setup", "xadd", "error"),
+    [
+        ([b"XADD", b"s", b"5-5", b"f", b"v"], [b"XADD", b"s", b"5-5", b"f", b"v"], "equal or smaller than the target stream top item"),
+        ([b"SET", b"s", b"x"], [b"XADD", b"s", b"1-1", b"f", b"v"], "WRONGTYPE"),
+        ([b"PING"], [b"XADD", b"s", b"0-0", b"f", b"v"], "must be greater than 0-0"),
+        ([b"PING"], [b"XADD", b"s", b"1-1", b"f"], "wrong number of arguments"),
+    ],
+)
+def test_an_xadd_that_fails_here_fails_the_batch_with_the_dispatchers_error(
+    replicas: tuple[_Replica, _Replica], setup: list[bytes], xadd: list[bytes], error: str
+) -> None:
+    replica, _ = replicas
+    replica.apply(setup)
+    before = replica.call(b"DEBUG", b"DIGEST")
+    with pytest.raises(ApplyError, match=error):
+        replica.apply(xadd)
+    assert replica.call(b"DEBUG", b"DIGEST") == before
+    assert replica.server.dispatcher.stats["xadd"].failed + replica.server.dispatcher.stats["xadd"].rejected == 1
