@@ -154,7 +154,7 @@ def _replication(args: argparse.Namespace) -> int:
     # XADD with 0/1/2 replicas, XADD+WAIT latency, replica lag, against redis-server + replicas.
     from bench import replication
 
-    quick = ["-n", "5000", "--wait-samples", "200", "--lag-seconds", "1"] if args.quick else []
+    quick = ["-n", "5000", "--wait-samples", "200", "--lag-seconds", "1", "--rounds", "1"] if args.quick else []
     return replication.main([*quick, "-c", str(args.clients), "--out", os.path.join(args.out, "replication")])
 
 

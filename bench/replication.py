@@ -3,7 +3,8 @@ its replicas (all on loopback, same run, same client tools):
 
 * XADD throughput on the primary with 0, 1 and 2 replicas attached (redis-benchmark -c 50
   -P 1), with the time the replicas then needed to reach the primary's offset; and Rill with
-  2 replicas again with repl-busy-batch-interval 0, to show what that batching buys;
+  2 replicas again with repl-busy-batch-interval 0, to show what that batching buys; each
+  figure is the median of `--rounds` rounds (3), each running every configuration once;
 * `XADD` then `WAIT 1 100` latency, p50/p99, one replica (both commands in one write, the
   latency is until both replies are in);
 * replica lag at a paced 10,000 XADD/s: for each entry, the time a client blocked in XREAD on
@@ -19,6 +20,7 @@ import argparse
 import os
 import signal
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -143,6 +145,21 @@ def throughput(kind: str, replicas: int, requests: int, clients: int, flags: tup
             "replicas_caught_up_after_s": round(catch_up, 3)}
 
 
+def _median_run(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """One configuration over several rounds: each figure's median (the rounds' rps kept too).
+    Medians of rounds interleaved with the other configurations: the host's speed drifts by a
+    third within an hour here, and one 2-second run of each is at its mercy."""
+    def med(values: list[float]) -> float:
+        return round(statistics.median(values), 2)
+
+    replicas = len(runs[0]["replica_cpu_us_per_req"])
+    return {"rps": med([r["rps"] for r in runs]),
+            "primary_cpu_us_per_req": med([r["primary_cpu_us_per_req"] for r in runs]),
+            "replica_cpu_us_per_req": [med([r["replica_cpu_us_per_req"][i] for r in runs]) for i in range(replicas)],
+            "replicas_caught_up_after_s": max(r["replicas_caught_up_after_s"] for r in runs),
+            "rps_rounds": [r["rps"] for r in runs]}
+
+
 def _percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
@@ -262,7 +279,8 @@ def replica_lag(kind: str, rate: int, seconds: float) -> dict[str, Any]:
 # -- report ---------------------------------------------------------------------------------
 
 def _table(doc: dict[str, Any]) -> str:
-    lines = ["XADD throughput on the primary (-c {c} -P 1), requests/s:".format(c=doc["params"]["clients"])]
+    lines = ["XADD throughput on the primary (-c {c} -P 1), requests/s, median of {r} interleaved round(s):".format(
+        c=doc["params"]["clients"], r=doc["params"]["throughput_rounds"])]
     lines.append(f"  {'replicas':<9}{'redis':>10}{'rill':>10}{'rill/redis':>12}{'rill/rill(0)':>14}"
                  f"{'redis catch-up s':>18}{'rill catch-up s':>17}")
     base = doc["throughput"]["0"]["rill"]["rps"]
@@ -305,6 +323,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--wait-samples", type=int, default=3000, help="XADD+WAIT round trips (default 3000)")
     parser.add_argument("--lag-rate", type=int, default=10_000, help="paced XADD/s for the lag test")
     parser.add_argument("--lag-seconds", type=float, default=5.0, help="duration of the lag test")
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="throughput rounds, each running every configuration once; medians are reported (default 3)")
     parser.add_argument("--out", default=os.path.join(ROOT, "bench", "results", "replication"))
     args = parser.parse_args(argv)
     install_exit_handlers()
@@ -313,20 +333,25 @@ def main(argv: list[str] | None = None) -> int:
     doc: dict[str, Any] = {
         "timestamp": stamp,
         "params": {"clients": args.clients, "requests": args.requests, "pipeline": 1,
-                   "wait_samples": args.wait_samples, "lag_rate": args.lag_rate, "lag_seconds": args.lag_seconds},
+                   "wait_samples": args.wait_samples, "lag_rate": args.lag_rate, "lag_seconds": args.lag_seconds,
+                   "throughput_rounds": args.rounds},
         "environment": {"cpus": os.cpu_count(), "note": "primary and replicas share the machine's cores"},
         "throughput": {}, "wait": {}, "lag": {},
     }
     try:
-        for n in (0, 1, 2):
-            row = {kind: throughput(kind, n, args.requests, args.clients) for kind in KINDS}
-            doc["throughput"][str(n)] = row
-            print(f"  throughput, {n} replica(s): redis {row['redis']['rps']:,.0f}/s, rill {row['rill']['rps']:,.0f}/s",
-                  file=sys.stderr, flush=True)
-        # What batching more while the primary is saturated buys (docs/replication.md).
-        off = throughput("rill", 2, args.requests, args.clients, ("--repl-busy-batch-interval", "0"))
-        doc["throughput"]["2-no-busy-batching"] = {"rill": off}
-        print(f"  throughput, 2 replicas, repl-busy-batch-interval 0: rill {off['rps']:,.0f}/s", file=sys.stderr, flush=True)
+        # Every configuration once per round, rounds one after the other; the medians are kept.
+        # Row 2*: what batching more while the primary is saturated buys (docs/replication.md).
+        configs = [(str(n), kind, n, ()) for n in (0, 1, 2) for kind in KINDS]
+        configs.append(("2-no-busy-batching", "rill", 2, ("--repl-busy-batch-interval", "0")))
+        runs: dict[tuple[str, str], list[dict[str, Any]]] = {(row, kind): [] for row, kind, _, _ in configs}
+        for round_no in range(1, args.rounds + 1):
+            for row, kind, n, flags in configs:
+                run = throughput(kind, n, args.requests, args.clients, flags)
+                runs[row, kind].append(run)
+                print(f"  round {round_no}, throughput {row} ({n} replica(s)), {kind}: {run['rps']:,.0f}/s",
+                      file=sys.stderr, flush=True)
+        for (row, kind), measured in runs.items():
+            doc["throughput"].setdefault(row, {})[kind] = _median_run(measured)
         for kind in KINDS:
             doc["wait"][kind] = wait_latency(kind, args.wait_samples)
             print(f"  XADD+WAIT {kind}: {doc['wait'][kind]}", file=sys.stderr, flush=True)

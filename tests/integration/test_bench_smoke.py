@@ -79,7 +79,7 @@ def test_bench_stops_both_servers_when_it_ends(tmp_path: Path) -> None:
 def test_replication_bench_reports_every_row_and_each_process_cpu(tmp_path: Path) -> None:
     done = subprocess.run(
         [sys.executable, "-m", "bench.replication", "-n", "3000", "--wait-samples", "50", "--lag-rate", "1000",
-         "--lag-seconds", "0.5", "--out", str(tmp_path)],
+         "--lag-seconds", "0.5", "--rounds", "2", "--out", str(tmp_path)],
         cwd=ROOT, capture_output=True, text=True, timeout=180,
     )
     assert done.returncode == 0, done.stderr
@@ -91,6 +91,7 @@ def test_replication_bench_reports_every_row_and_each_process_cpu(tmp_path: Path
             assert row["rps"] > 0
             assert row["primary_cpu_us_per_req"] >= 0
             assert len(row["replica_cpu_us_per_req"]) == n
+            assert len(row["rps_rounds"]) == 2 and min(row["rps_rounds"]) <= row["rps"] <= max(row["rps_rounds"])
     off = doc["throughput"]["2-no-busy-batching"]["rill"]
     assert off["rps"] > 0 and len(off["replica_cpu_us_per_req"]) == 2
     for kind in ("redis", "rill"):
