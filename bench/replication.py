@@ -296,6 +296,14 @@ def _table(doc: dict[str, Any]) -> str:
                      f"{x['rps'] / doc['throughput']['2']['redis']['rps']:>12.2f}{x['rps'] / base:>14.2f}"
                      f"{'':>18}{x['replicas_caught_up_after_s']:>17.3f}")
         lines.append("  2* = Rill with repl-busy-batch-interval 0 (no extra batching while saturated)")
+    if doc["params"]["throughput_rounds"] > 1:
+        # The ratios round by round: the medians' ratio above hides how far the host drifted.
+        lines.append("  each round, n replicas / none:")
+        for kind in KINDS:
+            alone = doc["throughput"]["0"][kind]["rps_rounds"]
+            cells = [f"{n}: " + " ".join(f"{x / a:.2f}" for x, a in zip(doc["throughput"][n][kind]["rps_rounds"], alone))
+                     for n in ("1", "2")]
+            lines.append(f"    {kind:<6}" + "   ".join(cells))
     lines.append("CPU µs per XADD: primary + each replica (= cluster total):")
     for n in ("0", "1", "2"):
         cells = []

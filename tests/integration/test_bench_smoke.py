@@ -97,4 +97,4 @@ def test_replication_bench_reports_every_row_and_each_process_cpu(tmp_path: Path
     for kind in ("redis", "rill"):
         assert doc["wait"][kind]["samples"] == 50 and doc["wait"][kind]["p50_ms"] > 0
         assert doc["lag"][kind]["entries"] > 0
-    assert "CPU µs per XADD" in done.stdout and "rill/rill(0)" in done.stdout
+    assert "CPU µs per XADD" in done.stdout and "rill/rill(0)" in done.stdout and "each round" in done.stdout
