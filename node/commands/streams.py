@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 from node.commands.args import NOT_AN_INTEGER, SYNTAX_ERROR, to_int
 from node.commands.context import Session
@@ -97,10 +97,15 @@ def _xadd_plain(ctx: Session, argv: list[bytes], ms: int, seq: int) -> Any:
     return effect[2] if ms < 0 else format_parts(ms, seq)
 
 
+# XADD as clients usually spell it (the log keeps the client's spelling): logged XADDs spelled
+# so are worth trying `append_logged_xadd` on; any other spelling takes the dispatcher.
+LOGGED_XADD_NAMES: Final = frozenset((b"XADD", b"xadd"))
+
+
 def append_logged_xadd(ctx: Session, argv: list[bytes]) -> bool:
     """Appends an XADD in the form the effect log gives every XADD (key, complete ID, fields,
     no option) straight to its stream: no dispatcher, no reply. This is most of a replica's
-    work, and a quarter cheaper this way. Returns False, having changed nothing, for any
+    work (and of an AOF load), and a quarter cheaper this way. Returns False, having changed nothing, for any
     other form and for an XADD that would fail: the caller runs those through the dispatcher,
     which reports the error."""
     n = len(argv)

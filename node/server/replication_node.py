@@ -41,7 +41,7 @@ import hiredis
 
 from node.commands.context import Block, Session
 from node.commands.reply import OK, ReplyError
-from node.commands.streams import append_logged_xadd
+from node.commands.streams import LOGGED_XADD_NAMES, append_logged_xadd
 from node.persistence.service import AOF_ON
 from node.persistence.snapshot import SnapshotError, SnapshotMeta, dump, load_snapshot
 from node.server.loop_load import LoopLoad
@@ -84,10 +84,6 @@ _ACK_REQUEST_TICKS: Final = 10
 # Errors applying the primary's log are logged at most this often (a diverged replica would
 # otherwise log every batch until its full sync).
 _APPLY_ERROR_LOG_PERIOD: Final = 10.0
-
-# XADD as clients usually spell it (the log keeps the client's spelling): these take the
-# direct path on a replica, any other spelling the dispatcher.
-_XADD_NAMES: Final = frozenset((b"XADD", b"xadd"))
 
 
 class ApplyError(Exception):
@@ -190,7 +186,7 @@ class NodeStateMachine:
         dispatcher.batch_started()
         try:
             for argv in commands:
-                if direct and session.multi is None and argv[0] in _XADD_NAMES and append_logged_xadd(session, argv):
+                if direct and session.multi is None and argv[0] in LOGGED_XADD_NAMES and append_logged_xadd(session, argv):
                     appended += 1
                     continue
                 if appended:
