@@ -105,9 +105,9 @@ LOGGED_XADD_NAMES: Final = frozenset((b"XADD", b"xadd"))
 def append_logged_xadd(ctx: Session, argv: list[bytes]) -> bool:
     """Appends an XADD in the form the effect log gives every XADD (key, complete ID, fields,
     no option) straight to its stream: no dispatcher, no reply. This is most of a replica's
-    work (and of an AOF load), and a quarter cheaper this way. Returns False, having changed nothing, for any
-    other form and for an XADD that would fail: the caller runs those through the dispatcher,
-    which reports the error."""
+    work (and of an AOF load), and a quarter cheaper this way. Returns False, having changed
+    nothing, for any other form and for an XADD that would fail: the caller runs those through
+    the dispatcher, which reports the error."""
     n = len(argv)
     if n < 5 or not n & 1:
         return False
