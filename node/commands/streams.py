@@ -97,19 +97,20 @@ def _xadd_plain(ctx: Session, argv: list[bytes], ms: int, seq: int) -> Any:
     return effect[2] if ms < 0 else format_parts(ms, seq)
 
 
-# XADD as clients usually spell it (the log keeps the client's spelling): logged XADDs spelled
-# so are worth trying `append_logged_xadd` on; any other spelling takes the dispatcher.
-LOGGED_XADD_NAMES: Final = frozenset((b"XADD", b"xadd"))
+# XADD as clients usually spell it (the log keeps the client's spelling): the spellings
+# `append_logged_xadd` takes; any other goes through the dispatcher.
+_LOGGED_XADD_NAMES: Final = frozenset((b"XADD", b"xadd"))
 
 
 def append_logged_xadd(ctx: Session, argv: list[bytes]) -> bool:
     """Appends an XADD in the form the effect log gives every XADD (key, complete ID, fields,
-    no option) straight to its stream: no dispatcher, no reply. This is most of a replica's
-    work (and of an AOF load), and a quarter cheaper this way. Returns False, having changed
-    nothing, for any other form and for an XADD that would fail: the caller runs those through
-    the dispatcher, which reports the error."""
+    no option), spelled XADD or xadd and outside a MULTI, straight to its stream: no
+    dispatcher, no reply. This is most of a replica's work (and of an AOF load), and a quarter
+    cheaper this way. Returns False, having changed nothing, for any other command or form and
+    for an XADD that would fail: the caller runs those through the dispatcher, which queues
+    them or reports the error."""
     n = len(argv)
-    if n < 5 or not n & 1:
+    if n < 5 or not n & 1 or argv[0] not in _LOGGED_XADD_NAMES or ctx.multi is not None:
         return False
     ms, seq = parse_id_parts(argv[2])
     if ms < 0 or not (ms or seq):

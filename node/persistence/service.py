@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from node.commands.context import Block, Node, Session
 from node.commands.reply import CommandError, ReplyError
-from node.commands.streams import LOGGED_XADD_NAMES, append_logged_xadd
+from node.commands.streams import append_logged_xadd
 from node.persistence import aof as aofmod
 from node.persistence.aof import AofWriter, FsyncThread, ReplyGate
 from node.persistence.aof_reader import ReplayRefused, read_aof
@@ -296,7 +296,7 @@ class Persistence:
             nonlocal errors
             # Statistics are reset after loading, and nobody watches or blocks yet: the
             # direct XADD path needs nothing of the dispatcher here.
-            if session.multi is None and argv[0] in LOGGED_XADD_NAMES and append_logged_xadd(session, argv):
+            if append_logged_xadd(session, argv):
                 return
             reply = self.host.execute(session, argv)
             if type(reply) is ReplyError:

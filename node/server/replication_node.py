@@ -41,7 +41,7 @@ import hiredis
 
 from node.commands.context import Block, Session
 from node.commands.reply import OK, ReplyError
-from node.commands.streams import LOGGED_XADD_NAMES, append_logged_xadd
+from node.commands.streams import append_logged_xadd
 from node.persistence.service import AOF_ON
 from node.persistence.snapshot import SnapshotError, SnapshotMeta, dump, load_snapshot
 from node.server.loop_load import LoopLoad
@@ -186,7 +186,7 @@ class NodeStateMachine:
         dispatcher.batch_started()
         try:
             for argv in commands:
-                if direct and session.multi is None and argv[0] in LOGGED_XADD_NAMES and append_logged_xadd(session, argv):
+                if direct and append_logged_xadd(session, argv):
                     appended += 1
                     continue
                 if appended:
