@@ -5,6 +5,9 @@ its replicas (all on loopback, same run, same client tools):
   -P 1), with the time the replicas then needed to reach the primary's offset; and Rill with
   2 replicas again with repl-busy-batch-interval 0, to show what that batching buys; each
   figure is the median of `--rounds` rounds (3), each running every configuration once;
+  with the CPU the primary, each replica and redis-benchmark itself spent per XADD, the cores
+  they kept busy, and the host's steal during each run. All of them share this machine's
+  cores, so the sum of their CPU per XADD bounds the throughput (the "ceiling");
 * `XADD` then `WAIT 1 100` latency, p50/p99, one replica (both commands in one write, the
   latency is until both replies are in);
 * replica lag at a paced 10,000 XADD/s: for each entry, the time a client blocked in XREAD on
@@ -18,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import signal
 import socket
 import statistics
@@ -32,7 +36,7 @@ from typing import Any
 import hiredis
 
 from bench.client import RespClient, encode
-from bench.procs import ROOT, BenchError, Server, _launch, free_port, install_exit_handlers
+from bench.procs import ROOT, BenchError, Server, _launch, free_port, host_cpu_ticks, install_exit_handlers, steal_share
 from bench.report import write_json
 from bench.throughput import RUN_TIMEOUT_S, parse_csv_rps
 
@@ -121,6 +125,11 @@ def start_cluster(kind: str, replicas: int, flags: tuple[str, ...] = ()) -> Clus
 
 # -- measurements ---------------------------------------------------------------------------
 
+def _children_cpu_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def throughput(kind: str, replicas: int, requests: int, clients: int, flags: tuple[str, ...] = ()) -> dict[str, Any]:
     cluster = start_cluster(kind, replicas, flags)
     try:
@@ -128,8 +137,17 @@ def throughput(kind: str, replicas: int, requests: int, clients: int, flags: tup
                 "-n", str(requests), "-P", "1", "--csv", "XADD", "benchstream", "*", "field", "value"]
         cpu_before = cluster.primary.cpu_seconds()
         replicas_before = [r.cpu_seconds() for r in cluster.replicas]
+        # The client's CPU: redis-benchmark is the only child reaped in this window (the
+        # servers are reaped when the cluster stops), so the children's rusage grows by its own.
+        client_before = _children_cpu_seconds()
+        host_before = host_cpu_ticks()
+        started = time.monotonic()
         proc = subprocess.run(args, capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
+        elapsed = time.monotonic() - started
+        steal = steal_share(host_before, host_cpu_ticks())
+        client_cpu = _children_cpu_seconds() - client_before
         cpu = cluster.primary.cpu_seconds() - cpu_before
+        replicas_during = sum(r.cpu_seconds() - b for r, b in zip(cluster.replicas, replicas_before))
         if proc.returncode != 0:
             raise BenchError(f"redis-benchmark failed on {kind}: {proc.stderr.strip() or proc.stdout.strip()}")
         rps = parse_csv_rps(proc.stdout)
@@ -142,6 +160,11 @@ def throughput(kind: str, replicas: int, requests: int, clients: int, flags: tup
         cluster.stop()
     return {"rps": round(rps, 1), "primary_cpu_us_per_req": round(cpu * 1e6 / requests, 2),
             "replica_cpu_us_per_req": [round(c * 1e6 / requests, 2) for c in replicas_cpu],
+            "client_cpu_us_per_req": round(client_cpu * 1e6 / requests, 2),
+            # Cores the client, the primary and its replicas kept busy together while it ran.
+            "cores_busy": round((cpu + replicas_during + client_cpu) / elapsed, 2),
+            # The host's share of the run: this VM's CPUs given to other guests meanwhile.
+            "steal_percent": round(100 * steal, 1),
             "replicas_caught_up_after_s": round(catch_up, 3)}
 
 
@@ -156,6 +179,9 @@ def _median_run(runs: list[dict[str, Any]]) -> dict[str, Any]:
     return {"rps": med([r["rps"] for r in runs]),
             "primary_cpu_us_per_req": med([r["primary_cpu_us_per_req"] for r in runs]),
             "replica_cpu_us_per_req": [med([r["replica_cpu_us_per_req"][i] for r in runs]) for i in range(replicas)],
+            "client_cpu_us_per_req": med([r["client_cpu_us_per_req"] for r in runs]),
+            "cores_busy": med([r["cores_busy"] for r in runs]),
+            "steal_percent_rounds": [r["steal_percent"] for r in runs],
             "replicas_caught_up_after_s": max(r["replicas_caught_up_after_s"] for r in runs),
             "rps_rounds": [r["rps"] for r in runs]}
 
@@ -304,14 +330,19 @@ def _table(doc: dict[str, Any]) -> str:
             cells = [f"{n}: " + " ".join(f"{x / a:.2f}" for x, a in zip(doc["throughput"][n][kind]["rps_rounds"], alone))
                      for n in ("1", "2")]
             lines.append(f"    {kind:<6}" + "   ".join(cells))
-    lines.append("CPU µs per XADD: primary + each replica (= cluster total):")
+    steal = [v for row in doc["throughput"].values() for m in row.values() for v in m["steal_percent_rounds"]]
+    lines.append(f"  host steal during the runs (this VM's CPU given to other guests): {min(steal):.1f}-{max(steal):.1f} %")
+    cores = doc["environment"]["cpus"]
+    lines.append(f"CPU µs per XADD: primary + each replica + the client (= total); cores busy of {cores};")
+    lines.append(f"  the ceiling is what {cores} fully busy cores allow at that total, and its ratio to the row-0 rps:")
     for n in ("0", "1", "2"):
-        cells = []
         for kind in KINDS:
             m = doc["throughput"][n][kind]
-            parts = [m["primary_cpu_us_per_req"], *m.get("replica_cpu_us_per_req", [])]
-            cells.append(f"{kind} {' + '.join(f'{p:.1f}' for p in parts)} (= {sum(parts):.1f})")
-        lines.append(f"  {n} replica(s): " + "   ".join(cells))
+            parts = [m["primary_cpu_us_per_req"], *m["replica_cpu_us_per_req"], m["client_cpu_us_per_req"]]
+            ceiling = cores * 1e6 / sum(parts)
+            lines.append(f"  {n} {kind:<6}{' + '.join(f'{p:.1f}' for p in parts):<26} (= {sum(parts):5.1f})"
+                         f"  busy {m['cores_busy']:.2f}  ceiling {ceiling:>7,.0f}/s"
+                         f" = {ceiling / doc['throughput']['0'][kind]['rps']:.2f}x")
     w = doc["wait"]
     lines.append("XADD + WAIT 1 100, one replica, ms:")
     for kind in KINDS:

@@ -91,10 +91,14 @@ def test_replication_bench_reports_every_row_and_each_process_cpu(tmp_path: Path
             assert row["rps"] > 0
             assert row["primary_cpu_us_per_req"] >= 0
             assert len(row["replica_cpu_us_per_req"]) == n
+            # redis-benchmark's own CPU (3,000 requests take it well over a clock tick).
+            assert row["client_cpu_us_per_req"] > 0 and 0 < row["cores_busy"] <= (os.cpu_count() or 1) + 0.5
+            assert all(0 <= v <= 100 for v in row["steal_percent_rounds"]) and len(row["steal_percent_rounds"]) == 2
             assert len(row["rps_rounds"]) == 2 and min(row["rps_rounds"]) <= row["rps"] <= max(row["rps_rounds"])
     off = doc["throughput"]["2-no-busy-batching"]["rill"]
     assert off["rps"] > 0 and len(off["replica_cpu_us_per_req"]) == 2
     for kind in ("redis", "rill"):
         assert doc["wait"][kind]["samples"] == 50 and doc["wait"][kind]["p50_ms"] > 0
         assert doc["lag"][kind]["entries"] > 0
-    assert "CPU µs per XADD" in done.stdout and "rill/rill(0)" in done.stdout and "each round" in done.stdout
+    for heading in ("CPU µs per XADD", "rill/rill(0)", "each round", "ceiling", "host steal"):
+        assert heading in done.stdout
