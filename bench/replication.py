@@ -168,6 +168,25 @@ def throughput(kind: str, replicas: int, requests: int, clients: int, flags: tup
             "replicas_caught_up_after_s": round(catch_up, 3)}
 
 
+def _least_stolen_run(kind: str, replicas: int, args: argparse.Namespace, flags: tuple[str, ...]) -> dict[str, Any]:
+    """One throughput run, run again (up to --attempts in all) while the host stole more than
+    --max-steal % of this VM's CPU during it; the least disturbed attempt is kept. On a shared
+    host a run with a third of its CPU stolen measures the neighbours, not the servers."""
+    best: dict[str, Any] | None = None
+    for attempt in range(1, args.attempts + 1):
+        run = throughput(kind, replicas, args.requests, args.clients, flags)
+        if best is None or run["steal_percent"] < best["steal_percent"]:
+            best = run
+        if run["steal_percent"] <= args.max_steal:
+            break
+        print(f"  {kind} with {replicas} replica(s): {run['steal_percent']} % stolen by the host, "
+              f"{'again' if attempt < args.attempts else 'keeping the least disturbed attempt'}",
+              file=sys.stderr, flush=True)
+    assert best is not None
+    best["attempts"] = attempt
+    return best
+
+
 def _median_run(runs: list[dict[str, Any]]) -> dict[str, Any]:
     """One configuration over several rounds: each figure's median (the rounds' rps kept too).
     Medians of rounds interleaved with the other configurations: the host's speed drifts by a
@@ -182,6 +201,7 @@ def _median_run(runs: list[dict[str, Any]]) -> dict[str, Any]:
             "client_cpu_us_per_req": med([r["client_cpu_us_per_req"] for r in runs]),
             "cores_busy": med([r["cores_busy"] for r in runs]),
             "steal_percent_rounds": [r["steal_percent"] for r in runs],
+            "attempts_rounds": [r["attempts"] for r in runs],
             "replicas_caught_up_after_s": max(r["replicas_caught_up_after_s"] for r in runs),
             "rps_rounds": [r["rps"] for r in runs]}
 
@@ -330,8 +350,11 @@ def _table(doc: dict[str, Any]) -> str:
             cells = [f"{n}: " + " ".join(f"{x / a:.2f}" for x, a in zip(doc["throughput"][n][kind]["rps_rounds"], alone))
                      for n in ("1", "2")]
             lines.append(f"    {kind:<6}" + "   ".join(cells))
-    steal = [v for row in doc["throughput"].values() for m in row.values() for v in m["steal_percent_rounds"]]
-    lines.append(f"  host steal during the runs (this VM's CPU given to other guests): {min(steal):.1f}-{max(steal):.1f} %")
+    kept = [m for row in doc["throughput"].values() for m in row.values()]
+    steal = [v for m in kept for v in m["steal_percent_rounds"]]
+    repeats = sum(a - 1 for m in kept for a in m["attempts_rounds"])
+    lines.append(f"  host steal during the kept runs (this VM's CPU given to other guests): {min(steal):.1f}-{max(steal):.1f} %;"
+                 f" {repeats} run(s) repeated for over {doc['params']['max_steal_percent']} %")
     cores = doc["environment"]["cpus"]
     lines.append(f"CPU µs per XADD: primary + each replica + the client (= total); cores busy of {cores};")
     lines.append(f"  the ceiling is what {cores} fully busy cores allow at that total, and its ratio to the row-0 rps:")
@@ -364,6 +387,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--lag-seconds", type=float, default=5.0, help="duration of the lag test")
     parser.add_argument("--rounds", type=int, default=3,
                         help="throughput rounds, each running every configuration once; medians are reported (default 3)")
+    parser.add_argument("--max-steal", type=float, default=5.0,
+                        help="a throughput run during which the host stole more %% of the CPU is run again (default 5)")
+    parser.add_argument("--attempts", type=int, default=3,
+                        help="at most this many attempts per throughput run; the least disturbed is kept (default 3)")
     parser.add_argument("--out", default=os.path.join(ROOT, "bench", "results", "replication"))
     args = parser.parse_args(argv)
     install_exit_handlers()
@@ -373,7 +400,8 @@ def main(argv: list[str] | None = None) -> int:
         "timestamp": stamp,
         "params": {"clients": args.clients, "requests": args.requests, "pipeline": 1,
                    "wait_samples": args.wait_samples, "lag_rate": args.lag_rate, "lag_seconds": args.lag_seconds,
-                   "throughput_rounds": args.rounds},
+                   "throughput_rounds": args.rounds, "max_steal_percent": args.max_steal,
+                   "attempts": args.attempts},
         "environment": {"cpus": os.cpu_count(), "note": "primary and replicas share the machine's cores"},
         "throughput": {}, "wait": {}, "lag": {},
     }
@@ -385,10 +413,10 @@ def main(argv: list[str] | None = None) -> int:
         runs: dict[tuple[str, str], list[dict[str, Any]]] = {(row, kind): [] for row, kind, _, _ in configs}
         for round_no in range(1, args.rounds + 1):
             for row, kind, n, flags in configs:
-                run = throughput(kind, n, args.requests, args.clients, flags)
+                run = _least_stolen_run(kind, n, args, flags)
                 runs[row, kind].append(run)
-                print(f"  round {round_no}, throughput {row} ({n} replica(s)), {kind}: {run['rps']:,.0f}/s",
-                      file=sys.stderr, flush=True)
+                print(f"  round {round_no}, throughput {row} ({n} replica(s)), {kind}: {run['rps']:,.0f}/s"
+                      f" (steal {run['steal_percent']} %, attempt(s) {run['attempts']})", file=sys.stderr, flush=True)
         for (row, kind), measured in runs.items():
             doc["throughput"].setdefault(row, {})[kind] = _median_run(measured)
         for kind in KINDS:

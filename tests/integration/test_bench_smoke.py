@@ -79,7 +79,7 @@ def test_bench_stops_both_servers_when_it_ends(tmp_path: Path) -> None:
 def test_replication_bench_reports_every_row_and_each_process_cpu(tmp_path: Path) -> None:
     done = subprocess.run(
         [sys.executable, "-m", "bench.replication", "-n", "3000", "--wait-samples", "50", "--lag-rate", "1000",
-         "--lag-seconds", "0.5", "--rounds", "2", "--out", str(tmp_path)],
+         "--lag-seconds", "0.5", "--rounds", "2", "--max-steal", "0", "--attempts", "2", "--out", str(tmp_path)],
         cwd=ROOT, capture_output=True, text=True, timeout=180,
     )
     assert done.returncode == 0, done.stderr
@@ -94,6 +94,9 @@ def test_replication_bench_reports_every_row_and_each_process_cpu(tmp_path: Path
             # redis-benchmark's own CPU (3,000 requests take it well over a clock tick).
             assert row["client_cpu_us_per_req"] > 0 and 0 < row["cores_busy"] <= (os.cpu_count() or 1) + 0.5
             assert all(0 <= v <= 100 for v in row["steal_percent_rounds"]) and len(row["steal_percent_rounds"]) == 2
+            # With --max-steal 0 a run any steal disturbed is run again, once (--attempts 2).
+            for steal, attempts in zip(row["steal_percent_rounds"], row["attempts_rounds"]):
+                assert attempts == 2 or (attempts == 1 and steal == 0)
             assert len(row["rps_rounds"]) == 2 and min(row["rps_rounds"]) <= row["rps"] <= max(row["rps_rounds"])
     off = doc["throughput"]["2-no-busy-batching"]["rill"]
     assert off["rps"] > 0 and len(off["replica_cpu_us_per_req"]) == 2
