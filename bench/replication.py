@@ -393,6 +393,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="at most this many attempts per throughput run; the least disturbed is kept (default 3)")
     parser.add_argument("--out", default=os.path.join(ROOT, "bench", "results", "replication"))
     args = parser.parse_args(argv)
+    if args.attempts < 1 or args.rounds < 1:
+        parser.error("--attempts and --rounds must be at least 1")
     install_exit_handlers()
     started = time.time()
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(started))
