@@ -48,6 +48,7 @@ class Server:
         self.blocking = BlockingManager(self.effects.unit)
         self.clients: dict[int, ClientConnection] = {}
         self.monitors: list[ClientConnection] = []
+        self._output_pending: list[ClientConnection] = []
         self._next_client_id = 1
         self._watchers: dict[tuple[int, bytes], set[Session]] = {}
         self._shutdown: asyncio.Event | None = None
@@ -94,6 +95,20 @@ class Server:
         a command's many effects: an XREADGROUP of 10 entries logs 11)."""
         for argv in effects:
             self.propagate(db_index, argv)
+
+    def output_pending(self, conn: ClientConnection) -> None:
+        """`conn` queued output: it is written once every request that arrived with it ran,
+        by a callback the loop runs before it waits for I/O again, as Redis writes replies in
+        beforeSleep."""
+        if not self._output_pending:
+            asyncio.get_running_loop().call_soon(self._write_pending_output)
+        self._output_pending.append(conn)
+
+    def _write_pending_output(self) -> None:
+        pending = self._output_pending
+        self._output_pending = []
+        for conn in pending:
+            conn.write_unsent()
 
     def touch(self, db_index: int, key: bytes) -> None:
         """A key changed: invalidate WATCHes and wake clients blocked on it."""

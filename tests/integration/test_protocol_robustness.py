@@ -409,6 +409,27 @@ def test_ten_thousand_pipelined_commands_in_one_write_get_replies_in_order(node:
     assert replies == [b"%d" % i for i in range(count)]
 
 
+def test_many_clients_each_get_their_own_replies_in_order(node: Proc) -> None:
+    """Requests of many connections that arrive together run in one loop turn and their
+    replies go out together at its end: each connection must get exactly its own, in order,
+    the last one (a QUIT) included before its connection closes."""
+    clients = 40
+    socks = [socket.create_connection(("127.0.0.1", node.port), timeout=10) for _ in range(clients)]
+    try:
+        for i, sock in enumerate(socks):
+            sock.sendall(
+                resp(b"SET", b"conn:%d" % i, b"value-%d" % i) + resp(b"ECHO", b"%d" % i)
+                + resp(b"GET", b"conn:%d" % i) + resp(b"QUIT")
+            )
+        for i, sock in enumerate(socks):
+            data, closed = read_until_idle(sock, 5.0, 15.0)
+            assert parse_replies(data) == [b"OK", b"%d" % i, b"value-%d" % i, b"OK"], f"connection {i}"
+            assert closed, f"connection {i} still open after QUIT"
+    finally:
+        for sock in socks:
+            sock.close()
+
+
 @pytest.mark.parametrize(
     ("line", "reply"),
     [(b"PING\r\n", b"+PONG\r\n"), (b'ECHO "a b"\r\n', b"$3\r\na b\r\n"), (b"ECHO 'x\\'y'\n", b"$3\r\nx'y\r\n"),
