@@ -27,17 +27,9 @@ class BenchError(Exception):
     """The benchmark cannot go on (a server did not start or died)."""
 
 
-def host_cpu_ticks() -> tuple[int, int]:
-    """(steal, total) clock ticks of the whole machine since boot, from /proc/stat. Steal is
-    the time the hypervisor gave this VM's CPUs to someone else: the share of it over a run
-    says how much of the run's speed was the host's, not the code's."""
-    with open("/proc/stat", encoding="ascii") as f:
-        ticks = [int(v) for v in f.readline().split()[1:]]
-    # user nice system idle iowait irq softirq steal (guest time is already in user).
-    return ticks[7], sum(ticks[:8])
-
-
 def steal_share(before: tuple[int, int], after: tuple[int, int]) -> float:
+    """The share of this VM's CPU the hypervisor gave to other guests between two readings of
+    host_steal_ticks(): how much of a run's speed was the host's, not the code's."""
     total = after[1] - before[1]
     return (after[0] - before[0]) / total if total > 0 else 0.0
 

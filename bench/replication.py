@@ -36,9 +36,10 @@ from typing import Any
 import hiredis
 
 from bench.client import RespClient, encode
-from bench.procs import ROOT, BenchError, Server, _launch, free_port, host_cpu_ticks, install_exit_handlers, steal_share
+from bench.procs import ROOT, BenchError, Server, _launch, free_port, install_exit_handlers, steal_share
 from bench.report import write_json
 from bench.throughput import RUN_TIMEOUT_S, parse_csv_rps
+from node.server.loop_load import host_steal_ticks
 
 KINDS = ("redis", "rill")
 _CATCH_UP_TIMEOUT = 120.0
@@ -140,11 +141,11 @@ def throughput(kind: str, replicas: int, requests: int, clients: int, flags: tup
         # The client's CPU: redis-benchmark is the only child reaped in this window (the
         # servers are reaped when the cluster stops), so the children's rusage grows by its own.
         client_before = _children_cpu_seconds()
-        host_before = host_cpu_ticks()
+        host_before = host_steal_ticks()
         started = time.monotonic()
         proc = subprocess.run(args, capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
         elapsed = time.monotonic() - started
-        steal = steal_share(host_before, host_cpu_ticks())
+        steal = steal_share(host_before, host_steal_ticks())
         client_cpu = _children_cpu_seconds() - client_before
         cpu = cluster.primary.cpu_seconds() - cpu_before
         replicas_during = sum(r.cpu_seconds() - b for r, b in zip(cluster.replicas, replicas_before))

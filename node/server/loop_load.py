@@ -10,6 +10,12 @@ Demand, not CPU time: on a shared host a saturated loop may get only part of a c
 of the time it waits in the run queue), and its CPU time alone would understate it. Linux's
 /proc/thread-self/schedstat has both (run and wait, in ns); without it (another OS, a kernel
 without schedstats) the thread's CPU time is the fallback.
+
+Steal: on a virtual machine the hypervisor may hand this VM's CPUs to other guests, and the
+time it takes while the thread runs counts in neither its run nor its wait time (the guest's
+task clock skips it). A saturated loop on a host stealing a fifth of the CPU then shows about
+0.8 and would never be judged saturated. The machine's steal share over the window (from
+/proc/stat) estimates what the thread's CPU lost, and its run time is scaled back up by it.
 """
 
 from __future__ import annotations
@@ -19,16 +25,32 @@ from collections.abc import Callable
 from typing import Final
 
 SCHEDSTAT: Final = "/proc/thread-self/schedstat"
+PROC_STAT: Final = "/proc/stat"
+# Past this share of steal the estimate says nothing useful; it also bounds the scaling.
+_MAX_STEAL: Final = 0.9
 
 
-def thread_demand_seconds() -> float:
-    """Seconds this thread has been running or runnable (CPU time without schedstat)."""
+def thread_run_wait_seconds() -> tuple[float, float]:
+    """Seconds this thread has run and waited runnable (its CPU time and 0 without
+    schedstat)."""
     try:
         with open(SCHEDSTAT, "rb") as f:
             fields = f.read().split()
-        return (int(fields[0]) + int(fields[1])) / 1e9
+        return int(fields[0]) / 1e9, int(fields[1]) / 1e9
     except (OSError, ValueError, IndexError):
-        return time.thread_time()
+        return time.thread_time(), 0.0
+
+
+def host_steal_ticks() -> tuple[int, int]:
+    """(steal, total) clock ticks of all this machine's CPUs since boot, from /proc/stat;
+    (0, 0) without it."""
+    try:
+        with open(PROC_STAT, "rb") as f:
+            ticks = [int(v) for v in f.readline().split()[1:9]]
+        # user nice system idle iowait irq softirq steal (guest time is already in user).
+        return ticks[7], sum(ticks)
+    except (OSError, ValueError, IndexError):
+        return 0, 0
 
 
 class LoopLoad:
@@ -43,10 +65,16 @@ class LoopLoad:
     ENTER: Final = 0.9
     LEAVE: Final = 0.7
 
-    def __init__(self, demand: Callable[[], float] = thread_demand_seconds) -> None:
+    def __init__(
+        self,
+        demand: Callable[[], tuple[float, float]] = thread_run_wait_seconds,
+        steal: Callable[[], tuple[int, int]] = host_steal_ticks,
+    ) -> None:
         self._demand = demand
+        self._steal = steal
         self._start = time.monotonic()
-        self._start_demand = demand()
+        self._start_run, self._start_wait = demand()
+        self._start_steal, self._start_ticks = steal()
         self._saturated = False
 
     def saturated(self, now: float) -> bool:
@@ -55,8 +83,12 @@ class LoopLoad:
         writes after a pause are not held back."""
         elapsed = now - self._start
         if elapsed >= self.WINDOW:
-            demand = self._demand()
-            share = (demand - self._start_demand) / elapsed
+            run, wait = self._demand()
+            steal, ticks = self._steal()
+            stolen = (steal - self._start_steal) / (ticks - self._start_ticks) if ticks > self._start_ticks else 0.0
+            ran = (run - self._start_run) / (1 - min(max(stolen, 0.0), _MAX_STEAL))
+            share = (ran + wait - self._start_wait) / elapsed
             self._saturated = share >= (self.LEAVE if self._saturated else self.ENTER)
-            self._start, self._start_demand = now, demand
+            self._start, self._start_run, self._start_wait = now, run, wait
+            self._start_steal, self._start_ticks = steal, ticks
         return self._saturated

@@ -1,35 +1,52 @@
 """The saturation signal behind repl-busy-batch-interval: a thread's demand (running or
-waiting for a CPU) read from Linux's schedstat, judged per 100 ms window with hysteresis."""
+waiting for a CPU) read from Linux's schedstat, corrected for the hypervisor's steal, judged
+per 100 ms window with hysteresis."""
 
 from __future__ import annotations
 
 import os
 import time
 
-from node.server.loop_load import LoopLoad, thread_demand_seconds
+from node.server.loop_load import LoopLoad, host_steal_ticks, thread_run_wait_seconds
 
 
 class _Demand:
-    """A thread whose demand the test sets."""
+    """A thread whose run and wait time the test sets."""
 
     def __init__(self) -> None:
-        self.seconds = 0.0
+        self.run = 0.0
+        self.wait = 0.0
 
-    def __call__(self) -> float:
-        return self.seconds
+    def __call__(self) -> tuple[float, float]:
+        return self.run, self.wait
+
+
+class _Steal:
+    """A host whose steal the test sets, in /proc/stat's ticks of all CPUs."""
+
+    def __init__(self) -> None:
+        self.steal = 0
+        self.total = 0
+
+    def __call__(self) -> tuple[int, int]:
+        return self.steal, self.total
 
 
 def _window(load: LoopLoad, demand: _Demand, now: float, share: float) -> tuple[float, bool]:
-    """One more window (0.11 s: a little over the 0.1 s) in which the thread wanted a CPU for
-    `share` of it."""
+    """One more window (0.11 s: a little over the 0.1 s) in which the thread ran for `share`
+    of it."""
     now += 0.11
-    demand.seconds += 0.11 * share
+    demand.run += 0.11 * share
     return now, load.saturated(now)
+
+
+def _load(demand: _Demand, steal: _Steal | None = None) -> LoopLoad:
+    return LoopLoad(demand, steal if steal is not None else _Steal())
 
 
 def test_saturated_from_ninety_percent_until_a_window_under_seventy() -> None:
     demand = _Demand()
-    load = LoopLoad(demand)
+    load = _load(demand)
     now = time.monotonic()
     states = []
     for share in (0.5, 0.89, 0.95, 0.8, 0.71, 0.69, 0.8, 0.91):
@@ -38,10 +55,42 @@ def test_saturated_from_ninety_percent_until_a_window_under_seventy() -> None:
     assert states == [False, False, True, True, True, False, False, True]
 
 
+def test_waiting_for_a_cpu_counts_as_demand() -> None:
+    demand = _Demand()
+    load = _load(demand)
+    now = time.monotonic() + 0.11
+    demand.run, demand.wait = 0.06, 0.04  # ran 55 %, runnable but kept off the CPU 36 %
+    assert load.saturated(now)
+
+
+def test_run_time_the_host_stole_is_counted_back() -> None:
+    # The thread ran 70 % of the window and waited 5 %: on a host that stole a quarter of
+    # every CPU meanwhile, it wanted the CPU throughout (0.7 / 0.75 + 0.05 = 0.98).
+    demand, steal = _Demand(), _Steal()
+    load = _load(demand, steal)
+    demand.run, demand.wait = 0.07, 0.005
+    steal.steal, steal.total = 5, 20
+    assert load.saturated(time.monotonic() + 0.1)
+    # The same thread with no steal wanted the CPU 75 % of the time: not saturated.
+    demand, steal = _Demand(), _Steal()
+    load = _load(demand, steal)
+    demand.run, demand.wait = 0.07, 0.005
+    steal.total = 20
+    assert not load.saturated(time.monotonic() + 0.1)
+
+
+def test_steal_never_makes_an_idle_thread_saturated() -> None:
+    demand, steal = _Demand(), _Steal()
+    load = _load(demand, steal)
+    demand.run = 0.005  # 5 % of the window, with the host taking everything it could
+    steal.steal, steal.total = 20, 20
+    assert not load.saturated(time.monotonic() + 0.1)
+
+
 def _saturated() -> tuple[LoopLoad, _Demand, float]:
     """A load judged saturated after one fully busy window, and the time that window ended."""
     demand = _Demand()
-    load = LoopLoad(demand)
+    load = _load(demand)
     now, saturated = _window(load, demand, time.monotonic(), 1.0)
     assert saturated
     return load, demand, now
@@ -54,30 +103,40 @@ def test_no_new_judgement_before_the_window_ends() -> None:
 
 def test_an_idle_gap_ends_saturation_at_the_next_write() -> None:
     load, demand, now = _saturated()
-    demand.seconds += 0.2  # busy for 0.2 s of the next 5 s
+    demand.run += 0.2  # busy for 0.2 s of the next 5 s
     assert not load.saturated(now + 5.0)
+
+
+def _demand_seconds() -> float:
+    run, wait = thread_run_wait_seconds()
+    return run + wait
 
 
 def _host_steal_seconds() -> float:
     """CPU time the hypervisor gave this VM's CPUs to other guests, all CPUs summed."""
-    with open("/proc/stat", encoding="ascii") as f:
-        steal_ticks = int(f.readline().split()[8])
-    return steal_ticks / os.sysconf("SC_CLK_TCK")
+    return host_steal_ticks()[0] / os.sysconf("SC_CLK_TCK")
 
 
 def test_demand_counts_a_spinning_thread_and_not_a_sleeping_one() -> None:
-    before = thread_demand_seconds()
+    before = _demand_seconds()
     steal_before = _host_steal_seconds()
     deadline = time.monotonic() + 0.2
     while time.monotonic() < deadline:
         pass
-    spun = thread_demand_seconds() - before
+    spun = _demand_seconds() - before
     stolen = _host_steal_seconds() - steal_before
     # Running or runnable for the whole 0.2 s, however busy this machine is (schedstat's wait
     # counts the time other threads keep it off the CPU), except what the hypervisor stole:
     # the guest's clocks skip that. The host's steal over all CPUs bounds it; 20 ms is the
     # two CPUs' tick rounding.
     assert spun + stolen >= 0.18, (spun, stolen)
-    before = thread_demand_seconds()
+    before = _demand_seconds()
     time.sleep(0.2)
-    assert thread_demand_seconds() - before < 0.05
+    assert _demand_seconds() - before < 0.05
+
+
+def test_host_steal_ticks_reads_this_machine() -> None:
+    steal, total = host_steal_ticks()
+    time.sleep(0.05)
+    steal2, total2 = host_steal_ticks()
+    assert 0 <= steal <= total and total2 > total and steal2 >= steal
