@@ -58,6 +58,8 @@ class EffectLog:
         self._depth += 1
 
     def append(self, db_index: int, argv: Sequence[bytes]) -> None:
+        if self.muted:
+            return  # commit() would drop it (a replica applying its primary's log)
         self._pending.append((db_index, argv))
         if self._depth == 0:
             self.commit()

@@ -126,14 +126,19 @@ def parse_units(data: bytes) -> list[list[bytes]]:
         item = reader.gets()
         if item is False:
             break
-        if type(item) is not list or not item or not all(type(arg) is bytes for arg in item):
+        if type(item) is not list or not item:
             raise ApplyError(f"not a command in the log: {item!r:.80}")
-        name = item[0].lower()
-        if name == b"multi":
+        for arg in item:  # a loop, not all(...): compiled, a generator builds a list
+            if type(arg) is not bytes:
+                raise ApplyError(f"not a command in the log: {item!r:.80}")
+        name = item[0]
+        # Lowercased only when its first letter is an m or an e: most units (XADD) skip it.
+        first = name[0] | 0x20 if name else 0
+        if first == 0x6D and name.lower() == b"multi":
             if in_multi:
                 raise ApplyError("nested MULTI in the log")
             in_multi = True
-        elif name == b"exec":
+        elif first == 0x65 and name.lower() == b"exec":
             if not in_multi:
                 raise ApplyError("EXEC without MULTI in the log")
             in_multi = False

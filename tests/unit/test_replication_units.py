@@ -21,11 +21,19 @@ def test_parse_units_returns_the_commands_of_whole_units() -> None:
     assert parse_units(data) == [[b"XADD", b"s", b"1-1", b"f", b"v"], [b"MULTI"], [b"XACK", b"s", b"g", b"1-1"], [b"EXEC"]]
 
 
+def test_parse_units_knows_multi_and_exec_in_any_case() -> None:
+    data = _units([b"multi"], [b"EXPIRE", b"k", b"1"], [b"Exec"], [b"mUlTi"], [b"eXeC"], [b""])
+    assert [c[0] for c in parse_units(data)] == [b"multi", b"EXPIRE", b"Exec", b"mUlTi", b"eXeC", b""]
+
+
 @pytest.mark.parametrize("data", [
     _units([b"XADD", b"s", b"1-1", b"f", b"v"])[:-3],  # cut inside a command
     _units([b"MULTI"], [b"XADD", b"s", b"1-1", b"f", b"v"]),  # a transaction without its EXEC
     _units([b"EXEC"]),
     _units([b"MULTI"], [b"MULTI"], [b"EXEC"]),
+    _units([b"multi"], [b"Multi"], [b"exec"]),
+    _units([b"exec"]),
+    b"*2\r\n$4\r\nXADD\r\n:1\r\n",  # an argument that is not a string
     b"+OK\r\n",  # not a command
     b"*0\r\n",
     b":1\r\n",
