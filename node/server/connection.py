@@ -202,8 +202,7 @@ class ClientConnection(asyncio.Protocol):
         self._send(data)
 
     def _flush(self, out: list[bytes]) -> None:
-        transport = self.transport
-        if transport is None or self._closed:
+        if self.transport is None or self._closed:
             return
         gate = self.server.persistence.gate
         if out:
