@@ -59,7 +59,7 @@ class EffectLog:
 
     def append(self, db_index: int, argv: Sequence[bytes]) -> None:
         if self.muted:
-            return  # commit() would drop it (a replica applying its primary's log)
+            return  # a replica applying its primary's log records the primary's bytes instead
         self._pending.append((db_index, argv))
         if self._depth == 0:
             self.commit()
@@ -83,8 +83,6 @@ class EffectLog:
         if not pending:
             return
         self._pending = []
-        if self.muted:
-            return
         if len(pending) == 1 and pending[0][0] == self._db:
             # The common case: one effect in the current database.
             if not self._listeners:
