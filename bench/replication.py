@@ -3,7 +3,8 @@ its replicas (all on loopback, same run, same client tools):
 
 * XADD throughput on the primary with 0, 1 and 2 replicas attached (redis-benchmark -c 50
   -P 1), with the time the replicas then needed to reach the primary's offset; and Rill with
-  2 replicas again with repl-busy-batch-interval 0, to show what that batching buys; each
+  2 replicas again with repl-busy-batch-interval 0 and with repl-apply-slice-size 0, to show
+  what that batching and that slicing buy; each
   figure is the median of `--rounds` rounds (3), each running every configuration once;
   with the CPU the primary, each replica and redis-benchmark itself spent per XADD, the cores
   they kept busy, and the host's steal during each run. All of them share this machine's
@@ -323,6 +324,18 @@ def replica_lag(kind: str, rate: int, seconds: float) -> dict[str, Any]:
             "max_ms": round(max(lags) * 1e3, 3)}
 
 
+# Rows 2* and 2†: Rill with two replicas and one of its replication tunings off, to show
+# what each buys (docs/replication.md, "Where the CPU goes").
+_VARIANT_FLAGS: dict[str, tuple[str, ...]] = {
+    "2-no-busy-batching": ("--repl-busy-batch-interval", "0"),
+    "2-no-apply-slicing": ("--repl-apply-slice-size", "0"),
+}
+_VARIANTS = (
+    ("2-no-busy-batching", "2*", "repl-busy-batch-interval 0 (no extra batching while saturated)"),
+    ("2-no-apply-slicing", "2†", "repl-apply-slice-size 0 (replicas apply each batch in one go)"),
+)
+
+
 # -- report ---------------------------------------------------------------------------------
 
 def _table(doc: dict[str, Any]) -> str:
@@ -336,13 +349,15 @@ def _table(doc: dict[str, Any]) -> str:
         r, x = row["redis"], row["rill"]
         lines.append(f"  {n:<9}{r['rps']:>10,.0f}{x['rps']:>10,.0f}{x['rps'] / r['rps']:>12.2f}{x['rps'] / base:>14.2f}"
                      f"{r['replicas_caught_up_after_s']:>18.3f}{x['replicas_caught_up_after_s']:>17.3f}")
-    off = doc["throughput"].get("2-no-busy-batching")
-    if off is not None:
+    for key, label, meaning in _VARIANTS:
+        off = doc["throughput"].get(key)
+        if off is None:
+            continue
         x = off["rill"]
-        lines.append(f"  {'2*':<9}{'':>10}{x['rps']:>10,.0f}"
+        lines.append(f"  {label:<9}{'':>10}{x['rps']:>10,.0f}"
                      f"{x['rps'] / doc['throughput']['2']['redis']['rps']:>12.2f}{x['rps'] / base:>14.2f}"
                      f"{'':>18}{x['replicas_caught_up_after_s']:>17.3f}")
-        lines.append("  2* = Rill with repl-busy-batch-interval 0 (no extra batching while saturated)")
+        lines.append(f"  {label} = Rill with {meaning}")
     if doc["params"]["throughput_rounds"] > 1:
         # The ratios round by round: the medians' ratio above hides how far the host drifted.
         lines.append("  each round, n replicas / none:")
@@ -410,9 +425,8 @@ def main(argv: list[str] | None = None) -> int:
     }
     try:
         # Every configuration once per round, rounds one after the other; the medians are kept.
-        # Row 2*: what batching more while the primary is saturated buys (docs/replication.md).
         configs = [(str(n), kind, n, ()) for n in (0, 1, 2) for kind in KINDS]
-        configs.append(("2-no-busy-batching", "rill", 2, ("--repl-busy-batch-interval", "0")))
+        configs += [(key, "rill", 2, flags) for key, flags in _VARIANT_FLAGS.items()]
         runs: dict[tuple[str, str], list[dict[str, Any]]] = {(row, kind): [] for row, kind, _, _ in configs}
         for round_no in range(1, args.rounds + 1):
             for row, kind, n, flags in configs:

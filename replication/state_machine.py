@@ -10,7 +10,8 @@ from typing import Protocol
 
 class StateMachine(Protocol):
     def apply(self, data: bytes, end_offset: int) -> None:
-        """Applies one batch: whole log units (never a split one), ending at end_offset.
+        """Applies whole log units (never a split one) ending at end_offset: a batch from the
+        primary, or a slice of one (ReplicaLink applies a large batch in several calls).
 
         Must be all-or-nothing: if it raises, the state must be as before the call. The link
         then drops the connection and asks for a full sync on the next attempt.

@@ -729,6 +729,7 @@ class ReplicationNode:
         return ReplicaSettings(
             masterauth=self.config.get("masterauth") or None,
             timeout=float(self.config.get_int("repl-timeout")),
+            apply_slice_bytes=self.config.get_int("repl-apply-slice-size"),
         )
 
     def _server_tls(self) -> ServerTls | None:
@@ -755,7 +756,8 @@ class ReplicationNode:
     def _on_config_change(self, name: str, value: str) -> None:
         if name == "repl-backlog-size" and self.backlog is not None:
             self.backlog.resize(int(value))
-        elif name in ("repl-timeout", "repl-ping-replica-period", "requirepass", "client-output-buffer-limit", "masterauth"):
+        elif name in ("repl-timeout", "repl-ping-replica-period", "requirepass", "client-output-buffer-limit", "masterauth",
+                      "repl-apply-slice-size"):
             if self.primary is not None:
                 self.primary.update_settings(self._primary_settings())
             if self.link is not None:

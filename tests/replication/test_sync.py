@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+from collections.abc import Coroutine
+from typing import Any
 
 from replication import ReplicaSettings
-from tests.replication.cluster import FAST_PRIMARY, Node, eventually, limit, nodes, run
+from tests.replication.cluster import FAST_PRIMARY, FAST_REPLICA, Node, eventually, limit, nodes, run
 from tests.replication.proxy import LinkProxy
 
 
@@ -201,6 +203,105 @@ def test_replica_detects_a_silent_primary_and_recovers_partially() -> None:
                 assert link.status().full_syncs == 1  # the initial sync only
             finally:
                 await proxy.stop()
+
+    run(body())
+
+
+def test_a_large_batch_is_applied_in_slices_of_whole_units_with_the_loop_served_between() -> None:
+    # 2,000 units logged at once travel as one ~80 KB batch. The replica applies it in
+    # slices of whole units (the toy machine refuses anything else) of at most about
+    # apply_slice_bytes, and other tasks of its event loop run between two slices.
+    slice_bytes = 4096
+
+    async def body() -> None:
+        async with nodes(2) as (p, r):
+            port = await p.serve()
+            r.follow(port, dataclasses.replace(FAST_REPLICA, apply_slice_bytes=slice_bytes))
+            await r.caught_up(p.write_many(1))
+            ticks = 0
+            applies: list[tuple[int, int, int]] = []  # (size, end offset, ticks)
+            apply = r.machine.apply
+
+            def recording_apply(data: bytes, end_offset: int) -> None:
+                applies.append((len(data), end_offset, ticks))
+                apply(data, end_offset)
+
+            r.machine.apply = recording_apply  # type: ignore[method-assign]
+
+            async def ticker() -> None:
+                nonlocal ticks
+                while True:
+                    ticks += 1
+                    await asyncio.sleep(0)
+
+            task = asyncio.create_task(ticker())
+            try:
+                start = p.backlog.end
+                end = p.write_many(2000, size=24)
+                await r.caught_up(end)
+            finally:
+                task.cancel()
+            assert_same(p, r)
+            assert len(applies) >= (end - start) // slice_bytes
+            position = start
+            for size, slice_end, _ in applies:
+                assert slice_end - size == position  # contiguous
+                assert 0 < size <= slice_bytes
+                position = slice_end
+            assert position == end
+            # The event loop ran between every two slices (all of one batch here or not).
+            assert all(b[2] > a[2] for a, b in zip(applies, applies[1:]))
+
+    run(body())
+
+
+def test_a_link_stopped_between_two_slices_keeps_what_it_applied_and_resumes_after_it() -> None:
+    async def body() -> None:
+        async with nodes(2) as (p, r):
+            port = await p.serve()
+            link = r.follow(port, dataclasses.replace(FAST_REPLICA, apply_slice_bytes=1024))
+            await r.caught_up(p.write_many(1))
+            apply = r.machine.apply
+            stopping: list[Coroutine[Any, Any, None]] = []
+
+            def stop_after_the_third_slice(data: bytes, end_offset: int) -> None:
+                apply(data, end_offset)
+                if r.machine.batches_applied == 4:  # 1 before, then 3 slices of the big batch
+                    stopping.append(link.stop())  # cancels: raised at the yield after this slice
+
+            r.machine.apply = stop_after_the_third_slice  # type: ignore[method-assign]
+            end = p.write_many(500, size=24)
+            await eventually(lambda: bool(stopping))
+            await stopping[0]
+            # Stopped inside the batch: the three slices are applied and in the backlog.
+            assert r.machine.offset == r.backlog.end < end
+            assert r.machine.records == p.machine.records[: len(r.machine.records)]
+            r.machine.apply = apply  # type: ignore[method-assign]
+            relinked = r.follow(port, dataclasses.replace(FAST_REPLICA, apply_slice_bytes=1024))
+            await r.caught_up(end)
+            assert_same(p, r)
+            assert relinked.status().partial_syncs == 1 and relinked.status().full_syncs == 0
+
+    run(body())
+
+
+def test_a_unit_larger_than_the_slice_is_applied_whole_and_slicing_can_be_turned_off() -> None:
+    async def body() -> None:
+        async with nodes(3) as (p, r_small, r_off):
+            port = await p.serve()
+            r_small.follow(port, dataclasses.replace(FAST_REPLICA, apply_slice_bytes=64))
+            r_off.follow(port, dataclasses.replace(FAST_REPLICA, apply_slice_bytes=0))
+            first = p.write_many(1)
+            await r_small.caught_up(first)
+            await r_off.caught_up(first)
+            small_before = r_small.machine.batches_applied
+            off_before = r_off.machine.batches_applied
+            end = p.write_many(20, size=200)  # each unit well over 64 bytes
+            await r_small.caught_up(end)
+            await r_off.caught_up(end)
+            assert_same(p, r_small, r_off)
+            assert r_small.machine.batches_applied - small_before == 20  # one unit per slice
+            assert r_off.machine.batches_applied - off_before < 20  # whole batches
 
     run(body())
 
