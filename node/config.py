@@ -113,9 +113,10 @@ _DIRECTIVES: Final[tuple[Directive, ...]] = (
     # primary a fixed share of CPU, so when the CPU limits the write rate, fewer batches
     # leave more of it to the clients. 0 = off.
     Directive("repl-busy-batch-interval", "20", "int", minimum=0, maximum=1000),
-    # A replica applies each batch in slices of whole units of about this many bytes and
-    # yields the event loop and the CPU between them (replication/replica.py): its clients,
-    # and processes sharing its core, wait one slice, not a whole batch. 0 = no slicing.
+    # While other processes want its CPU, a replica applies each batch in slices of whole
+    # units of about this many bytes and yields the CPU and the event loop between them
+    # (replication/replica.py): processes sharing its core, and its clients, wait one slice,
+    # not a whole batch. 0 = no slicing.
     Directive("repl-apply-slice-size", "1024", "memory", minimum=0, maximum=_INT_MAX),
     # TLS for the replication gRPC link (Rill's counterpart of tls-replication; the RESP port
     # has no TLS): the node's certificate, served as a primary and presented as a replica;

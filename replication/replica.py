@@ -76,6 +76,7 @@ class ReplicaLink:
         announce_port: int = 0,
         tls: ClientTls | None = None,
         clock: Callable[[], float] = time.monotonic,
+        contended: Callable[[], bool] | None = None,
     ) -> None:
         if not is_run_id(replica_id):
             raise ValueError("replica_id must be 40 lowercase hex characters")
@@ -89,6 +90,9 @@ class ReplicaLink:
         self.announce_port = announce_port
         self._tls = tls
         self._clock = clock
+        # Whether other processes want this thread's CPU (large batches are then applied in
+        # slices, see _apply); None: always.
+        self._contended = contended
         self._task: asyncio.Task[None] | None = None
         self._link_up = False
         self._last_io: float | None = None
@@ -387,18 +391,18 @@ class ReplicaLink:
                 raise ProtocolViolation(f"unexpected {kind} after the sync")
 
     async def _apply(self, batch: pb.Batch) -> None:
-        """Applies a batch, then stores it in the backlog.
+        """Applies a batch and stores it in the backlog.
 
-        A batch larger than `apply_slice_bytes` is applied in slices of whole units of about
-        that size (a slice's first unit may be larger). Between slices the link yields the
-        event loop, so the node's own clients (reads on a replica) are served while a large
-        batch is applied, and the CPU (sched_yield), so a process sharing this core (the
-        primary or its clients, on one host) runs at once instead of after the whole batch:
-        a busy primary ships ~20 ms of writes at a time, several ms to apply, and on a shared
-        core the client that feeds the primary waited that long. The backlog takes the
-        batch in one piece at the end (per slice it would cost more than the slicing), or
-        the slices applied so far when a slice fails or the link is cancelled between two:
-        what the node holds is always in its backlog once the batch is over."""
+        While other processes want this thread's CPU (`contended`), a batch larger than
+        `apply_slice_bytes` goes in slices of whole units of about that size (a slice's first
+        unit may be larger). Between slices the link yields the CPU (sched_yield), so a
+        process sharing this core (the primary or its clients, on one host) runs at once
+        instead of after the whole batch, and the event loop, so the node's own clients are
+        served meanwhile: a busy primary ships ~20 ms of writes at a time, several ms to
+        apply, and on a shared core the client that feeds the primary waited that long. On
+        an uncontended core slicing would only cost CPU. Each slice is stored as soon as it is
+        applied: whatever runs in between (a snapshot for a sub-replica, a promotion, INFO)
+        finds the backlog ending exactly where the node's data does."""
         backlog = self.backlog
         start = batch.start_offset
         if start != backlog.end:
@@ -408,26 +412,22 @@ class ReplicaLink:
         if not sizes or sum(sizes) != len(data) or 0 in sizes:
             raise ProtocolViolation("batch unit sizes do not describe its data")
         step = self.settings.apply_slice_bytes
-        if not step or len(data) <= step:
-            self._apply_slice(start, data)
-            self._store(data, sizes)
+        if not step or len(data) <= step or (self._contended is not None and not self._contended()):
+            self._apply_slice(start, data, sizes)
             return
         ends = list(accumulate(sizes))
-        applied = stored = 0  # units, bytes
-        try:
-            while True:
-                last = max(bisect_right(ends, stored + step), applied + 1)
-                self._apply_slice(start + stored, data[stored : ends[last - 1]])
-                applied, stored = last, ends[last - 1]
-                if applied == len(sizes):
-                    return
-                os.sched_yield()
-                await asyncio.sleep(0)
-        finally:
-            if applied:
-                self._store(data if applied == len(sizes) else data[:stored], sizes[:applied])
+        first = begin = 0
+        while True:
+            last = max(bisect_right(ends, begin + step), first + 1)
+            end = ends[last - 1]
+            self._apply_slice(start + begin, data[begin:end], sizes[first:last])
+            if last == len(sizes):
+                return
+            first, begin = last, end
+            os.sched_yield()
+            await asyncio.sleep(0)
 
-    def _apply_slice(self, start: int, data: bytes) -> None:
+    def _apply_slice(self, start: int, data: bytes, sizes: list[int]) -> None:
         try:
             self.machine.apply(data, start + len(data))
         except Exception as exc:
@@ -435,8 +435,6 @@ class ReplicaLink:
             # log any more: only a snapshot can bring it back.
             self._force_full_sync = True
             raise ApplyFailed(f"applying the batch at offset {start} failed: {exc}") from exc
-
-    def _store(self, data: bytes, sizes: list[int]) -> None:
         end = self.backlog.extend(data, sizes)
         self._primary_offset = max(self._primary_offset, end)
 

@@ -53,8 +53,8 @@ class ReplicaSettings:
     ack_period: float = 1.0  # acks go after every batch and at least this often
     backoff_initial: float = 0.1  # first reconnect delay; doubles per failed attempt
     backoff_max: float = 5.0  # cap, also the pace for non-retriable errors
-    # A batch is applied in slices of whole units of about this many bytes, the CPU yielded
-    # between them (see ReplicaLink._apply); 0 applies each batch in one go.
+    # While contended, a batch is applied in slices of whole units of about this many bytes,
+    # the CPU yielded between them (see ReplicaLink._apply); 0 applies each batch in one go.
     apply_slice_bytes: int = 1024
 
     def __post_init__(self) -> None:

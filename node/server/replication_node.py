@@ -44,7 +44,7 @@ from node.commands.reply import OK, ReplyError
 from node.commands.streams import append_logged_xadd
 from node.persistence.service import AOF_ON
 from node.persistence.snapshot import SnapshotError, SnapshotMeta, dump, load_snapshot
-from node.server.loop_load import LoopLoad
+from node.server.loop_load import CpuContention, LoopLoad
 from node.server.resp import encode_command
 from replication import (
     Backlog,
@@ -353,6 +353,7 @@ class ReplicationNode:
         self._batch_interval = self.config.get_int("repl-batch-interval") / 1000
         self._busy_batch_interval = self.config.get_int("repl-busy-batch-interval") / 1000
         self._loop_load = LoopLoad()
+        self._cpu_contention = CpuContention()
         self._connecting: asyncio.Task[None] | None = None
         self._stopping: asyncio.Future[None] | None = None
         # The backlog records the log's units once a replica needs them (see _record);
@@ -597,12 +598,17 @@ class ReplicationNode:
         link = ReplicaLink(
             host, repl_port, self.backlog, machine, self._replica_settings(),
             replica_id=self.server.run_id, announce_port=self.server.port, tls=self._client_tls(),
+            contended=self._contended,
         )
         self.machine, self.link = machine, link
         self._connecting = None
         log.info("Connecting to MASTER %s:%d (replication port %d) at offset %d of %s",
                  host, port, repl_port, self.backlog.end, self.backlog.replid)
         link.start()
+
+    def _contended(self) -> bool:
+        """Whether other processes want the event loop's CPU (the link slices batches then)."""
+        return self._cpu_contention.contended(time.monotonic())
 
     def unblock_all(self, message: str) -> None:
         """Every blocked client (XREAD, XREADGROUP, WAIT, WAITAOF...) gets `message` as error."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Coroutine
+from collections.abc import AsyncIterator, Callable, Coroutine
 from typing import Any, TypeVar
 
 from replication import (
@@ -71,6 +71,7 @@ class Node:
         settings: ReplicaSettings = FAST_REPLICA,
         tls: ClientTls | None = None,
         host: str = "127.0.0.1",
+        contended: Callable[[], bool] | None = None,
     ) -> ReplicaLink:
         self.link = ReplicaLink(
             host,
@@ -82,6 +83,7 @@ class Node:
             announce_host="127.0.0.1",
             announce_port=7000,
             tls=tls,
+            contended=contended,
         )
         self.link.start()
         return self.link

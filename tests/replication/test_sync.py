@@ -210,7 +210,9 @@ def test_replica_detects_a_silent_primary_and_recovers_partially() -> None:
 def test_a_large_batch_is_applied_in_slices_of_whole_units_with_the_loop_served_between() -> None:
     # 2,000 units logged at once travel as one ~80 KB batch. The replica applies it in
     # slices of whole units (the toy machine refuses anything else) of at most about
-    # apply_slice_bytes, and other tasks of its event loop run between two slices.
+    # apply_slice_bytes, and other tasks of its event loop run between two slices; they
+    # find the backlog ending where the applied data does (a snapshot taken then for a
+    # sub-replica, or a promotion, relies on it).
     slice_bytes = 4096
 
     async def body() -> None:
@@ -228,10 +230,14 @@ def test_a_large_batch_is_applied_in_slices_of_whole_units_with_the_loop_served_
 
             r.machine.apply = recording_apply  # type: ignore[method-assign]
 
+            behind: list[tuple[int, int]] = []
+
             async def ticker() -> None:
                 nonlocal ticks
                 while True:
                     ticks += 1
+                    if r.backlog.end != r.machine.offset:
+                        behind.append((r.backlog.end, r.machine.offset))
                     await asyncio.sleep(0)
 
             task = asyncio.create_task(ticker())
@@ -251,6 +257,7 @@ def test_a_large_batch_is_applied_in_slices_of_whole_units_with_the_loop_served_
             assert position == end
             # The event loop ran between every two slices (all of one batch here or not).
             assert all(b[2] > a[2] for a, b in zip(applies, applies[1:]))
+            assert behind == []
 
     run(body())
 
@@ -285,23 +292,34 @@ def test_a_link_stopped_between_two_slices_keeps_what_it_applied_and_resumes_aft
     run(body())
 
 
-def test_a_unit_larger_than_the_slice_is_applied_whole_and_slicing_can_be_turned_off() -> None:
+def test_slices_only_while_contended_and_a_unit_larger_than_the_slice_goes_whole() -> None:
+    contended = True
+
     async def body() -> None:
-        async with nodes(3) as (p, r_small, r_off):
+        nonlocal contended
+        async with nodes(4) as (p, r_small, r_off, r_alone):
             port = await p.serve()
-            r_small.follow(port, dataclasses.replace(FAST_REPLICA, apply_slice_bytes=64))
+            r_small.follow(port, dataclasses.replace(FAST_REPLICA, apply_slice_bytes=64), contended=lambda: contended)
             r_off.follow(port, dataclasses.replace(FAST_REPLICA, apply_slice_bytes=0))
-            first = p.write_many(1)
-            await r_small.caught_up(first)
-            await r_off.caught_up(first)
-            small_before = r_small.machine.batches_applied
-            off_before = r_off.machine.batches_applied
-            end = p.write_many(20, size=200)  # each unit well over 64 bytes
-            await r_small.caught_up(end)
-            await r_off.caught_up(end)
-            assert_same(p, r_small, r_off)
-            assert r_small.machine.batches_applied - small_before == 20  # one unit per slice
-            assert r_off.machine.batches_applied - off_before < 20  # whole batches
+            r_alone.follow(port, dataclasses.replace(FAST_REPLICA, apply_slice_bytes=64), contended=lambda: False)
+            replicas = (r_small, r_off, r_alone)
+
+            async def applies_for(count: int) -> list[int]:
+                before = [r.machine.batches_applied for r in replicas]
+                end = p.write_many(count, size=200)  # each unit well over 64 bytes
+                for r in replicas:
+                    await r.caught_up(end)
+                assert_same(p, *replicas)
+                return [r.machine.batches_applied - b for r, b in zip(replicas, before)]
+
+            await applies_for(1)
+            # One unit per slice while contended; whole batches with slicing off or a CPU of
+            # its own (20 units written at once: one or two batches).
+            small, off, alone = await applies_for(20)
+            assert small == 20 and off <= 2 and alone <= 2
+            contended = False
+            small, _, _ = await applies_for(20)
+            assert small <= 2
 
     run(body())
 

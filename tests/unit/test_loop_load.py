@@ -1,13 +1,16 @@
 """The saturation signal behind repl-busy-batch-interval: a thread's demand (running or
 waiting for a CPU) read from Linux's schedstat, corrected for the hypervisor's steal, judged
-per 100 ms window with hysteresis."""
+per 100 ms window with hysteresis. And the contention signal behind a replica's apply slices:
+the share of a window the thread waited for a CPU."""
 
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import time
 
-from node.server.loop_load import LoopLoad, host_steal_ticks, thread_run_wait_seconds
+from node.server.loop_load import CpuContention, LoopLoad, host_steal_ticks, thread_run_wait_seconds
 
 
 class _Demand:
@@ -140,3 +143,45 @@ def test_host_steal_ticks_reads_this_machine() -> None:
     time.sleep(0.05)
     steal2, total2 = host_steal_ticks()
     assert 0 <= steal <= total and total2 > total and steal2 >= steal
+
+
+def test_contended_from_five_percent_waiting_until_a_window_under_two() -> None:
+    demand = _Demand()
+    contention = CpuContention(demand)
+    now = time.monotonic()
+    states = []
+    for share in (0.01, 0.04, 0.06, 0.03, 0.021, 0.019, 0.04, 0.5):
+        now += 0.11
+        demand.wait += 0.11 * share
+        demand.run += 0.11 * 0.5  # running does not count
+        states.append(contention.contended(now))
+    assert states == [False, False, True, True, True, False, False, True]
+    demand.wait += 0.05  # half of the next 0.1 s, but that window is not over yet
+    assert contention.contended(now + 0.05)
+    assert not contention.contended(now + 5.0)  # 0.05 s in 5 s: an idle gap dilutes it
+
+
+def test_a_thread_sharing_its_cpu_with_a_busy_process_is_contended() -> None:
+    # This thread and a spinning process pinned to the same CPU: the scheduler splits it
+    # between them, so this thread waits runnable about half of the time.
+    saved = os.sched_getaffinity(0)
+    cpu = min(saved)
+    spin = f"import os, time\nos.sched_setaffinity(0, {{{cpu}}})\nend = time.monotonic() + 3\nwhile time.monotonic() < end: pass"
+    spinner = subprocess.Popen([sys.executable, "-c", spin])
+    try:
+        os.sched_setaffinity(0, {cpu})  # pid 0: the calling thread only
+        time.sleep(0.5)  # the spinner has started and pinned itself
+        contention = CpuContention()
+        assert not contention.contended(time.monotonic())  # no complete window yet
+        deadline = time.monotonic() + 0.3
+        while time.monotonic() < deadline:
+            pass
+        assert contention.contended(time.monotonic())
+        spinner.kill()
+        spinner.wait()
+        time.sleep(0.15)  # alone again, and sleeping is not waiting for a CPU
+        assert not contention.contended(time.monotonic())
+    finally:
+        os.sched_setaffinity(0, saved)
+        spinner.kill()
+        spinner.wait()
