@@ -57,6 +57,7 @@ class LinkStatus:
     primary_offset: int  # latest offset the primary announced in a heartbeat
     full_syncs: int  # completed full syncs on this link
     partial_syncs: int  # accepted partial resyncs on this link
+    sliced_batches: int  # batches applied in slices (under CPU contention) on this link
     last_error: str | None  # why the link last went down (or could not come up)
 
 
@@ -93,6 +94,7 @@ class ReplicaLink:
         # Whether other processes want this thread's CPU (large batches are then applied in
         # slices, see _apply); None: always.
         self._contended = contended
+        self._sliced_batches = 0
         self._task: asyncio.Task[None] | None = None
         self._link_up = False
         self._last_io: float | None = None
@@ -166,6 +168,7 @@ class ReplicaLink:
             primary_offset=self._primary_offset,
             full_syncs=self._full_syncs,
             partial_syncs=self._partial_syncs,
+            sliced_batches=self._sliced_batches,
             last_error=None if self._last_error is None else str(self._last_error),
         )
 
@@ -415,6 +418,7 @@ class ReplicaLink:
         if not step or len(data) <= step or (self._contended is not None and not self._contended()):
             self._apply_slice(start, data, sizes)
             return
+        self._sliced_batches += 1
         ends = list(accumulate(sizes))
         first = begin = 0
         while True:

@@ -802,7 +802,8 @@ class ReplicationNode:
         return [b"slave", host.encode(), port, self._link_state().encode(), offset if up else -1]
 
     def info_fields(self) -> list[tuple[str, object]]:
-        """INFO replication, Redis 7.2's fields in its order, then Rill's replication port."""
+        """INFO replication, Redis 7.2's fields in its order, then Rill's replication port (and
+        on a replica how many batches it applied in slices)."""
         self.flush()
         server = self.server
         fields: list[tuple[str, object]] = [("role", server.role)]
@@ -842,6 +843,10 @@ class ReplicationNode:
                 ("repl_backlog_histlen", 0),
             ]
         fields.append((INFO_PORT_FIELD, self.repl_port))
+        if server.role == "slave":
+            # How often this replica's CPU was contended enough to apply in slices.
+            status = self.link.status() if self.link is not None else None
+            fields.append(("repl_apply_sliced_batches", status.sliced_batches if status is not None else 0))
         return fields
 
     def _replica_fields(self) -> list[tuple[str, object]]:

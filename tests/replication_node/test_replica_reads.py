@@ -1,18 +1,24 @@
 """What clients see on replicas: blocking XREAD readers receive every entry the primary
 accepted, in order, with no gaps or duplicates (read scaling); every write is refused with
 READONLY while reads work; ROLE and INFO replication have Redis's shape (checked against a real
-redis-server primary and replica); REPLICAOF's replies and errors are Redis's."""
+redis-server primary and replica); REPLICAOF's replies and errors are Redis's. A replica whose
+CPU is contended applies large batches in slices, and still converges."""
 
 from __future__ import annotations
 
+import itertools
+import os
 import re
+import subprocess
+import sys
 import threading
+import time
 
 import pytest
 import redis
 
 from tests.conftest import Proc, start_redis
-from tests.replication_node.nodes import info, raw_client, wait_synced, wait_until
+from tests.replication_node.nodes import digest, info, raw_client, wait_synced, wait_until
 
 READONLY = "You can't write against a read only replica."  # redis-py's ReadOnlyError drops the code
 ENTRIES = 1500
@@ -58,20 +64,20 @@ def test_blocked_readers_on_replicas_receive_every_entry_in_order(trio: tuple[Pr
                "the readers to block")
     with raw_client(primary) as c:
         written = 0
-        while written < ENTRIES:
-            if written % 300 == 0:
-                pipe = c.pipeline(transaction=True)  # several entries in one unit
-                for i in range(10):
-                    pipe.execute_command("XADD", "feed", "*", "n", written + i)
-                pipe.execute()
-                written += 10
-            else:
-                pipe = c.pipeline(transaction=False)
-                for i in range(25):
-                    pipe.execute_command("XADD", "feed", "*", "n", written + i)
-                pipe.execute()
-                written += 25
+        for batch in itertools.count():
+            if written == ENTRIES:
+                break
+            # Every 10th batch is a MULTI of 10 (several entries in one unit), the others
+            # pipelines of 25; exactly ENTRIES in all, the number the readers wait for.
+            transaction = batch % 10 == 0
+            size = min(10 if transaction else 25, ENTRIES - written)
+            pipe = c.pipeline(transaction=transaction)
+            for i in range(size):
+                pipe.execute_command("XADD", "feed", "*", "n", written + i)
+            pipe.execute()
+            written += size
         expected = [e[0] for e in c.execute_command("XRANGE", "feed", "(0-1", "+")]
+    assert len(expected) == ENTRIES
     for reader in readers:
         reader.join(30)
         assert reader.error is None, reader.error
@@ -179,8 +185,10 @@ def test_info_replication_has_redis_fields_for_both_roles(trio: tuple[Proc, Proc
         for ours, theirs in ((primary, redis_primary), (a, redis_replica)):
             names = [n for n in info(ours) if not n.startswith("slave") or not n[5:].isdigit()]
             expected = [n for n in info(theirs) if not n.startswith("slave") or not n[5:].isdigit()]
-            # Rill adds the port its replicas connect to; everything else is Redis's, in order.
-            assert names == [*expected, "repl_grpc_port"]
+            # Rill adds the port its replicas connect to (and on a replica how many batches it
+            # applied in slices); everything else is Redis's, in order.
+            ours_extra = ["repl_grpc_port"] + (["repl_apply_sliced_batches"] if ours is a else [])
+            assert names == [*expected, *ours_extra]
     finally:
         redis_replica.stop()
         redis_primary.stop()
@@ -215,3 +223,33 @@ def test_monitor_on_a_replica_shows_the_primarys_writes_as_redis_does(trio: tupl
         oracle.stop()
     assert expected == (["XADD mon 1-1 f v", "xadd mon 2-1 f v", "XAdd mon 3-1 f v", "SET mon:done 1"], "calls=3 failed=0")
     assert _monitored_xadds(primary, replica) == expected
+
+
+def test_a_replica_sharing_its_cpu_with_a_busy_process_applies_in_slices(trio: tuple[Proc, Proc, Proc]) -> None:
+    primary, a, b = trio
+    # Replica a's event-loop thread (its main thread) and two spinning processes pinned to
+    # one CPU: kept busy by a steady stream of pipelined XADDs, a waits for that CPU about as
+    # long as it runs, so it slices the large batches (repl-apply-slice-size, 1 KB by
+    # default), and counts them in INFO.
+    cpu = min(os.sched_getaffinity(0))
+    saved = os.sched_getaffinity(a.proc.pid)
+    spin = f"import os, time\nos.sched_setaffinity(0, {{{cpu}}})\nend = time.monotonic() + 60\nwhile time.monotonic() < end: pass"
+    spinners = [subprocess.Popen([sys.executable, "-c", spin]) for _ in range(2)]
+    try:
+        os.sched_setaffinity(a.proc.pid, {cpu})
+        before = int(info(a)["repl_apply_sliced_batches"])
+        deadline = time.monotonic() + 30
+        with primary.client() as c:
+            while int(info(a)["repl_apply_sliced_batches"]) == before:
+                assert time.monotonic() < deadline, "no batch applied in slices within 30 s"
+                pipe = c.pipeline(transaction=False)
+                for _ in range(2000):
+                    pipe.xadd("sliced", {"field": "value"})
+                pipe.execute()
+        wait_synced(primary, a, b)
+        assert digest(a) == digest(b) == digest(primary)
+    finally:
+        for spinner in spinners:
+            spinner.kill()
+            spinner.wait()
+        os.sched_setaffinity(a.proc.pid, saved)
