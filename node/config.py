@@ -117,7 +117,7 @@ _DIRECTIVES: Final[tuple[Directive, ...]] = (
     # units of about this many bytes and yields the CPU and the event loop between them
     # (replication/replica.py): processes sharing its core, and its clients, wait one slice,
     # not a whole batch. 0 = no slicing.
-    Directive("repl-apply-slice-size", "1024", "memory", minimum=0, maximum=_INT_MAX),
+    Directive("repl-apply-slice-size", "2048", "memory", minimum=0, maximum=_INT_MAX),
     # TLS for the replication gRPC link (Rill's counterpart of tls-replication; the RESP port
     # has no TLS): the node's certificate, served as a primary and presented as a replica;
     # the CA that signs its peers' certificates; whether replicas must present one.

@@ -55,7 +55,7 @@ class ReplicaSettings:
     backoff_max: float = 5.0  # cap, also the pace for non-retriable errors
     # While contended, a batch is applied in slices of whole units of about this many bytes,
     # the CPU yielded between them (see ReplicaLink._apply); 0 applies each batch in one go.
-    apply_slice_bytes: int = 1024
+    apply_slice_bytes: int = 2048
 
     def __post_init__(self) -> None:
         if self.timeout <= 0 or self.ack_period <= 0:
