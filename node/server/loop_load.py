@@ -103,7 +103,7 @@ class CpuContention:
     A replica slices large batches only while contended (replication.replica): on a core of
     its own, waiting 0.3-2 % of the time, slicing only cost it CPU (about 1.5x per XADD in
     the benchmark's pinned runs); sharing two cores with its primary and their client it
-    waited 13-14 %, and slicing gave the primary a quarter more throughput. Without
+    waited 13-14 %, and slicing gave the primary 6-25 % more throughput. Without
     schedstat the wait reads 0: never contended."""
 
     WINDOW: Final = 0.1
