@@ -75,6 +75,19 @@ class Proc:
         return ""
 
 
+def start_spinner(cpu: int, seconds: float) -> subprocess.Popen[bytes]:
+    """A process that pins itself to `cpu` and keeps it busy for `seconds` (then exits by
+    itself, should the test die before killing it): CPU contention on demand."""
+    code = (f"import os, time\nos.sched_setaffinity(0, {{{cpu}}})\nend = time.monotonic() + {seconds}\n"
+            "while time.monotonic() < end: pass")
+    return subprocess.Popen([sys.executable, "-c", code])
+
+
+def stop_process(proc: subprocess.Popen[bytes]) -> None:
+    proc.kill()
+    proc.wait()
+
+
 def start_rill(*extra: str, port: int | None = None, dir: str | None = None) -> Proc:
     port = port or free_port()
     workdir = dir or tempfile.mkdtemp(prefix="rill-test-")

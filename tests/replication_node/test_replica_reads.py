@@ -9,15 +9,13 @@ from __future__ import annotations
 import itertools
 import os
 import re
-import subprocess
-import sys
 import threading
 import time
 
 import pytest
 import redis
 
-from tests.conftest import Proc, start_redis
+from tests.conftest import Proc, start_redis, start_spinner, stop_process
 from tests.replication_node.nodes import digest, info, raw_client, wait_synced, wait_until
 
 READONLY = "You can't write against a read only replica."  # redis-py's ReadOnlyError drops the code
@@ -233,8 +231,7 @@ def test_a_replica_sharing_its_cpu_with_a_busy_process_applies_in_slices(trio: t
     # default), and counts them in INFO.
     cpu = min(os.sched_getaffinity(0))
     saved = os.sched_getaffinity(a.proc.pid)
-    spin = f"import os, time\nos.sched_setaffinity(0, {{{cpu}}})\nend = time.monotonic() + 60\nwhile time.monotonic() < end: pass"
-    spinners = [subprocess.Popen([sys.executable, "-c", spin]) for _ in range(2)]
+    spinners = [start_spinner(cpu, 60) for _ in range(2)]
     try:
         os.sched_setaffinity(a.proc.pid, {cpu})
         before = int(info(a)["repl_apply_sliced_batches"])
@@ -250,6 +247,5 @@ def test_a_replica_sharing_its_cpu_with_a_busy_process_applies_in_slices(trio: t
         assert digest(a) == digest(b) == digest(primary)
     finally:
         for spinner in spinners:
-            spinner.kill()
-            spinner.wait()
+            stop_process(spinner)
         os.sched_setaffinity(a.proc.pid, saved)

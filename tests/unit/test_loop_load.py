@@ -6,11 +6,10 @@ the share of a window the thread waited for a CPU."""
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 import time
 
 from node.server.loop_load import CpuContention, LoopLoad, host_steal_ticks, thread_run_wait_seconds
+from tests.conftest import start_spinner, stop_process
 
 
 class _Demand:
@@ -166,8 +165,7 @@ def test_a_thread_sharing_its_cpu_with_a_busy_process_is_contended() -> None:
     # between them, so this thread waits runnable about half of the time.
     saved = os.sched_getaffinity(0)
     cpu = min(saved)
-    spin = f"import os, time\nos.sched_setaffinity(0, {{{cpu}}})\nend = time.monotonic() + 3\nwhile time.monotonic() < end: pass"
-    spinner = subprocess.Popen([sys.executable, "-c", spin])
+    spinner = start_spinner(cpu, 3)
     try:
         os.sched_setaffinity(0, {cpu})  # pid 0: the calling thread only
         time.sleep(0.5)  # the spinner has started and pinned itself
@@ -177,11 +175,9 @@ def test_a_thread_sharing_its_cpu_with_a_busy_process_is_contended() -> None:
         while time.monotonic() < deadline:
             pass
         assert contention.contended(time.monotonic())
-        spinner.kill()
-        spinner.wait()
+        stop_process(spinner)
         time.sleep(0.15)  # alone again, and sleeping is not waiting for a CPU
         assert not contention.contended(time.monotonic())
     finally:
         os.sched_setaffinity(0, saved)
-        spinner.kill()
-        spinner.wait()
+        stop_process(spinner)
