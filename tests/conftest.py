@@ -21,6 +21,10 @@ import pytest
 import redis
 
 from bench.procs import free_port
+from replication.wire import prefer_poller_io
+
+# The in-process replication links of tests/replication run on the gRPC I/O the node uses.
+prefer_poller_io()
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
