@@ -112,12 +112,8 @@ def run_node(argv: list[str]) -> int:
     # child never uses gRPC, so its fork handlers stay off (set before gRPC is imported).
     os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "false")
     # gRPC's C core writes INFO lines to stderr (a GOAWAY when a primary stops, ...); the
-    # link reports its own events in the node's log.
+    # link reports its own events in the node's log. Also read when gRPC is imported.
     os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
-    from replication.wire import prefer_poller_io
-
-    # The replication link's gRPC reads its sockets on its poller thread (replication/wire.py).
-    prefer_poller_io()
     from node.persistence.service import PersistenceError
     from node.server.server import Server
 

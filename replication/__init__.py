@@ -4,6 +4,12 @@ StateMachine. It knows nothing about streams and never imports `node`; see
 docs/replication.md for the protocol and how a node wires it.
 """
 
+# ruff: noqa: E402
+# First, before the modules below import grpc, which reads its I/O choice once at import.
+from replication.grpc_io import prefer_poller_io
+
+prefer_poller_io()
+
 from replication.backlog import Backlog, BacklogInfo, PsyncDecision, new_replid
 from replication.errors import (
     ApplyFailed,

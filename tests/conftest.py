@@ -20,11 +20,8 @@ from dataclasses import dataclass, field
 import pytest
 import redis
 
+import replication  # noqa: F401  (before any test module imports grpc: the node's gRPC I/O)
 from bench.procs import free_port
-from replication.wire import prefer_poller_io
-
-# The in-process replication links of tests/replication run on the gRPC I/O the node uses.
-prefer_poller_io()
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
