@@ -7,7 +7,8 @@ event loop sees it: an epoll thread wakes a worker, which reads the socket and w
 asyncio poller thread, which wakes the loop. With the poller I/O (gRPC's older iomgr) the
 poller thread reads the socket itself. On loopback here a message and its ack took 185-201 us
 of wall time instead of 237-332 (a standalone pair), and a client's XADD + WAIT 1 with one
-replica 0.53-0.73 ms at p50 instead of 1.0-1.1 (docs/replication.md, *Where the CPU goes*).
+replica 0.74-0.93 ms at p50 instead of 1.05-1.14 (alternating runs; docs/replication.md,
+*Where the CPU goes*).
 """
 
 from __future__ import annotations
