@@ -25,7 +25,8 @@ from setuptools import setup
 NATIVE_PACKAGES = ("node/engine", "node/commands", "node/server")
 NATIVE_MODULES = ("node/persistence/aof_reader.py",)  # the AOF replay loop
 NATIVE_EXCLUDE = frozenset({"node/commands/reply.py"})
-C_SOURCES = ("node/server/_resp_encode.c",)  # each a module of its own, with a .pyi beside it
+# Each a module of its own, with a .pyi beside it.
+C_SOURCES = ("node/server/_resp_encode.c", "node/server/_resp_scan.c", "node/engine/_logged_xadd.c")
 
 
 def native_sources() -> list[str]:

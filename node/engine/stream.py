@@ -31,7 +31,7 @@ import struct
 import sys
 from array import array
 from bisect import bisect_left, bisect_right
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Final, cast
 
 from node.engine.ids import MAX_ID, decimal
@@ -563,6 +563,37 @@ def _encode_span(
     return n
 
 
+# The C appender of logged XADD runs (node/engine/_logged_xadd.c), if built: its `key` and
+# `append_run` (see Stream.append_logged_run).
+def _native_key() -> Callable[[bytes, int], bytes | None] | None:
+    try:
+        from node.engine._logged_xadd import key
+    except ImportError:
+        return None
+    return key
+
+
+def _native_append_run() -> Callable[..., tuple[int, int, bytes, bytes, int, int, int]] | None:
+    try:
+        from node.engine._logged_xadd import append_run
+    except ImportError:
+        return None
+    return append_run
+
+
+_NATIVE_KEY: Final = _native_key()
+_NATIVE_APPEND_RUN: Final = _native_append_run()
+
+
+def logged_xadd_key(data: bytes, pos: int) -> bytes | None:
+    """The key of the XADD effect at ``data[pos:]`` (``XADD key ms-seq field value ...``, the
+    form the effect log gives every XADD) when `Stream.append_logged_run` can take it; None
+    otherwise, and always without the native build."""
+    if _NATIVE_KEY is None:
+        return None
+    return _NATIVE_KEY(data, pos)
+
+
 # ---------------------------------------------------------------------------------------
 # The stream
 # ---------------------------------------------------------------------------------------
@@ -703,6 +734,37 @@ class Stream:
         self._last_id = entry_id
         self.last_ms = ms
         self.last_seq = seq
+
+    def append_logged_run(self, data: bytes, pos: int, key: bytes, max_entries: int, max_bytes: int) -> tuple[int, int]:
+        """Appends the XADD effects to ``key`` (this stream) that follow each other from
+        ``data[pos:]``, in C, straight from the log's bytes, while each is an entry
+        ``append`` would add to the current tail node with its master fields; returns the
+        position after the last one appended and how many (``(pos, 0)`` when the first is
+        anything else: a new node, other fields, another key or command, an error, or no
+        native build). The caller runs that one the ordinary way and may call again."""
+        nodes = self._nodes
+        append_run = _NATIVE_APPEND_RUN
+        if append_run is None or not nodes:
+            return pos, 0
+        node = nodes[-1]
+        out = node.data
+        keys = node.keys
+        if node.wide or type(out) is not bytearray or type(keys) is not array:
+            return pos, 0
+        cap = max_bytes if 0 < max_bytes <= LP_MAX_SIZE else LP_MAX_SIZE
+        end, count, packed_keys, offsets, lp, last_ms, last_seq = append_run(
+            data, pos, key, node.fields, out, node.base_ms, node.master_seq, keys[-1], self.last_ms,
+            self.last_seq, node.lp_base, node.live, node.tombs, cap, max_entries,
+        )
+        if count:
+            keys.frombytes(packed_keys)
+            node.offsets.frombytes(offsets)
+            node.lp_base += lp
+            node.live += count
+            self.length += count
+            self.entries_added += count
+            self.last_id = (last_ms << 64) | last_seq
+        return end, count
 
     def _drop_stale_tombstones(self, entry_id: int) -> None:
         """Physically remove stored entries with IDs >= ``entry_id`` before adding it.

@@ -42,8 +42,11 @@ import hiredis
 from node.commands.context import Block, Session
 from node.commands.reply import OK, ReplyError
 from node.commands.streams import append_logged_xadd
+from node.engine.stream import logged_xadd_key
+from node.engine.stream_value import StreamValue
 from node.persistence.service import AOF_ON
 from node.persistence.snapshot import SnapshotError, SnapshotMeta, dump, load_snapshot
+from node.server.log_scan import check_units, command_end
 from node.server.loop_load import CpuContention, LoopLoad
 from node.server.resp import encode_command
 from replication import (
@@ -114,40 +117,6 @@ class _AckWait:
     numlocal: int = 0
 
 
-def parse_units(data: bytes) -> list[list[bytes]]:
-    """The commands of whole log units (RESP arrays of bulk strings). Raises ApplyError when
-    the bytes are not exactly that, or a MULTI is not closed by its EXEC, before anything is
-    applied."""
-    reader = hiredis.Reader()
-    reader.feed(data)
-    commands: list[list[bytes]] = []
-    in_multi = False
-    while True:
-        item = reader.gets()
-        if item is False:
-            break
-        if type(item) is not list or not item:
-            raise ApplyError(f"not a command in the log: {item!r:.80}")
-        for arg in item:  # a loop, not all(...): compiled, a generator builds a list
-            if type(arg) is not bytes:
-                raise ApplyError(f"not a command in the log: {item!r:.80}")
-        name = item[0]
-        # Lowercased only when its first letter is an m or an e: most units (XADD) skip it.
-        first = name[0] | 0x20 if name else 0
-        if first == 0x6D and name.lower() == b"multi":
-            if in_multi:
-                raise ApplyError("nested MULTI in the log")
-            in_multi = True
-        elif first == 0x65 and name.lower() == b"exec":
-            if not in_multi:
-                raise ApplyError("EXEC without MULTI in the log")
-            in_multi = False
-        commands.append(item)
-    if reader.has_data() or in_multi:
-        raise ApplyError("the batch ends inside a unit")
-    return commands
-
-
 class NodeStateMachine:
     """The `StateMachine` of one replica link: applies the primary's units to this node.
 
@@ -177,7 +146,9 @@ class NodeStateMachine:
 
     def apply(self, data: bytes, end_offset: int) -> None:
         self._check_active()
-        commands = parse_units(data)
+        problem = check_units(data)  # before anything is applied
+        if problem is not None:
+            raise ApplyError(problem)
         server = self.server
         session = self.session
         dbs = server.keyspace.dbs
@@ -187,10 +158,25 @@ class NodeStateMachine:
         # MONITOR shows what a replica applies, which only the dispatcher reports.
         direct = not server.monitors
         appended = 0  # XADDs appended directly since the last dispatched command
+        reader: hiredis.Reader | None = None
+        pos = 0
+        size = len(data)
         # Timed back to back, as a client's batch: one clock read per command.
         dispatcher.batch_started()
         try:
-            for argv in commands:
+            while pos < size:
+                if direct and session.multi is None:
+                    end, count = self._append_logged_run(data, pos)
+                    if count:
+                        appended += count
+                        pos = end
+                        continue
+                end = command_end(data, pos)
+                if reader is None:
+                    reader = hiredis.Reader()
+                reader.feed(data, pos, end - pos)
+                argv = reader.gets()
+                pos = end
                 if direct and append_logged_xadd(session, argv):
                     appended += 1
                     continue
@@ -215,6 +201,25 @@ class NodeStateMachine:
             dispatcher.batch_ended()
         effects.replicated(data, end_offset)
         server.after_batch()
+
+    def _append_logged_run(self, data: bytes, pos: int) -> tuple[int, int]:
+        """Appends the XADD effects to one stream that follow each other from data[pos:]
+        straight from the log's bytes (`Stream.append_logged_run`, in C); returns the
+        position after them and their number ((pos, 0) if the command there is anything
+        else, or the stream does not exist yet)."""
+        key = logged_xadd_key(data, pos)
+        if key is None:
+            return pos, 0
+        session = self.session
+        value = session.db.get(key)
+        if type(value) is not StreamValue:
+            return pos, 0
+        config = self.server.config
+        end, count = value.append_logged_run(data, pos, key, config.stream_node_max_entries, config.stream_node_max_bytes)
+        if count:
+            session.effects_in_command += count
+            self.server.appended_from_log(session.db_index, key, count)
+        return end, count
 
     def _describe_failure(self, argv: list[bytes], reply: object) -> str:
         shown = b" ".join(argv[:4]).decode("utf-8", "replace")[:120]

@@ -90,6 +90,13 @@ class Server:
             for key in spec.keys(argv):
                 self.touch(db_index, key)
 
+    def appended_from_log(self, db_index: int, key: bytes, count: int) -> None:
+        """What propagate() does for `count` XADDs to `key` that a replica appended from its
+        primary's log in one run (the log muted: it records the primary's bytes)."""
+        self.dirty += count
+        if self._watchers or self.blocking.has_waiters():
+            self.touch(db_index, key)
+
     def propagate_many(self, db_index: int, effects: list[list[bytes]]) -> None:
         """propagate() each of `effects`, in order (one call through the Node protocol for
         a command's many effects: an XREADGROUP of 10 entries logs 11)."""

@@ -103,3 +103,21 @@ def test_an_xadd_that_fails_here_fails_the_batch_with_the_dispatchers_error(
         replica.apply(xadd)
     assert replica.call(b"DEBUG", b"DIGEST") == before
     assert replica.server.dispatcher.stats["xadd"].failed + replica.server.dispatcher.stats["xadd"].rejected == 1
+
+
+def test_runs_appended_in_c_count_and_touch_as_single_xadds_do(replicas: tuple[_Replica, _Replica]) -> None:
+    """XADDs to an existing stream go in runs from the log's bytes (node/engine/_logged_xadd.c):
+    the data, INFO's counters and WATCH must not tell the difference."""
+    direct, dispatched = replicas
+    for name, replica in ((b"XADD", direct), (b"XAdd", dispatched)):
+        replica.apply([name, b"s", b"1-1", b"f", b"v"])  # creates the stream: the ordinary way
+        replica.call(b"WATCH", b"s")
+        dirty = replica.server.dirty
+        replica.apply(*[[name, b"s", b"2-%d" % i, b"f", b"v%d" % i] for i in range(300)], [b"PING"],
+                      *[[name, b"s", b"3-%d" % i, b"f", b"w"] for i in range(10)])
+        assert replica.client.watch_dirty
+        assert replica.server.dirty - dirty == 310
+    assert direct.xadd_stats() == dispatched.xadd_stats() == (311, 0)
+    assert direct.server.dispatcher.total_commands == dispatched.server.dispatcher.total_commands == 313  # with PING and WATCH
+    for probe in ([b"DEBUG", b"DIGEST"], [b"XINFO", b"STREAM", b"s", b"FULL"], [b"XLEN", b"s"]):
+        assert direct.call(*probe) == dispatched.call(*probe)

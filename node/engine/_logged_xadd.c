@@ -1,0 +1,325 @@
+/* A replica's XADDs, appended in C straight from its primary's log bytes.
+ *
+ * Most of a replica's work is its primary's XADDs, which the effect log always spells
+ * `XADD key ms-seq field value ...` (the complete ID, no option). Compiled Python spent
+ * ~2.6 us on each: hiredis builds a list and five bytes objects, the engine packs them into
+ * the tail node and drops them. Here a run of consecutive such XADDs to one stream, each
+ * with the tail node's master fields, goes from the RESP bytes to the node's packed form
+ * without a Python object per entry; node/engine/stream.py's `Stream.append_logged_run`
+ * owns the node and updates its counters from what this returns.
+ *
+ * `append_run` appends entries only while each one is exactly what `Stream.append` would
+ * do as a same-fields entry of the current tail node: a compact node (IDs packed relative
+ * to its master), an ID above the stream's last ID and above every stored key (no
+ * tombstones to drop), no node split due (stream-node-max-bytes / -entries, checked on the
+ * Redis listpack size as Stream.append tracks it), values shorter than 128 bytes (one-byte
+ * varints: the node's `long` flag stays as it is). It stops before the first unit that is
+ * anything else, having changed nothing for it: the caller runs that unit the ordinary way
+ * (new node, other fields, another key, any other command, an error) and may come back.
+ * Without the native build `Stream.append_logged_run` appends nothing and every XADD takes
+ * the ordinary way, which gives the same stream.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+#define MAX_ENTRY_BYTES (1LL << 30) /* node/engine/stream_ops.py MAX_ENTRY_BYTES */
+#define LP_FLAGS 2                  /* stream.py _LP_FLAGS */
+#define ONE_BYTE_VARINT 0x80        /* values this long or longer take the ordinary way */
+
+typedef struct {
+    const unsigned char *p;
+    Py_ssize_t len;
+} span;
+
+/* The canonical decimal after a RESP type byte, up to its CRLF (1-18 digits, no sign, no
+ * leading zero), or -1. */
+static long long read_header(const unsigned char **pp, const unsigned char *end, unsigned char type) {
+    const unsigned char *p = *pp;
+    if (p >= end || *p != type) return -1;
+    p++;
+    const unsigned char *digits = p;
+    long long v = 0;
+    while (p < end && *p >= '0' && *p <= '9') {
+        if (p - digits >= 18) return -1;
+        v = v * 10 + (*p - '0');
+        p++;
+    }
+    if (p == digits || (*digits == '0' && p - digits > 1)) return -1;
+    if (end - p < 2 || p[0] != '\r' || p[1] != '\n') return -1;
+    *pp = p + 2;
+    return v;
+}
+
+static int read_bulk(const unsigned char **pp, const unsigned char *end, span *out) {
+    long long n = read_header(pp, end, '$');
+    if (n < 0) return 0;
+    const unsigned char *p = *pp;
+    if (end - p < n + 2 || p[n] != '\r' || p[n + 1] != '\n') return 0;
+    out->p = p;
+    out->len = (Py_ssize_t)n;
+    *pp = p + n + 2;
+    return 1;
+}
+
+/* `*N $4 XADD|xadd $ key $ id` with N odd and >= 5: the head of a logged XADD. */
+static int read_head(const unsigned char **pp, const unsigned char *end, long long *nargs, span *key, span *id) {
+    long long n = read_header(pp, end, '*');
+    span name;
+    if (n < 5 || !(n & 1)) return 0;
+    if (!read_bulk(pp, end, &name) || name.len != 4) return 0;
+    if (memcmp(name.p, "XADD", 4) != 0 && memcmp(name.p, "xadd", 4) != 0) return 0;
+    if (!read_bulk(pp, end, key) || !read_bulk(pp, end, id)) return 0;
+    *nargs = n;
+    return 1;
+}
+
+/* 1 to 20 ASCII digits (leading zeros allowed, as strtoull) within uint64. */
+static int parse_u64(const unsigned char *s, Py_ssize_t n, uint64_t *out) {
+    uint64_t v = 0;
+    if (n <= 0 || n > 20) return 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        unsigned d = (unsigned)(s[i] - '0');
+        if (d > 9) return 0;
+        if (v > (UINT64_MAX - d) / 10) return 0;
+        v = v * 10 + d;
+    }
+    *out = v;
+    return 1;
+}
+
+static int parse_id(span id, uint64_t *ms, uint64_t *seq) {
+    const unsigned char *dash = memchr(id.p, '-', (size_t)id.len);
+    if (dash == NULL) return 0;
+    return parse_u64(id.p, dash - id.p, ms) && parse_u64(dash + 1, id.p + id.len - dash - 1, seq);
+}
+
+/* stream.py _lp_int_size. */
+static long long lp_int_size(long long v) {
+    if (v >= 0 && v <= 127) return 2;
+    if (v >= -4096 && v <= 4095) return 3;
+    if (v >= -32768 && v <= 32767) return 4;
+    if (v >= -8388608 && v <= 8388607) return 5;
+    if (v >= -2147483648LL && v <= 2147483647LL) return 6;
+    return 10;
+}
+
+/* Whether s[0:n] (n < 21) is the canonical form of an int64, which listpack stores as one. */
+static int lp_int_value(const unsigned char *s, Py_ssize_t n, long long *out) {
+    int negative = s[0] == '-';
+    const unsigned char *d = s + negative;
+    Py_ssize_t nd = n - negative;
+    uint64_t v = 0;
+    if (nd <= 0 || d[0] < '0' || d[0] > '9') return 0;
+    if (d[0] == '0') {
+        if (nd == 1 && !negative) {
+            *out = 0;
+            return 1;
+        }
+        return 0; /* "-0", "012": strings */
+    }
+    for (Py_ssize_t i = 0; i < nd; i++) {
+        unsigned c = (unsigned)(d[i] - '0');
+        if (c > 9) return 0;
+        if (v > (UINT64_MAX - c) / 10) return 0;
+        v = v * 10 + c;
+    }
+    if (negative) {
+        if (v > (uint64_t)INT64_MAX + 1) return 0;
+        *out = (long long)(0 - v);
+    } else {
+        if (v > (uint64_t)INT64_MAX) return 0;
+        *out = (long long)v;
+    }
+    return 1;
+}
+
+/* stream.py _lp_str_size: bytes of a listpack element holding s, backlen included. */
+static long long lp_str_size(const unsigned char *s, Py_ssize_t n) {
+    long long v, enc;
+    if (n > 0 && n < 21 && lp_int_value(s, n, &v)) return lp_int_size(v);
+    enc = n < 64 ? 1 + n : (n < 4096 ? 2 + n : 5 + n);
+    if (enc <= 127) return enc + 1;
+    if (enc < 16383) return enc + 2;
+    if (enc < 2097151) return enc + 3;
+    if (enc < 268435455) return enc + 4;
+    return enc + 5;
+}
+
+typedef struct {
+    char *p;
+    Py_ssize_t len, cap;
+} buffer;
+
+static int buffer_put(buffer *b, const void *item, Py_ssize_t size) {
+    if (b->len + size > b->cap) {
+        Py_ssize_t cap = b->cap ? 2 * b->cap : 1024;
+        while (cap < b->len + size) cap *= 2;
+        char *p = PyMem_Realloc(b->p, (size_t)cap);
+        if (p == NULL) return 0;
+        b->p = p;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->len, item, (size_t)size);
+    b->len += size;
+    return 1;
+}
+
+/* key(data, pos) -> bytes | None: the key of the logged XADD at data[pos:], if that is one. */
+static PyObject *key(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (nargs != 2 || !PyBytes_CheckExact(args[0])) {
+        PyErr_SetString(PyExc_TypeError, "key(data: bytes, pos: int)");
+        return NULL;
+    }
+    Py_ssize_t pos = PyLong_AsSsize_t(args[1]);
+    if (pos == -1 && PyErr_Occurred()) return NULL;
+    const unsigned char *base = (const unsigned char *)PyBytes_AS_STRING(args[0]);
+    Py_ssize_t size = PyBytes_GET_SIZE(args[0]);
+    if (pos < 0 || pos > size) {
+        PyErr_SetString(PyExc_IndexError, "pos out of range");
+        return NULL;
+    }
+    const unsigned char *p = base + pos;
+    long long n;
+    span k, id;
+    if (!read_head(&p, base + size, &n, &k, &id)) Py_RETURN_NONE;
+    return PyBytes_FromStringAndSize((const char *)k.p, k.len);
+}
+
+enum {
+    A_DATA, A_POS, A_KEY, A_NAMES, A_OUT, A_BASE_MS, A_MASTER_SEQ, A_LAST_KEY, A_LAST_MS,
+    A_LAST_SEQ, A_LP_BASE, A_LIVE, A_TOMBS, A_CAP, A_MAX_ENTRIES, A_COUNT
+};
+
+/* append_run(data, pos, key, names, out, base_ms, master_seq, last_key, last_ms, last_seq,
+ *            lp_base, live, tombs, cap, max_entries)
+ *   -> (end, count, keys, offsets, lp_added, last_ms, last_seq)
+ * Appends the values of the logged XADDs from data[pos:] to `out` (the tail node's data),
+ * as long as each is a same-fields entry of that node (see the header); returns where it
+ * stopped, how many it appended, their packed keys (array('Q') bytes) and data offsets
+ * (array('I') bytes), the listpack bytes they add, and the last ID appended. */
+static PyObject *append_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (nargs != A_COUNT || !PyBytes_CheckExact(args[A_DATA]) || !PyBytes_CheckExact(args[A_KEY]) ||
+        !PyList_CheckExact(args[A_NAMES]) || !PyByteArray_CheckExact(args[A_OUT])) {
+        PyErr_SetString(PyExc_TypeError, "append_run: bad arguments");
+        return NULL;
+    }
+    Py_ssize_t pos = PyLong_AsSsize_t(args[A_POS]);
+    uint64_t base_ms = PyLong_AsUnsignedLongLong(args[A_BASE_MS]);
+    uint64_t master_seq = PyLong_AsUnsignedLongLong(args[A_MASTER_SEQ]);
+    uint64_t last_key = PyLong_AsUnsignedLongLong(args[A_LAST_KEY]);
+    uint64_t last_ms = PyLong_AsUnsignedLongLong(args[A_LAST_MS]);
+    uint64_t last_seq = PyLong_AsUnsignedLongLong(args[A_LAST_SEQ]);
+    long long lp_base = PyLong_AsLongLong(args[A_LP_BASE]);
+    long long live = PyLong_AsLongLong(args[A_LIVE]);
+    long long tombs = PyLong_AsLongLong(args[A_TOMBS]);
+    long long cap = PyLong_AsLongLong(args[A_CAP]);
+    long long max_entries = PyLong_AsLongLong(args[A_MAX_ENTRIES]);
+    if (PyErr_Occurred()) return NULL;
+    PyObject *data = args[A_DATA], *out = args[A_OUT], *names = args[A_NAMES];
+    const unsigned char *base = (const unsigned char *)PyBytes_AS_STRING(data);
+    const unsigned char *end = base + PyBytes_GET_SIZE(data);
+    const char *keyp = PyBytes_AS_STRING(args[A_KEY]);
+    Py_ssize_t keylen = PyBytes_GET_SIZE(args[A_KEY]);
+    Py_ssize_t nf = PyList_GET_SIZE(names);
+    if (pos < 0 || pos > end - base) {
+        PyErr_SetString(PyExc_IndexError, "pos out of range");
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < nf; i++) {
+        if (!PyBytes_CheckExact(PyList_GET_ITEM(names, i))) {
+            PyErr_SetString(PyExc_TypeError, "append_run: names must be bytes");
+            return NULL;
+        }
+    }
+    span *values = PyMem_Malloc(sizeof(span) * (size_t)(nf ? nf : 1));
+    if (values == NULL) return PyErr_NoMemory();
+    buffer keys = {NULL, 0, 0}, offsets = {NULL, 0, 0};
+    const unsigned char *p = base + pos;
+    long long count = 0, lp_added = 0;
+    /* Stream.append on a compact node only: the master's seq fits 32 bits there. */
+    int usable = master_seq >> 32 == 0;
+    while (usable && p < end) {
+        const unsigned char *q = p;
+        long long n;
+        span k, id, field;
+        uint64_t ms, seq;
+        if (!read_head(&q, end, &n, &k, &id)) break;
+        if (k.len != keylen || memcmp(k.p, keyp, (size_t)keylen) != 0 || (n - 3) / 2 != nf) break;
+        if (!parse_id(id, &ms, &seq)) break;
+        /* Above the stream's last ID (append_at's check) and above every key the tail node
+         * stores (Node.reaches: no tombstones left above the last ID to drop). */
+        if (ms < last_ms || (ms == last_ms && seq <= last_seq)) break;
+        if (ms < base_ms || (ms - base_ms) >> 32 || seq >> 32) break;
+        uint64_t msd = ms - base_ms;
+        uint64_t packed = (msd << 32) | seq;
+        if (packed <= last_key) break;
+        long long size = 0, lp = 0;
+        Py_ssize_t i;
+        for (i = 0; i < nf; i++) {
+            PyObject *name = PyList_GET_ITEM(names, i);
+            if (!read_bulk(&q, end, &field) || field.len != PyBytes_GET_SIZE(name) ||
+                memcmp(field.p, PyBytes_AS_STRING(name), (size_t)field.len) != 0)
+                break;
+            if (!read_bulk(&q, end, &values[i]) || values[i].len >= ONE_BYTE_VARINT) break;
+            size += field.len + values[i].len;
+            lp += lp_str_size(values[i].p, values[i].len);
+        }
+        if (i < nf || size > MAX_ENTRY_BYTES) break;
+        /* streamAppendItem's split rule, on the node as it is before this entry. */
+        long long lp_bytes = lp_base + lp_int_size(live) + lp_int_size(tombs);
+        if (lp_bytes + size >= cap || (max_entries && live + tombs >= max_entries)) break;
+        Py_ssize_t at = PyByteArray_GET_SIZE(out);
+        Py_ssize_t grow = nf;
+        for (i = 0; i < nf; i++) grow += values[i].len;
+        if (at > (Py_ssize_t)UINT32_MAX - grow) break;
+        if (PyByteArray_Resize(out, at + grow) < 0) {
+            PyErr_Clear(); /* e.g. a buffer export: the ordinary way reports it */
+            break;
+        }
+        uint32_t offset = (uint32_t)at;
+        if (!buffer_put(&keys, &packed, sizeof packed) || !buffer_put(&offsets, &offset, sizeof offset)) {
+            /* Nothing of this entry counts: drop its bytes again. */
+            PyByteArray_Resize(out, at);
+            PyErr_Clear();
+            break;
+        }
+        unsigned char *w = (unsigned char *)PyByteArray_AS_STRING(out) + at;
+        for (i = 0; i < nf; i++) {
+            *w++ = (unsigned char)values[i].len;
+            memcpy(w, values[i].p, (size_t)values[i].len);
+            w += values[i].len;
+        }
+        lp += LP_FLAGS + lp_int_size((long long)msd) + lp_int_size((long long)seq - (long long)master_seq) +
+              lp_int_size(nf + 3);
+        lp_base += lp;
+        lp_added += lp;
+        live += 1;
+        last_ms = ms;
+        last_seq = seq;
+        last_key = packed;
+        count += 1;
+        p = q;
+    }
+    PyMem_Free(values);
+    PyObject *result = Py_BuildValue("(nLy#y#LKK)", (Py_ssize_t)(p - base), count, keys.p ? keys.p : "",
+                                     keys.len, offsets.p ? offsets.p : "", offsets.len, lp_added,
+                                     (unsigned long long)last_ms, (unsigned long long)last_seq);
+    PyMem_Free(keys.p);
+    PyMem_Free(offsets.p);
+    return result;
+}
+
+static PyMethodDef methods[] = {
+    {"key", (PyCFunction)(void (*)(void))key, METH_FASTCALL, "The key of the logged XADD at data[pos:], or None."},
+    {"append_run", (PyCFunction)(void (*)(void))append_run, METH_FASTCALL,
+     "Appends a run of logged XADDs to a stream's tail node (see the module header)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_logged_xadd", NULL, -1, methods};
+
+PyMODINIT_FUNC PyInit__logged_xadd(void) { return PyModule_Create(&module); }

@@ -1,0 +1,18 @@
+def key(data: bytes, pos: int) -> bytes | None: ...
+def append_run(
+    data: bytes,
+    pos: int,
+    key: bytes,
+    names: list[bytes],
+    out: bytearray,
+    base_ms: int,
+    master_seq: int,
+    last_key: int,
+    last_ms: int,
+    last_seq: int,
+    lp_base: int,
+    live: int,
+    tombs: int,
+    cap: int,
+    max_entries: int,
+) -> tuple[int, int, bytes, bytes, int, int, int]: ...
