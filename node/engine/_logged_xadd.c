@@ -21,6 +21,7 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <limits.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -275,13 +276,15 @@ static PyObject *append_run(PyObject *self, PyObject *const *args, Py_ssize_t na
         Py_ssize_t at = PyByteArray_GET_SIZE(out);
         Py_ssize_t grow = nf;
         for (i = 0; i < nf; i++) grow += values[i].len;
-        if (at > (Py_ssize_t)UINT32_MAX - grow) break;
+        if ((unsigned long long)at + (unsigned long long)grow > UINT_MAX) break;
         if (PyByteArray_Resize(out, at + grow) < 0) {
             PyErr_Clear(); /* e.g. a buffer export: the ordinary way reports it */
             break;
         }
-        uint32_t offset = (uint32_t)at;
-        if (!buffer_put(&keys, &packed, sizeof packed) || !buffer_put(&offsets, &offset, sizeof offset)) {
+        /* The items of the node's array('Q') keys and array('I') offsets. */
+        unsigned long long key_item = packed;
+        unsigned int offset = (unsigned int)at;
+        if (!buffer_put(&keys, &key_item, sizeof key_item) || !buffer_put(&offsets, &offset, sizeof offset)) {
             /* Nothing of this entry counts: drop its bytes again. */
             PyByteArray_Resize(out, at);
             PyErr_Clear();

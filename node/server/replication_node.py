@@ -13,7 +13,8 @@
   min-replicas-to-write gates writes.
 * As a replica: a `ReplicaLink` to the primary, with a `NodeStateMachine` that applies each
   batch through `Server.execute` in a replay session (XADDs, most of a replica's work, go
-  straight to their stream: `append_logged_xadd`) and logs the primary's bytes verbatim
+  straight to their stream: runs of them in C from the batch's bytes, see
+  `Stream.append_logged_run`, the others through `append_logged_xadd`) and logs the primary's bytes verbatim
   (`EffectLog.replicated`), never its own re-encoding: offsets and unit boundaries stay the
   primary's, in the backlog (the link stores batches as received) and in the AOF alike.
 
