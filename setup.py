@@ -27,6 +27,7 @@ NATIVE_MODULES = ("node/persistence/aof_reader.py",)  # the AOF replay loop
 NATIVE_EXCLUDE = frozenset({"node/commands/reply.py"})
 # Each a module of its own, with a .pyi beside it.
 C_SOURCES = ("node/server/_resp_encode.c", "node/server/_resp_scan.c", "node/engine/_logged_xadd.c")
+C_HEADERS = ["node/resp_read.h"]  # shared by C_SOURCES
 
 
 def native_sources() -> list[str]:
@@ -50,7 +51,11 @@ def native_extensions() -> list[object]:
 
     compiled = list(mypycify(native_sources(), group_name="node._native", opt_level=opt_level, debug_level="1"))
     # Hand-written C where compiled Python still spends too much (see each file's header).
-    return [*compiled, *(Extension(source[:-2].replace("/", "."), [source]) for source in C_SOURCES)]
+    return [
+        *compiled,
+        *(Extension(source[:-2].replace("/", "."), [source], include_dirs=["node"], depends=C_HEADERS)
+          for source in C_SOURCES),
+    ]
 
 
 setup(ext_modules=native_extensions())

@@ -25,6 +25,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "resp_read.h"
+
 #define MAX_ENTRY_BYTES (1LL << 30) /* node/engine/stream_ops.py MAX_ENTRY_BYTES */
 #define LP_FLAGS 2                  /* stream.py _LP_FLAGS */
 #define ONE_BYTE_VARINT 0x80        /* values this long or longer take the ordinary way */
@@ -33,25 +35,6 @@ typedef struct {
     const unsigned char *p;
     Py_ssize_t len;
 } span;
-
-/* The canonical decimal after a RESP type byte, up to its CRLF (1-18 digits, no sign, no
- * leading zero), or -1. */
-static long long read_header(const unsigned char **pp, const unsigned char *end, unsigned char type) {
-    const unsigned char *p = *pp;
-    if (p >= end || *p != type) return -1;
-    p++;
-    const unsigned char *digits = p;
-    long long v = 0;
-    while (p < end && *p >= '0' && *p <= '9') {
-        if (p - digits >= 18) return -1;
-        v = v * 10 + (*p - '0');
-        p++;
-    }
-    if (p == digits || (*digits == '0' && p - digits > 1)) return -1;
-    if (end - p < 2 || p[0] != '\r' || p[1] != '\n') return -1;
-    *pp = p + 2;
-    return v;
-}
 
 static int read_bulk(const unsigned char **pp, const unsigned char *end, span *out) {
     long long n = read_header(pp, end, '$');

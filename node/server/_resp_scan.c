@@ -9,24 +9,7 @@
 #include <string.h>
 #include <strings.h>
 
-/* The canonical decimal after a RESP type byte, up to its CRLF (1-18 digits, no sign, no
- * leading zero), or -1. */
-static long long read_header(const unsigned char **pp, const unsigned char *end, unsigned char type) {
-    const unsigned char *p = *pp;
-    if (p >= end || *p != type) return -1;
-    p++;
-    const unsigned char *digits = p;
-    long long v = 0;
-    while (p < end && *p >= '0' && *p <= '9') {
-        if (p - digits >= 18) return -1;
-        v = v * 10 + (*p - '0');
-        p++;
-    }
-    if (p == digits || (*digits == '0' && p - digits > 1)) return -1;
-    if (end - p < 2 || p[0] != '\r' || p[1] != '\n') return -1;
-    *pp = p + 2;
-    return v;
-}
+#include "resp_read.h"
 
 /* The end of the command (a non-empty array of bulk strings) at p, or NULL; its name in
  * *name, *name_len. */
