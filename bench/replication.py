@@ -3,7 +3,7 @@ its replicas (all on loopback, same run, same client tools):
 
 * XADD throughput on the primary with 0, 1 and 2 replicas attached (redis-benchmark -c 50
   -P 1), with the time the replicas then needed to reach the primary's offset; and Rill with
-  2 replicas again with repl-busy-batch-interval 0 and with repl-apply-slice-size 0, to show
+  2 replicas again with repl-busy-batch-interval 0 and with repl-apply-slice-time 0, to show
   what that batching and that slicing buy; each
   figure is the median of `--rounds` rounds (3), each running every configuration once;
   with the CPU the primary, each replica and redis-benchmark itself spent per XADD, the cores
@@ -328,11 +328,11 @@ def replica_lag(kind: str, rate: int, seconds: float) -> dict[str, Any]:
 # what each buys (docs/replication.md, "Where the CPU goes").
 _VARIANT_FLAGS: dict[str, tuple[str, ...]] = {
     "2-no-busy-batching": ("--repl-busy-batch-interval", "0"),
-    "2-no-apply-slicing": ("--repl-apply-slice-size", "0"),
+    "2-no-apply-slicing": ("--repl-apply-slice-time", "0"),
 }
 _VARIANTS = (
     ("2-no-busy-batching", "2*", "repl-busy-batch-interval 0 (no extra batching while saturated)"),
-    ("2-no-apply-slicing", "2†", "repl-apply-slice-size 0 (replicas apply each batch in one go)"),
+    ("2-no-apply-slicing", "2†", "repl-apply-slice-time 0 (replicas apply each batch in one go)"),
 )
 
 

@@ -113,11 +113,11 @@ _DIRECTIVES: Final[tuple[Directive, ...]] = (
     # primary a fixed share of CPU, so when the CPU limits the write rate, fewer batches
     # leave more of it to the clients. 0 = off.
     Directive("repl-busy-batch-interval", "20", "int", minimum=0, maximum=1000),
-    # While other processes want its CPU, a replica applies each batch in slices of whole
-    # units of about this many bytes and yields the CPU and the event loop between them
-    # (replication/replica.py): processes sharing its core, and its clients, wait one slice,
-    # not a whole batch. 0 = no slicing.
-    Directive("repl-apply-slice-size", "2048", "memory", minimum=0, maximum=_INT_MAX),
+    # Microseconds: while other processes want its CPU, a replica applies each batch in
+    # slices of whole units taking about this much CPU time each and yields the CPU and the
+    # event loop between them (replication/replica.py): processes sharing its core, and its
+    # clients, wait one slice, not a whole batch. 0 = no slicing.
+    Directive("repl-apply-slice-time", "500", "int", minimum=0, maximum=1_000_000),
     # TLS for the replication gRPC link (Rill's counterpart of tls-replication; the RESP port
     # has no TLS): the node's certificate, served as a primary and presented as a replica;
     # the CA that signs its peers' certificates; whether replicas must present one.

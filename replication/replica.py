@@ -38,6 +38,9 @@ from replication.wire import CHANNEL_OPTIONS, PROTOCOL_VERSION, is_run_id
 
 log = logging.getLogger("replication.replica")
 
+# The first slice of a link that has not timed an apply yet: about 25 XADDs.
+_FIRST_SLICE_BYTES = 2048
+
 Call = grpc.aio.StreamStreamCall[pb.ReplicaMessage, pb.PrimaryMessage]
 
 
@@ -78,6 +81,7 @@ class ReplicaLink:
         tls: ClientTls | None = None,
         clock: Callable[[], float] = time.monotonic,
         contended: Callable[[], bool] | None = None,
+        cpu_clock: Callable[[], float] = time.thread_time,
     ) -> None:
         if not is_run_id(replica_id):
             raise ValueError("replica_id must be 40 lowercase hex characters")
@@ -95,6 +99,11 @@ class ReplicaLink:
         # slices, see _apply); None: always.
         self._contended = contended
         self._sliced_batches = 0
+        # Bytes of log applied per second of this thread's CPU in the latest apply: sizes the
+        # slices (0: not measured yet). CPU time, not wall time: under contention the thread
+        # is often preempted in the middle of an apply.
+        self._cpu_clock = cpu_clock
+        self._apply_rate = 0.0
         self._task: asyncio.Task[None] | None = None
         self._link_up = False
         self._last_io: float | None = None
@@ -396,16 +405,19 @@ class ReplicaLink:
     async def _apply(self, batch: pb.Batch) -> None:
         """Applies a batch and stores it in the backlog.
 
-        While other processes want this thread's CPU (`contended`), a batch larger than
-        `apply_slice_bytes` goes in slices of whole units of about that size (a slice's first
-        unit may be larger). Between slices the link yields the CPU (sched_yield), so a
-        process sharing this core (the primary or its clients, on one host) runs at once
-        instead of after the whole batch, and the event loop, so the node's own clients are
-        served meanwhile: a busy primary ships ~20 ms of writes at a time, several ms to
-        apply, and on a shared core the client that feeds the primary waited that long. On
-        an uncontended core slicing would only cost CPU. Each slice is stored as soon as it is
-        applied: whatever runs in between (a snapshot for a sub-replica, a promotion, INFO)
-        finds the backlog ending exactly where the node's data does."""
+        While other processes want this thread's CPU (`contended`), a batch that would take
+        longer than `apply_slice_seconds` of CPU goes in slices of whole units of about that
+        long each (sized from the speed of the latest apply; a slice's first unit may be
+        larger). Between slices the link yields the CPU (sched_yield), so a process sharing
+        this core (the primary or its clients, on one host) runs at once instead of after the
+        whole batch, and the event loop, so the node's own clients are served meanwhile: a
+        busy primary ships ~20 ms of writes at a time, and on a shared core the client that
+        feeds the primary waited as long as the replica took to apply it. Slices are timed,
+        not counted in bytes, because each yield costs the replica colder caches: at 2 KB
+        slices that was about as much CPU as the apply itself. On an uncontended core slicing
+        would only cost CPU. Each slice is stored as soon as it is applied: whatever runs in
+        between (a snapshot for a sub-replica, a promotion, INFO) finds the backlog ending
+        exactly where the node's data does."""
         backlog = self.backlog
         start = batch.start_offset
         if start != backlog.end:
@@ -414,15 +426,15 @@ class ReplicaLink:
         data = batch.data
         if not sizes or sum(sizes) != len(data) or 0 in sizes:
             raise ProtocolViolation("batch unit sizes do not describe its data")
-        step = self.settings.apply_slice_bytes
-        if not step or len(data) <= step or (self._contended is not None and not self._contended()):
+        if (not self.settings.apply_slice_seconds or len(sizes) == 1 or len(data) <= self._slice_bytes()
+                or (self._contended is not None and not self._contended())):
             self._apply_slice(start, data, sizes)
             return
         self._sliced_batches += 1
         ends = list(accumulate(sizes))
         first = begin = 0
         while True:
-            last = max(bisect_right(ends, begin + step), first + 1)
+            last = max(bisect_right(ends, begin + self._slice_bytes()), first + 1)
             end = ends[last - 1]
             self._apply_slice(start + begin, data[begin:end], sizes[first:last])
             if last == len(sizes):
@@ -431,7 +443,14 @@ class ReplicaLink:
             os.sched_yield()
             await asyncio.sleep(0)
 
+    def _slice_bytes(self) -> int:
+        """How much of the log takes about `apply_slice_seconds` of CPU to apply."""
+        if not self._apply_rate:
+            return _FIRST_SLICE_BYTES
+        return int(self._apply_rate * self.settings.apply_slice_seconds)
+
     def _apply_slice(self, start: int, data: bytes, sizes: list[int]) -> None:
+        began = self._cpu_clock()
         try:
             self.machine.apply(data, start + len(data))
         except Exception as exc:
@@ -441,6 +460,9 @@ class ReplicaLink:
             raise ApplyFailed(f"applying the batch at offset {start} failed: {exc}") from exc
         end = self.backlog.extend(data, sizes)
         self._primary_offset = max(self._primary_offset, end)
+        spent = self._cpu_clock() - began
+        if spent > 0:
+            self._apply_rate = len(data) / spent
 
     async def _ack_loop(self, call: Call) -> None:
         while True:

@@ -53,14 +53,15 @@ class ReplicaSettings:
     ack_period: float = 1.0  # acks go after every batch and at least this often
     backoff_initial: float = 0.1  # first reconnect delay; doubles per failed attempt
     backoff_max: float = 5.0  # cap, also the pace for non-retriable errors
-    # While contended, a batch is applied in slices of whole units of about this many bytes,
-    # the CPU yielded between them (see ReplicaLink._apply); 0 applies each batch in one go.
-    apply_slice_bytes: int = 2048
+    # While contended, a batch is applied in slices of whole units taking about this much CPU
+    # time each, the CPU yielded between them (see ReplicaLink._apply); 0 applies each batch
+    # in one go.
+    apply_slice_seconds: float = 0.0005
 
     def __post_init__(self) -> None:
         if self.timeout <= 0 or self.ack_period <= 0:
             raise ValueError("timeout and ack_period must be positive")
-        if self.apply_slice_bytes < 0:
-            raise ValueError("apply_slice_bytes must not be negative")
+        if self.apply_slice_seconds < 0:
+            raise ValueError("apply_slice_seconds must not be negative")
         if not 0 < self.backoff_initial <= self.backoff_max:
             raise ValueError("need 0 < backoff_initial <= backoff_max")

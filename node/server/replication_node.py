@@ -741,7 +741,7 @@ class ReplicationNode:
         return ReplicaSettings(
             masterauth=self.config.get("masterauth") or None,
             timeout=float(self.config.get_int("repl-timeout")),
-            apply_slice_bytes=self.config.get_int("repl-apply-slice-size"),
+            apply_slice_seconds=self.config.get_int("repl-apply-slice-time") / 1e6,
         )
 
     def _server_tls(self) -> ServerTls | None:
@@ -769,7 +769,7 @@ class ReplicationNode:
         if name == "repl-backlog-size" and self.backlog is not None:
             self.backlog.resize(int(value))
         elif name in ("repl-timeout", "repl-ping-replica-period", "requirepass", "client-output-buffer-limit", "masterauth",
-                      "repl-apply-slice-size"):
+                      "repl-apply-slice-time"):
             if self.primary is not None:
                 self.primary.update_settings(self._primary_settings())
             if self.link is not None:

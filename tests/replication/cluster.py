@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections.abc import AsyncIterator, Callable, Coroutine
 from typing import Any, TypeVar
 
@@ -72,6 +73,7 @@ class Node:
         tls: ClientTls | None = None,
         host: str = "127.0.0.1",
         contended: Callable[[], bool] | None = None,
+        cpu_clock: Callable[[], float] = time.thread_time,
     ) -> ReplicaLink:
         self.link = ReplicaLink(
             host,
@@ -84,6 +86,7 @@ class Node:
             announce_port=7000,
             tls=tls,
             contended=contended,
+            cpu_clock=cpu_clock,
         )
         self.link.start()
         return self.link

@@ -209,24 +209,28 @@ def test_replica_detects_a_silent_primary_and_recovers_partially() -> None:
 
 def test_a_large_batch_is_applied_in_slices_of_whole_units_with_the_loop_served_between() -> None:
     # 2,000 units logged at once travel as one ~80 KB batch. The replica applies it in
-    # slices of whole units (the toy machine refuses anything else) of at most about
-    # apply_slice_bytes, and other tasks of its event loop run between two slices; they
-    # find the backlog ending where the applied data does (a snapshot taken then for a
-    # sub-replica, or a promotion, relies on it).
-    slice_bytes = 4096
+    # slices of whole units (the toy machine refuses anything else) taking about
+    # apply_slice_seconds of CPU each, sized from the speed of the latest apply, and other
+    # tasks of its event loop run between two slices; they find the backlog ending where the
+    # applied data does (a snapshot taken then for a sub-replica, or a promotion, relies on
+    # it). The link's CPU clock here advances 1 µs per byte applied: 4 ms make 4,000 bytes.
+    slice_bytes = 4000
+    cpu = 0.0
 
     async def body() -> None:
         async with nodes(2) as (p, r):
             port = await p.serve()
-            r.follow(port, dataclasses.replace(FAST_REPLICA, apply_slice_bytes=slice_bytes))
+            r.follow(port, dataclasses.replace(FAST_REPLICA, apply_slice_seconds=0.004), cpu_clock=lambda: cpu)
             await r.caught_up(p.write_many(1))
             ticks = 0
             applies: list[tuple[int, int, int]] = []  # (size, end offset, ticks)
             apply = r.machine.apply
 
             def recording_apply(data: bytes, end_offset: int) -> None:
+                nonlocal cpu
                 applies.append((len(data), end_offset, ticks))
                 apply(data, end_offset)
+                cpu += len(data) * 1e-6
 
             r.machine.apply = recording_apply  # type: ignore[method-assign]
 
@@ -255,6 +259,10 @@ def test_a_large_batch_is_applied_in_slices_of_whole_units_with_the_loop_served_
                 assert 0 < size <= slice_bytes
                 position = slice_end
             assert position == end
+            # Sized by the time they take, not one unit each: most are within a unit (~40
+            # bytes) of 4,000 (the first one before any apply was timed, and the last one of
+            # each batch, are smaller).
+            assert sum(size > slice_bytes - 64 for size, _, _ in applies) >= len(applies) // 2
             # The event loop ran between every two slices (all of one batch here or not).
             assert all(b[2] > a[2] for a, b in zip(applies, applies[1:]))
             assert behind == []
@@ -262,18 +270,22 @@ def test_a_large_batch_is_applied_in_slices_of_whole_units_with_the_loop_served_
     run(body())
 
 
+# Slices of a nanosecond of CPU: one unit each.
+ONE_UNIT_SLICES = dataclasses.replace(FAST_REPLICA, apply_slice_seconds=1e-9)
+
+
 def test_a_link_stopped_between_two_slices_keeps_what_it_applied_and_resumes_after_it() -> None:
     async def body() -> None:
         async with nodes(2) as (p, r):
             port = await p.serve()
-            link = r.follow(port, dataclasses.replace(FAST_REPLICA, apply_slice_bytes=1024))
+            link = r.follow(port, ONE_UNIT_SLICES)
             await r.caught_up(p.write_many(1))
             apply = r.machine.apply
             stopping: list[Coroutine[Any, Any, None]] = []
 
             def stop_after_the_third_slice(data: bytes, end_offset: int) -> None:
                 apply(data, end_offset)
-                if r.machine.batches_applied == 4:  # 1 before, then 3 slices of the big batch
+                if r.machine.batches_applied == 4:  # 1 before, then 3 units of the big batch
                     stopping.append(link.stop())  # cancels: raised at the yield after this slice
 
             r.machine.apply = stop_after_the_third_slice  # type: ignore[method-assign]
@@ -284,7 +296,7 @@ def test_a_link_stopped_between_two_slices_keeps_what_it_applied_and_resumes_aft
             assert r.machine.offset == r.backlog.end < end
             assert r.machine.records == p.machine.records[: len(r.machine.records)]
             r.machine.apply = apply  # type: ignore[method-assign]
-            relinked = r.follow(port, dataclasses.replace(FAST_REPLICA, apply_slice_bytes=1024))
+            relinked = r.follow(port, ONE_UNIT_SLICES)
             await r.caught_up(end)
             assert_same(p, r)
             assert relinked.status().partial_syncs == 1 and relinked.status().full_syncs == 0
@@ -299,19 +311,22 @@ def test_slices_only_while_contended_and_a_unit_larger_than_the_slice_goes_whole
         nonlocal contended
         async with nodes(4) as (p, r_small, r_off, r_alone):
             port = await p.serve()
-            r_small.follow(port, dataclasses.replace(FAST_REPLICA, apply_slice_bytes=64), contended=lambda: contended)
-            r_off.follow(port, dataclasses.replace(FAST_REPLICA, apply_slice_bytes=0))
-            r_alone.follow(port, dataclasses.replace(FAST_REPLICA, apply_slice_bytes=64), contended=lambda: False)
+            r_small.follow(port, ONE_UNIT_SLICES, contended=lambda: contended)
+            r_off.follow(port, dataclasses.replace(FAST_REPLICA, apply_slice_seconds=0))
+            r_alone.follow(port, ONE_UNIT_SLICES, contended=lambda: False)
             replicas = (r_small, r_off, r_alone)
 
             async def applies_for(count: int) -> list[int]:
                 before = [r.machine.batches_applied for r in replicas]
-                end = p.write_many(count, size=200)  # each unit well over 64 bytes
+                end = p.write_many(count, size=200)
                 for r in replicas:
                     await r.caught_up(end)
                 assert_same(p, *replicas)
                 return [r.machine.batches_applied - b for r, b in zip(replicas, before)]
 
+            # The first write comes with the initial sync, the second is applied and timed (a
+            # link sizes its slices from its latest apply; untimed, it takes 2 KB).
+            await applies_for(1)
             await applies_for(1)
             # One unit per slice while contended; whole batches with slicing off or a CPU of
             # its own (20 units written at once: one or two batches).

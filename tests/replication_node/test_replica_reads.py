@@ -227,8 +227,8 @@ def test_a_replica_sharing_its_cpu_with_a_busy_process_applies_in_slices(trio: t
     primary, a, b = trio
     # Replica a's event-loop thread (its main thread) and two spinning processes pinned to
     # one CPU: kept busy by a steady stream of pipelined XADDs, a waits for that CPU about as
-    # long as it runs, so it slices the large batches (repl-apply-slice-size, 2 KB by
-    # default), and counts them in INFO.
+    # long as it runs, so it slices the large batches (repl-apply-slice-time, 500 µs of CPU
+    # by default), and counts them in INFO.
     cpu = min(os.sched_getaffinity(0))
     saved = os.sched_getaffinity(a.proc.pid)
     spinners = [start_spinner(cpu, 60) for _ in range(2)]
