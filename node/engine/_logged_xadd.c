@@ -3,10 +3,13 @@
  * Most of a replica's work is its primary's XADDs, which the effect log always spells
  * `XADD key ms-seq field value ...` (the complete ID, no option). Compiled Python spent
  * ~2.6 us on each: hiredis builds a list and five bytes objects, the engine packs them into
- * the tail node and drops them. Here a run of consecutive such XADDs to one stream, each
- * with the tail node's master fields, goes from the RESP bytes to the node's packed form
- * without a Python object per entry; node/engine/stream.py's `Stream.append_logged_run`
- * owns the node and updates its counters from what this returns.
+ * the tail node and drops them. Here `xadd_block` finds the consecutive such XADDs and
+ * groups them by stream (XADDs to different streams commute: a primary writing to several
+ * streams interleaves them, and one call per entry would cost more than it saves), and
+ * `append_run` takes a stream's group, each entry with the tail node's master fields, from
+ * the RESP bytes to the node's packed form without a Python object per entry;
+ * node/engine/stream.py's `Stream.append_logged_run` owns the node and updates its counters
+ * from what this returns.
  *
  * `append_run` appends entries only while each one is exactly what `Stream.append` would
  * do as a same-fields entry of the current tail node: a compact node (IDs packed relative
@@ -14,8 +17,8 @@
  * tombstones to drop), no node split due (stream-node-max-bytes / -entries, checked on the
  * Redis listpack size as Stream.append tracks it), values shorter than 128 bytes (one-byte
  * varints: the node's `long` flag stays as it is). It stops before the first unit that is
- * anything else, having changed nothing for it: the caller runs that unit the ordinary way
- * (new node, other fields, another key, any other command, an error) and may come back.
+ * anything else, having changed nothing for it: the caller runs that command the ordinary
+ * way (new node, other fields, an error) and may come back for the rest of the group.
  * Without the native build `Stream.append_logged_run` appends nothing and every XADD takes
  * the ordinary way, which gives the same stream.
  */
@@ -150,11 +153,40 @@ static int buffer_put(buffer *b, const void *item, Py_ssize_t size) {
     return 1;
 }
 
-/* key(data, pos) -> bytes | None: the key of the logged XADD at data[pos:], if that is one. */
-static PyObject *key(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+/* At most this many streams in one block (xadd_block): grouping costs a comparison with
+ * each stream seen, and a block of that many is long enough to pay for its calls. */
+#define MAX_BLOCK_KEYS 64
+
+typedef struct {
+    span key;
+    buffer positions; /* Py_ssize_t offsets of its commands in data, in log order */
+} group;
+
+/* The logged XADD that starts at p and ends before `end`, whole: 1 and its key, with *pp
+ * moved past it; 0 if it is anything else (another command, an ID that is not ms-seq, or
+ * cut short). */
+static int read_logged_xadd(const unsigned char **pp, const unsigned char *end, span *key) {
+    const unsigned char *q = *pp;
+    long long n;
+    span id, arg;
+    uint64_t ms, seq;
+    if (!read_head(&q, end, &n, key, &id) || !parse_id(id, &ms, &seq)) return 0;
+    for (long long i = 3; i < n; i++)
+        if (!read_bulk(&q, end, &arg)) return 0;
+    *pp = q;
+    return 1;
+}
+
+/* xadd_block(data, pos) -> (end, [(key, positions), ...])
+ * The logged XADDs (`XADD key ms-seq field value ...`) that follow each other from
+ * data[pos:], grouped by stream in the order the streams first appear: each group's
+ * positions (array('q') bytes) are where its commands start, in log order. XADDs to
+ * different streams commute, so a block may be applied stream by stream. Ends before the
+ * first other command, a cut one, or an XADD to a stream beyond MAX_BLOCK_KEYS. */
+static PyObject *xadd_block(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     (void)self;
     if (nargs != 2 || !PyBytes_CheckExact(args[0])) {
-        PyErr_SetString(PyExc_TypeError, "key(data: bytes, pos: int)");
+        PyErr_SetString(PyExc_TypeError, "xadd_block(data: bytes, pos: int)");
         return NULL;
     }
     Py_ssize_t pos = PyLong_AsSsize_t(args[1]);
@@ -165,33 +197,62 @@ static PyObject *key(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
         PyErr_SetString(PyExc_IndexError, "pos out of range");
         return NULL;
     }
-    const unsigned char *p = base + pos;
-    long long n;
-    span k, id;
-    if (!read_head(&p, base + size, &n, &k, &id)) Py_RETURN_NONE;
-    return PyBytes_FromStringAndSize((const char *)k.p, k.len);
+    const unsigned char *end = base + size, *p = base + pos;
+    group groups[MAX_BLOCK_KEYS];
+    int ngroups = 0, failed = 0;
+    while (p < end) {
+        const unsigned char *q = p;
+        span k;
+        if (!read_logged_xadd(&q, end, &k)) break;
+        int g = 0;
+        while (g < ngroups && (groups[g].key.len != k.len || memcmp(groups[g].key.p, k.p, (size_t)k.len) != 0)) g++;
+        if (g == ngroups) {
+            if (ngroups == MAX_BLOCK_KEYS) break;
+            groups[g].key = k;
+            groups[g].positions = (buffer){NULL, 0, 0};
+            ngroups++;
+        }
+        Py_ssize_t at = p - base;
+        if (!buffer_put(&groups[g].positions, &at, sizeof at)) {
+            failed = 1;
+            break;
+        }
+        p = q;
+    }
+    PyObject *list = failed ? NULL : PyList_New(ngroups);
+    for (int g = 0; list != NULL && g < ngroups; g++) {
+        PyObject *item = Py_BuildValue("(y#y#)", (const char *)groups[g].key.p, groups[g].key.len,
+                                       groups[g].positions.p, groups[g].positions.len);
+        if (item == NULL) Py_CLEAR(list);
+        else PyList_SET_ITEM(list, g, item);
+    }
+    for (int g = 0; g < ngroups; g++) PyMem_Free(groups[g].positions.p);
+    if (list == NULL) return failed ? PyErr_NoMemory() : NULL;
+    PyObject *result = Py_BuildValue("(nN)", (Py_ssize_t)(p - base), list);
+    return result;
 }
 
 enum {
-    A_DATA, A_POS, A_KEY, A_NAMES, A_OUT, A_BASE_MS, A_MASTER_SEQ, A_LAST_KEY, A_LAST_MS,
+    A_DATA, A_POSITIONS, A_INDEX, A_KEY, A_NAMES, A_OUT, A_BASE_MS, A_MASTER_SEQ, A_LAST_KEY, A_LAST_MS,
     A_LAST_SEQ, A_LP_BASE, A_LIVE, A_TOMBS, A_CAP, A_MAX_ENTRIES, A_COUNT
 };
 
-/* append_run(data, pos, key, names, out, base_ms, master_seq, last_key, last_ms, last_seq,
- *            lp_base, live, tombs, cap, max_entries)
- *   -> (end, count, keys, offsets, lp_added, last_ms, last_seq)
- * Appends the values of the logged XADDs from data[pos:] to `out` (the tail node's data),
- * as long as each is a same-fields entry of that node (see the header); returns where it
- * stopped, how many it appended, their packed keys (array('Q') bytes) and data offsets
- * (array('I') bytes), the listpack bytes they add, and the last ID appended. */
+/* append_run(data, positions, index, key, names, out, base_ms, master_seq, last_key, last_ms,
+ *            last_seq, lp_base, live, tombs, cap, max_entries)
+ *   -> (next, count, keys, offsets, lp_added, last_ms, last_seq)
+ * Appends the values of the logged XADDs to `key` that start at positions[index:]
+ * (array('q') bytes from xadd_block) to `out` (the tail node's data), as long as each is a
+ * same-fields entry of that node (see the header); returns the index it stopped at, how many
+ * it appended, their packed keys (array('Q') bytes) and data offsets (array('I') bytes), the
+ * listpack bytes they add, and the last ID appended. */
 static PyObject *append_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     (void)self;
-    if (nargs != A_COUNT || !PyBytes_CheckExact(args[A_DATA]) || !PyBytes_CheckExact(args[A_KEY]) ||
-        !PyList_CheckExact(args[A_NAMES]) || !PyByteArray_CheckExact(args[A_OUT])) {
+    if (nargs != A_COUNT || !PyBytes_CheckExact(args[A_DATA]) || !PyBytes_CheckExact(args[A_POSITIONS]) ||
+        !PyBytes_CheckExact(args[A_KEY]) || !PyList_CheckExact(args[A_NAMES]) || !PyByteArray_CheckExact(args[A_OUT])) {
         PyErr_SetString(PyExc_TypeError, "append_run: bad arguments");
         return NULL;
     }
-    Py_ssize_t pos = PyLong_AsSsize_t(args[A_POS]);
+    Py_ssize_t index = PyLong_AsSsize_t(args[A_INDEX]);
     uint64_t base_ms = PyLong_AsUnsignedLongLong(args[A_BASE_MS]);
     uint64_t master_seq = PyLong_AsUnsignedLongLong(args[A_MASTER_SEQ]);
     uint64_t last_key = PyLong_AsUnsignedLongLong(args[A_LAST_KEY]);
@@ -209,8 +270,11 @@ static PyObject *append_run(PyObject *self, PyObject *const *args, Py_ssize_t na
     const char *keyp = PyBytes_AS_STRING(args[A_KEY]);
     Py_ssize_t keylen = PyBytes_GET_SIZE(args[A_KEY]);
     Py_ssize_t nf = PyList_GET_SIZE(names);
-    if (pos < 0 || pos > end - base) {
-        PyErr_SetString(PyExc_IndexError, "pos out of range");
+    /* Read with memcpy: the bytes object's buffer is not known to be 8-byte aligned. */
+    const char *positions = PyBytes_AS_STRING(args[A_POSITIONS]);
+    Py_ssize_t npositions = PyBytes_GET_SIZE(args[A_POSITIONS]) / (Py_ssize_t)sizeof(Py_ssize_t);
+    if (index < 0 || index > npositions) {
+        PyErr_SetString(PyExc_IndexError, "index out of range");
         return NULL;
     }
     for (Py_ssize_t i = 0; i < nf; i++) {
@@ -222,12 +286,14 @@ static PyObject *append_run(PyObject *self, PyObject *const *args, Py_ssize_t na
     span *values = PyMem_Malloc(sizeof(span) * (size_t)(nf ? nf : 1));
     if (values == NULL) return PyErr_NoMemory();
     buffer keys = {NULL, 0, 0}, offsets = {NULL, 0, 0};
-    const unsigned char *p = base + pos;
     long long count = 0, lp_added = 0;
     /* Stream.append on a compact node only: the master's seq fits 32 bits there. */
     int usable = master_seq >> 32 == 0;
-    while (usable && p < end) {
-        const unsigned char *q = p;
+    for (; usable && index < npositions; index++) {
+        Py_ssize_t at_pos;
+        memcpy(&at_pos, positions + index * (Py_ssize_t)sizeof at_pos, sizeof at_pos);
+        if (at_pos < 0 || at_pos >= end - base) break;
+        const unsigned char *q = base + at_pos;
         long long n;
         span k, id, field;
         uint64_t ms, seq;
@@ -288,10 +354,9 @@ static PyObject *append_run(PyObject *self, PyObject *const *args, Py_ssize_t na
         last_seq = seq;
         last_key = packed;
         count += 1;
-        p = q;
     }
     PyMem_Free(values);
-    PyObject *result = Py_BuildValue("(nLy#y#LKK)", (Py_ssize_t)(p - base), count, keys.p ? keys.p : "",
+    PyObject *result = Py_BuildValue("(nLy#y#LKK)", index, count, keys.p ? keys.p : "",
                                      keys.len, offsets.p ? offsets.p : "", offsets.len, lp_added,
                                      (unsigned long long)last_ms, (unsigned long long)last_seq);
     PyMem_Free(keys.p);
@@ -300,7 +365,8 @@ static PyObject *append_run(PyObject *self, PyObject *const *args, Py_ssize_t na
 }
 
 static PyMethodDef methods[] = {
-    {"key", (PyCFunction)(void (*)(void))key, METH_FASTCALL, "The key of the logged XADD at data[pos:], or None."},
+    {"xadd_block", (PyCFunction)(void (*)(void))xadd_block, METH_FASTCALL,
+     "The logged XADDs that follow each other from data[pos:], grouped by stream."},
     {"append_run", (PyCFunction)(void (*)(void))append_run, METH_FASTCALL,
      "Appends a run of logged XADDs to a stream's tail node (see the module header)."},
     {NULL, NULL, 0, NULL},

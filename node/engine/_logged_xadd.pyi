@@ -1,7 +1,8 @@
-def key(data: bytes, pos: int) -> bytes | None: ...
+def xadd_block(data: bytes, pos: int) -> tuple[int, list[tuple[bytes, bytes]]]: ...
 def append_run(
     data: bytes,
-    pos: int,
+    positions: bytes,
+    index: int,
     key: bytes,
     names: list[bytes],
     out: bytearray,

@@ -563,14 +563,14 @@ def _encode_span(
     return n
 
 
-# The C appender of logged XADD runs (node/engine/_logged_xadd.c), if built: its `key` and
-# `append_run` (see Stream.append_logged_run).
-def _native_key() -> Callable[[bytes, int], bytes | None] | None:
+# The C appender of logged XADDs (node/engine/_logged_xadd.c), if built: its `xadd_block`
+# and `append_run` (see Stream.append_logged_run).
+def _native_block() -> Callable[[bytes, int], tuple[int, list[tuple[bytes, bytes]]]] | None:
     try:
-        from node.engine._logged_xadd import key
+        from node.engine._logged_xadd import xadd_block
     except ImportError:
         return None
-    return key
+    return xadd_block
 
 
 def _native_append_run() -> Callable[..., tuple[int, int, bytes, bytes, int, int, int]] | None:
@@ -581,17 +581,20 @@ def _native_append_run() -> Callable[..., tuple[int, int, bytes, bytes, int, int
     return append_run
 
 
-_NATIVE_KEY: Final = _native_key()
+_NATIVE_BLOCK: Final = _native_block()
 _NATIVE_APPEND_RUN: Final = _native_append_run()
 
 
-def logged_xadd_key(data: bytes, pos: int) -> bytes | None:
-    """The key of the XADD effect at ``data[pos:]`` (``XADD key ms-seq field value ...``, the
-    form the effect log gives every XADD) when `Stream.append_logged_run` can take it; None
-    otherwise, and always without the native build."""
-    if _NATIVE_KEY is None:
-        return None
-    return _NATIVE_KEY(data, pos)
+def logged_xadd_block(data: bytes, pos: int) -> tuple[int, list[tuple[bytes, bytes]]]:
+    """The XADD effects in the form the effect log gives every XADD (``XADD key ms-seq field
+    value ...``) that follow each other from ``data[pos:]``: where they end, and their start
+    positions grouped by stream (``(key, array('q') bytes)``, streams in the order they first
+    appear, positions in log order). XADDs to different streams commute, so the block may be
+    applied stream by stream. ``(pos, [])`` when the command there is anything else, and
+    always without the native build."""
+    if _NATIVE_BLOCK is None:
+        return pos, []
+    return _NATIVE_BLOCK(data, pos)
 
 
 # ---------------------------------------------------------------------------------------
@@ -735,25 +738,27 @@ class Stream:
         self.last_ms = ms
         self.last_seq = seq
 
-    def append_logged_run(self, data: bytes, pos: int, key: bytes, max_entries: int, max_bytes: int) -> tuple[int, int]:
-        """Appends the XADD effects to ``key`` (this stream) that follow each other from
-        ``data[pos:]``, in C, straight from the log's bytes, while each is an entry
-        ``append`` would add to the current tail node with its master fields; returns the
-        position after the last one appended and how many (``(pos, 0)`` when the first is
-        anything else: a new node, other fields, another key or command, an error, or no
-        native build). The caller runs that one the ordinary way and may call again."""
+    def append_logged_run(
+        self, data: bytes, positions: bytes, index: int, key: bytes, max_entries: int, max_bytes: int
+    ) -> tuple[int, int]:
+        """Appends, in C and straight from the log's bytes, the XADD effects to ``key`` (this
+        stream) that start at ``positions[index:]`` (a group from `logged_xadd_block`), while
+        each is an entry ``append`` would add to the current tail node with its master
+        fields; returns the index it stopped at and how many it appended (``(index, 0)``
+        when the first is anything else: a new node, other fields, an error, or no native
+        build). The caller runs that one the ordinary way and may call again after it."""
         nodes = self._nodes
         append_run = _NATIVE_APPEND_RUN
         if append_run is None or not nodes:
-            return pos, 0
+            return index, 0
         node = nodes[-1]
         out = node.data
         keys = node.keys
         if node.wide or type(out) is not bytearray or type(keys) is not array:
-            return pos, 0
+            return index, 0
         cap = max_bytes if 0 < max_bytes <= LP_MAX_SIZE else LP_MAX_SIZE
-        end, count, packed_keys, offsets, lp, last_ms, last_seq = append_run(
-            data, pos, key, node.fields, out, node.base_ms, node.master_seq, keys[-1], self.last_ms,
+        stop, count, packed_keys, offsets, lp, last_ms, last_seq = append_run(
+            data, positions, index, key, node.fields, out, node.base_ms, node.master_seq, keys[-1], self.last_ms,
             self.last_seq, node.lp_base, node.live, node.tombs, cap, max_entries,
         )
         if count:
@@ -764,7 +769,7 @@ class Stream:
             self.length += count
             self.entries_added += count
             self.last_id = (last_ms << 64) | last_seq
-        return end, count
+        return stop, count
 
     def _drop_stale_tombstones(self, entry_id: int) -> None:
         """Physically remove stored entries with IDs >= ``entry_id`` before adding it.

@@ -13,8 +13,9 @@
   min-replicas-to-write gates writes.
 * As a replica: a `ReplicaLink` to the primary, with a `NodeStateMachine` that applies each
   batch through `Server.execute` in a replay session (XADDs, most of a replica's work, go
-  straight to their stream: runs of them in C from the batch's bytes, see
-  `Stream.append_logged_run`, the others through `append_logged_xadd`) and logs the primary's bytes verbatim
+  straight to their stream: grouped by stream and appended in C from the batch's bytes, see
+  `logged_xadd_block` and `Stream.append_logged_run`, the others through
+  `append_logged_xadd`) and logs the primary's bytes verbatim
   (`EffectLog.replicated`), never its own re-encoding: offsets and unit boundaries stay the
   primary's, in the backlog (the link stores batches as received) and in the AOF alike.
 
@@ -32,6 +33,7 @@ import contextlib
 import io
 import logging
 import os
+import struct
 import tempfile
 import time
 from collections.abc import Sequence
@@ -43,7 +45,7 @@ import hiredis
 from node.commands.context import Block, Session
 from node.commands.reply import OK, ReplyError
 from node.commands.streams import append_logged_xadd
-from node.engine.stream import logged_xadd_key
+from node.engine.stream import logged_xadd_block
 from node.engine.stream_value import StreamValue
 from node.persistence.service import AOF_ON
 from node.persistence.snapshot import SnapshotError, SnapshotMeta, dump, load_snapshot
@@ -88,6 +90,9 @@ _ACK_REQUEST_TICKS: Final = 10
 # Errors applying the primary's log are logged at most this often (a diverged replica would
 # otherwise log every batch until its full sync).
 _APPLY_ERROR_LOG_PERIOD: Final = 10.0
+# The items of a group's positions from logged_xadd_block (array('q') bytes).
+_POSITION: Final = struct.Struct("q")
+_POSITION_SIZE: Final = _POSITION.size
 
 
 class ApplyError(Exception):
@@ -131,6 +136,10 @@ class NodeStateMachine:
         self.primary_addr = primary_addr
         self.session = self._new_session()
         self._last_error_log = 0.0
+        # Per batch (apply): XADDs appended without the dispatcher and not yet counted in its
+        # statistics, and the hiredis reader of the commands the C path does not take.
+        self._appended = 0
+        self._reader: hiredis.Reader | None = None
 
     def _new_session(self) -> Session:
         # The replication link's client: replays log-only forms ("replay") and may write on a
@@ -152,14 +161,13 @@ class NodeStateMachine:
             raise ApplyError(problem)
         server = self.server
         session = self.session
-        dbs = server.keyspace.dbs
         effects = server.effects
         effects.muted = True
         dispatcher = server.dispatcher
         # MONITOR shows what a replica applies, which only the dispatcher reports.
         direct = not server.monitors
-        appended = 0  # XADDs appended directly since the last dispatched command
-        reader: hiredis.Reader | None = None
+        self._appended = 0
+        self._reader = None
         pos = 0
         size = len(data)
         # Timed back to back, as a client's batch: one clock read per command.
@@ -167,32 +175,16 @@ class NodeStateMachine:
         try:
             while pos < size:
                 if direct and session.multi is None:
-                    end, count = self._append_logged_run(data, pos)
-                    if count:
-                        appended += count
+                    end, groups = logged_xadd_block(data, pos)
+                    if groups:
+                        for key, positions in groups:
+                            self._append_group(data, key, positions)
                         pos = end
                         continue
                 end = command_end(data, pos)
-                if reader is None:
-                    reader = hiredis.Reader()
-                reader.feed(data, pos, end - pos)
-                argv = reader.gets()
+                self._apply_command(data, pos, end, direct)
                 pos = end
-                if direct and append_logged_xadd(session, argv):
-                    appended += 1
-                    continue
-                if appended:
-                    dispatcher.count_direct(session, b"xadd", appended)
-                    appended = 0
-                # Called on the server, not through a bound method held in a local: compiled,
-                # that is a direct C call instead of a Python-level one per command.
-                reply = server.execute(session, argv)
-                # SWAPDB swaps the dict objects and only refreshes registered clients.
-                session.db = dbs[session.db_index]
-                if type(reply) is ReplyError or type(reply) is Block:
-                    raise ApplyError(self._describe_failure(argv, reply))
-            if appended:
-                dispatcher.count_direct(session, b"xadd", appended)
+            self._count_appended()
         except ApplyError:
             session.multi = None
             self._log_failure()
@@ -203,24 +195,58 @@ class NodeStateMachine:
         effects.replicated(data, end_offset)
         server.after_batch()
 
-    def _append_logged_run(self, data: bytes, pos: int) -> tuple[int, int]:
-        """Appends the XADD effects to one stream that follow each other from data[pos:]
-        straight from the log's bytes (`Stream.append_logged_run`, in C); returns the
-        position after them and their number ((pos, 0) if the command there is anything
-        else, or the stream does not exist yet)."""
-        key = logged_xadd_key(data, pos)
-        if key is None:
-            return pos, 0
+    def _apply_command(self, data: bytes, pos: int, end: int, direct: bool) -> None:
+        """The command at data[pos:end] the ordinary way: an XADD in the log's form straight
+        to its stream (`append_logged_xadd`), anything else through the dispatcher."""
+        reader = self._reader
+        if reader is None:
+            reader = self._reader = hiredis.Reader()
+        reader.feed(data, pos, end - pos)
+        argv = reader.gets()
         session = self.session
-        value = session.db.get(key)
-        if type(value) is not StreamValue:
-            return pos, 0
-        config = self.server.config
-        end, count = value.append_logged_run(data, pos, key, config.stream_node_max_entries, config.stream_node_max_bytes)
-        if count:
-            session.effects_in_command += count
-            self.server.appended_from_log(session.db_index, key, count)
-        return end, count
+        if direct and append_logged_xadd(session, argv):
+            self._appended += 1
+            return
+        self._count_appended()
+        server = self.server
+        # Called on the server, not through a bound method held in a local: compiled, that
+        # is a direct C call instead of a Python-level one per command.
+        reply = server.execute(session, argv)
+        # SWAPDB swaps the dict objects and only refreshes registered clients.
+        session.db = server.keyspace.dbs[session.db_index]
+        if type(reply) is ReplyError or type(reply) is Block:
+            raise ApplyError(self._describe_failure(argv, reply))
+
+    def _count_appended(self) -> None:
+        """The dispatcher's statistics for the XADDs appended directly since the last call."""
+        if self._appended:
+            self.server.dispatcher.count_direct(self.session, b"xadd", self._appended)
+            self._appended = 0
+
+    def _append_group(self, data: bytes, key: bytes, positions: bytes) -> None:
+        """The XADD effects to `key` that start at `positions` (array('q') bytes, a group of
+        `logged_xadd_block`), in order: runs of them in C straight from the log's bytes
+        (`Stream.append_logged_run`), each one it stops at the ordinary way."""
+        session = self.session
+        server = self.server
+        config = server.config
+        count = len(positions) // _POSITION_SIZE
+        index = 0
+        while index < count:
+            value = session.db.get(key)
+            if type(value) is StreamValue:
+                index, appended = value.append_logged_run(
+                    data, positions, index, key, config.stream_node_max_entries, config.stream_node_max_bytes
+                )
+                if appended:
+                    self._appended += appended
+                    session.effects_in_command += appended
+                    server.appended_from_log(session.db_index, key, appended)
+                    if index == count:
+                        return
+            pos = _POSITION.unpack_from(positions, index * _POSITION_SIZE)[0]
+            self._apply_command(data, pos, command_end(data, pos), True)
+            index += 1
 
     def _describe_failure(self, argv: list[bytes], reply: object) -> str:
         shown = b" ".join(argv[:4]).decode("utf-8", "replace")[:120]

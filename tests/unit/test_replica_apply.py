@@ -121,3 +121,31 @@ def test_runs_appended_in_c_count_and_touch_as_single_xadds_do(replicas: tuple[_
     assert direct.server.dispatcher.total_commands == dispatched.server.dispatcher.total_commands == 313  # with PING and WATCH
     for probe in ([b"DEBUG", b"DIGEST"], [b"XINFO", b"STREAM", b"s", b"FULL"], [b"XLEN", b"s"]):
         assert direct.call(*probe) == dispatched.call(*probe)
+
+
+def test_interleaved_streams_are_appended_stream_by_stream_as_the_log_has_them(replicas: tuple[_Replica, _Replica]) -> None:
+    """A primary writing to several streams interleaves their XADDs in the log; the replica
+    groups a block of them by stream (they commute) and appends each group in C. Streams that
+    do not exist yet, node splits, other commands and other spellings in between must leave
+    what one dispatched command at a time leaves."""
+    direct, dispatched = replicas
+    keys = [b"a", b"b", b"c", b"d", b"e"]
+    for name, replica in ((b"XADD", direct), (b"XAdd", dispatched)):
+        replica.apply([name, b"a", b"1-0", b"f", b"v"])
+        replica.call(b"WATCH", b"c")
+        dirty = replica.server.dirty
+        commands: list[list[bytes]] = []
+        for i in range(700):
+            key = keys[(i * 7 + i // 50) % len(keys)]
+            commands.append([name, key, b"%d-%d" % (2 + i // 3, i % 3), b"f", b"%d" % i, *([b"g", b"x"] if i % 97 == 0 else [])])
+            if i % 150 == 149:
+                commands.append([b"SET", b"plain:%d" % i, b"v"])
+            if i == 400:
+                commands.append([b"XAdd", b"z", b"1-1", b"f", b"not the log's spelling"])
+        replica.apply(*commands)
+        assert replica.client.watch_dirty
+        assert replica.server.dirty - dirty == len(commands)
+    assert direct.xadd_stats() == dispatched.xadd_stats()
+    assert direct.server.dispatcher.total_commands == dispatched.server.dispatcher.total_commands
+    for probe in ([b"DEBUG", b"DIGEST"], *([b"XINFO", b"STREAM", key, b"FULL"] for key in [*keys, b"z"])):
+        assert direct.call(*probe) == dispatched.call(*probe)

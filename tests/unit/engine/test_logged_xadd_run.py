@@ -1,12 +1,15 @@
-"""`Stream.append_logged_run` (C, node/engine/_logged_xadd.c) appends a replica's XADD effects
-straight from the log's bytes. It must leave every stream exactly as the ordinary path
-(`stream_ops.append_at`, one parsed command at a time) does: the same nodes, packed keys,
-offsets, data bytes, listpack accounting (which decides node splits, XTRIM ~ and XINFO),
-counters and last ID, whatever the IDs, fields, values, deletions and node limits."""
+"""`logged_xadd_block` and `Stream.append_logged_run` (C, node/engine/_logged_xadd.c) group a
+replica's XADD effects by stream and append them straight from the log's bytes. That must
+leave every stream exactly as the ordinary path (`stream_ops.append_at`, one parsed command at
+a time) does: the same nodes, packed keys, offsets, data bytes, listpack accounting (which
+decides node splits, XTRIM ~ and XINFO), counters and last ID, whatever the IDs, fields,
+values, deletions, node limits and interleaving of streams."""
 
 from __future__ import annotations
 
 import random
+import struct
+from array import array
 from typing import Any
 
 import hiredis
@@ -20,7 +23,7 @@ from node.server.resp import encode_command
 
 
 def test_the_native_appender_is_built() -> None:
-    assert stream_module._NATIVE_KEY is not None and stream_module._NATIVE_APPEND_RUN is not None
+    assert stream_module._NATIVE_BLOCK is not None and stream_module._NATIVE_APPEND_RUN is not None
 
 
 def _state(value: StreamValue) -> Any:
@@ -46,26 +49,48 @@ def _ordinary(value: StreamValue, argv: list[bytes], max_entries: int, max_bytes
     return True
 
 
+def _parse_at(data: bytes, pos: int) -> list[bytes]:
+    reader = hiredis.Reader()
+    reader.feed(data[pos:])
+    argv = reader.gets()
+    assert isinstance(argv, list)
+    return argv
+
+
 def _apply_runs(value: StreamValue, key: bytes, data: bytes, max_entries: int, max_bytes: int) -> tuple[int, int]:
-    """Applies `data` as a replica does: runs in C, the rest one command at a time. Returns
-    (entries appended in C, entries the ordinary way)."""
+    """Applies `key`'s commands in `data` as a replica does: blocks of XADDs grouped by stream,
+    runs of the group in C, each command a run stops at and everything else one command at
+    a time. Returns (entries appended in C, entries the ordinary way)."""
     fast = slow = 0
     pos = 0
     while pos < len(data):
-        if stream_module.logged_xadd_key(data, pos) == key:
-            end, count = value.append_logged_run(data, pos, key, max_entries, max_bytes)
-            assert (end > pos) == (count > 0)
-            if count:
-                fast += count
-                pos = end
-                continue
-        reader = hiredis.Reader()
-        reader.feed(data[pos:])
-        argv = reader.gets()
+        end, groups = stream_module.logged_xadd_block(data, pos)
+        if groups:
+            for group_key, positions in groups:
+                if group_key != key:
+                    continue
+                count = len(positions) // 8
+                index = 0
+                while index < count:
+                    stop, appended = value.append_logged_run(data, positions, index, key, max_entries, max_bytes)
+                    assert stop - index == appended
+                    fast += appended
+                    index = stop
+                    if index < count:
+                        argv = _parse_at(data, struct.unpack_from("q", positions, 8 * index)[0])
+                        slow += _ordinary(value, argv, max_entries, max_bytes)
+                        index += 1
+            pos = end
+            continue
+        argv = _parse_at(data, pos)
         pos += len(encode_command(argv))
         if argv[1] == key and _ordinary(value, argv, max_entries, max_bytes):
             slow += 1
     return fast, slow
+
+
+def _at(*positions: int) -> bytes:
+    return array("q", positions).tobytes()
 
 
 # Strings listpack stores as integers of each size (and their neighbours that are strings).
@@ -145,18 +170,38 @@ def test_most_entries_of_a_plain_workload_go_in_c() -> None:
     assert (fast, slow) == (990, 10)  # each node's first entry goes the ordinary way
 
 
-def test_a_run_stops_at_another_key_or_command() -> None:
+def test_a_block_groups_logged_xadds_by_stream_and_ends_at_any_other_command() -> None:
     value = StreamValue()
     assert _ordinary(value, [b"XADD", b"s", b"1-1", b"f", b"v"], 100, 4096)
-    data = b"".join(encode_command(c) for c in (
-        [b"XADD", b"s", b"1-2", b"f", b"v"], [b"XADD", b"s", b"1-3", b"f", b"v"],
-        [b"XADD", b"t", b"1-4", b"f", b"v"], [b"XADD", b"s", b"1-5", b"f", b"v"]))
-    end, count = value.append_logged_run(data, 0, b"s", 100, 4096)
-    assert count == 2
-    assert data[end:].startswith(b"*5\r\n$4\r\nXADD\r\n$1\r\nt\r\n")
-    assert stream_module.logged_xadd_key(data, end) == b"t"
-    assert stream_module.logged_xadd_key(b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$1\r\nv\r\n", 0) is None
-    assert stream_module.logged_xadd_key(b"*5\r\n$4\r\nXADD\r\n$1\r\ns\r\n", 0) is None  # cut short
+    units = [encode_command(c) for c in (
+        [b"XADD", b"s", b"1-2", b"f", b"v"], [b"xadd", b"s", b"1-3", b"f", b"v"],
+        [b"XADD", b"t", b"1-4", b"f", b"v"], [b"XADD", b"s", b"1-5", b"f", b"v"],
+        [b"SET", b"k", b"v"], [b"XADD", b"s", b"1-6", b"f", b"v"])]
+    starts = [sum(map(len, units[:i])) for i in range(len(units))]
+    data = b"".join(units)
+    end, groups = stream_module.logged_xadd_block(data, 0)
+    assert end == starts[4]
+    assert groups == [(b"s", _at(starts[0], starts[1], starts[3])), (b"t", _at(starts[2]))]
+    assert value.append_logged_run(data, groups[0][1], 0, b"s", 100, 4096) == (3, 3)
+    assert value.length == 4 and value.last_id == (1 << 64) | 5
+    assert stream_module.logged_xadd_block(data, starts[4]) == (starts[4], [])
+    assert stream_module.logged_xadd_block(data, starts[5]) == (len(data), [(b"s", _at(starts[5]))])
+    # Not the log's form of an XADD: another spelling, options or a generated ID, too few
+    # arguments; and a command cut short.
+    for argv in ([b"XAdd", b"s", b"1-9", b"f", b"v"], [b"XADD", b"s", b"MAXLEN", b"1", b"1-9", b"f", b"v"],
+                 [b"XADD", b"s", b"*", b"f", b"v"], [b"XADD", b"s", b"1-9", b"f"]):
+        assert stream_module.logged_xadd_block(encode_command(argv), 0) == (0, [])
+    assert stream_module.logged_xadd_block(encode_command([b"XADD", b"s", b"1-9", b"f", b"v"])[:-1], 0) == (0, [])
+    # Another key's group: the run appends nothing.
+    assert value.append_logged_run(data, groups[1][1], 0, b"s", 100, 4096) == (0, 0)
+
+
+def test_a_block_holds_at_most_64_streams() -> None:
+    data = b"".join(encode_command([b"XADD", b"k%d" % (i % 70), b"1-%d" % i, b"f", b"v"]) for i in range(140))
+    end, groups = stream_module.logged_xadd_block(data, 0)
+    assert [key for key, _ in groups] == [b"k%d" % i for i in range(64)]
+    assert all(len(positions) == 8 for _, positions in groups)
+    assert data[end:].startswith(encode_command([b"XADD", b"k64", b"1-64", b"f", b"v"]))
 
 
 def test_a_run_drops_no_tombstone_it_would_have_to_drop() -> None:
@@ -169,7 +214,7 @@ def test_a_run_drops_no_tombstone_it_would_have_to_drop() -> None:
         assert value.delete((1 << 64) | 5)
         value.last_id = (1 << 64) | 4
     data = b"".join(encode_command([b"XADD", b"s", b"1-%d" % i, b"f", b"w"]) for i in (5, 6, 7))
-    assert values[0].append_logged_run(data, 0, b"s", 100, 4096) == (0, 0)
+    assert values[0].append_logged_run(data, _at(0), 0, b"s", 100, 4096) == (0, 0)
     _apply_runs(values[0], b"s", data, 100, 4096)
     for i in (5, 6, 7):
         assert _ordinary(values[1], [b"XADD", b"s", b"1-%d" % i, b"f", b"w"], 100, 4096)
@@ -181,6 +226,6 @@ def test_a_run_stops_at_an_id_not_above_the_last_one() -> None:
     assert _ordinary(value, [b"XADD", b"s", b"1-1", b"f", b"v"], 100, 4096)
     value.last_id = (1 << 64) | 10  # XSETID 1-10
     refused = encode_command([b"XADD", b"s", b"1-10", b"f", b"v"])
-    assert value.append_logged_run(refused, 0, b"s", 100, 4096) == (0, 0)
-    assert value.append_logged_run(encode_command([b"XADD", b"s", b"1-11", b"f", b"v"]), 0, b"s", 100, 4096)[1] == 1
+    assert value.append_logged_run(refused, _at(0), 0, b"s", 100, 4096) == (0, 0)
+    assert value.append_logged_run(encode_command([b"XADD", b"s", b"1-11", b"f", b"v"]), _at(0), 0, b"s", 100, 4096)[1] == 1
     assert value.length == 2 and value.last_id == (1 << 64) | 11
