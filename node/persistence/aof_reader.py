@@ -2,12 +2,14 @@
 (a MULTI is complete only with its EXEC) and the rules that tell a truncated tail from a
 corrupted file (Redis aof.c loadSingleAppendOnlyFile).
 
-A file is read in large chunks by hiredis; offsets come from the canonical size of each
-command (hiredis refuses the non-canonical headers `*02`, `$+3`, so the count is exact). Where
-hiredis stops — bad bytes, or the end of the file inside a command — an exact scan from the
-last good offset decides between *truncated* (the bytes are a prefix of a well-formed
-command: a crash in the middle of a write) and *corrupt* (they can never become one), and
-names the offset.
+A file is read in large chunks; `command_end` (the effect log's scanner, C with the native
+build) finds where each command ends, as canonical RESP (what the effect log writes and
+what Redis writes), and hiredis parses it. Blocks of XADDs may be taken straight from the
+chunk's bytes by the caller (`append_block`: the replay groups them by stream and appends
+them in C). Where the scanner stops — bad bytes, a non-canonical header, or the end of the
+chunk inside a command — an exact scan decides between *incomplete* (the next chunk
+continues it; at the end of the file, *truncated*: a crash in the middle of a write) and
+*corrupt* (the bytes can never become a command), and names the offset.
 
 Like Redis's AOF, the format has no checksum: a changed byte inside a value is read as that
 value. Framing damage (a type byte, a count, a length) is detected.
@@ -22,15 +24,17 @@ from typing import Final
 
 import hiredis
 
+from node.server.log_scan import command_end
+
 _CHUNK: Final = 4 * 1024 * 1024
-# hiredis moves its unread bytes to the front of its buffer every kilobyte consumed, so it is
-# fed in small pieces: the cost of those moves then stays proportional to the file size.
-_FEED: Final = 16 * 1024
 _INCOMPLETE: Final = -1
 
 # Whatever an executor raises to refuse a command (unknown command, wrong arity) becomes a
 # format error naming the command's offset.
 Executor = Callable[[list[bytes]], None]
+# Takes the commands it can from data[pos:] straight from the bytes (whole commands, none of
+# them MULTI or EXEC): returns where they end and how many ((pos, 0): none).
+BlockAppender = Callable[[bytes, int], tuple[int, int]]
 
 
 class ReplayRefused(Exception):
@@ -53,47 +57,55 @@ class AofReadResult:
         return self.status == "ok"
 
 
-def read_aof(path: str, execute: Executor | None = None) -> AofReadResult:
+def read_aof(
+    path: str, execute: Executor | None = None, append_block: BlockAppender | None = None, chunk_size: int = _CHUNK
+) -> AofReadResult:
     """Read the AOF file at `path`, passing each command to `execute` in order (MULTI, the
     queued commands and EXEC included; a MULTI left open at the end has had its commands
-    passed but not its EXEC). Raises OSError if the file cannot be read."""
+    passed but not its EXEC), except those `append_block` takes. The file is read
+    `chunk_size` bytes at a time. Raises OSError if the file cannot be read."""
     name = os.path.basename(path)
     with open(path, "rb") as f:
         size = os.fstat(f.fileno()).st_size
         reader = hiredis.Reader()
-        pos = 0  # end of the last complete command
-        valid = 0  # end of the last complete unit
+        buf = b""
+        base = 0  # file offset of buf[0]
+        at = 0  # end of the last complete command, in buf
+        valid = 0  # end of the last complete unit (file offset)
         before_multi = -1
         commands = 0
         unit_commands = 0
-        tail = b""  # bytes after `pos` that hiredis holds (kept for the exact scan)
         while True:
-            chunk = f.read(_CHUNK)
+            chunk = f.read(chunk_size)
             if not chunk:
                 break
-            tail += chunk
-            start = pos
-            fed = 0
-            while True:
-                try:
-                    item = reader.gets()
-                except hiredis.ProtocolError:
-                    return _diagnose(name, size, tail[pos - start :] + f.read(), pos, valid, commands, before_multi)
-                if item is False:
-                    if fed >= len(chunk):
-                        break
-                    reader.feed(chunk, fed, min(_FEED, len(chunk) - fed))
-                    fed += _FEED
-                    continue
-                if type(item) is not list or not item or not all(type(a) is bytes for a in item):
-                    return _diagnose(name, size, tail[pos - start :] + f.read(), pos, valid, commands, before_multi)
-                end = pos + _canonical_size(item)
+            base += at
+            buf = buf[at:] + chunk
+            at = 0
+            while at < len(buf):
+                if append_block is not None:
+                    end, taken = append_block(buf, at)
+                    if taken:
+                        at = end
+                        unit_commands += taken
+                        if before_multi < 0:
+                            valid = base + at
+                            commands += unit_commands
+                            unit_commands = 0
+                        continue
+                end = command_end(buf, at)
+                if end < 0:
+                    if scan_command(buf, at)[1]:
+                        return _diagnose(name, size, buf[at:] + f.read(), base + at, valid, commands, before_multi)
+                    break  # cut by the chunk's end: the next chunk completes it
+                reader.feed(buf, at, end - at)
+                item = reader.gets()
                 if execute is not None:
                     try:
                         execute(item)
                     except ReplayRefused as exc:
-                        return AofReadResult(name, size, valid, commands, "corrupt", str(exc), pos)
-                pos = end
+                        return AofReadResult(name, size, valid, commands, "corrupt", str(exc), base + at)
+                at = end
                 unit_commands += 1
                 word = item[0].lower()
                 if word == b"multi":
@@ -101,14 +113,14 @@ def read_aof(path: str, execute: Executor | None = None) -> AofReadResult:
                 elif word == b"exec":
                     before_multi = -1
                 if before_multi < 0:
-                    valid = pos
+                    valid = base + at
                     commands += unit_commands
                     unit_commands = 0
-            tail = tail[pos - start :]
+        pos = base + at
         if pos == size and before_multi < 0:
             return AofReadResult(name, size, valid, commands, "ok")
         if pos < size:
-            return _diagnose(name, size, tail, pos, valid, commands, before_multi)
+            return _diagnose(name, size, buf[at:], pos, valid, commands, before_multi)
         return AofReadResult(name, size, before_multi, commands, "truncated", open_multi=True)
 
 
@@ -175,19 +187,3 @@ def _could_be_number(raw: bytes) -> bool:
     """A header cut short: digits and at most a trailing CR."""
     body = raw[:-1] if raw.endswith(b"\r") else raw
     return len(body) <= 19 and (body == b"" or body.isdigit())
-
-
-# Decimal digits of the lengths most arguments have: a table lookup beats str() on the replay
-# path, which sizes every command.
-_DIGITS: Final = [len(str(i)) for i in range(10_000)]
-
-
-def _canonical_size(item: list[bytes]) -> int:
-    """`*<n>\r\n` then `$<len>\r\n<arg>\r\n` per argument."""
-    n = len(item)
-    lengths = list(map(len, item))
-    try:
-        digits = sum(map(_DIGITS.__getitem__, lengths))
-    except IndexError:
-        digits = sum(map(len, map(str, lengths)))
-    return 3 + len(str(n)) + 5 * n + sum(lengths) + digits

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from node.commands.context import Block, Node, Session
 from node.commands.reply import CommandError, ReplyError
-from node.commands.streams import append_logged_xadd
+from node.commands.streams import append_logged_block, append_logged_xadd
 from node.persistence import aof as aofmod
 from node.persistence.aof import AofWriter, FsyncThread, ReplyGate
 from node.persistence.aof_reader import ReplayRefused, read_aof
@@ -46,6 +46,7 @@ from node.persistence.manifest import (
     write_manifest,
 )
 from node.persistence.snapshot import SnapshotError, SnapshotMeta, load_snapshot, write_snapshot
+from node.server.log_scan import command_at
 
 if TYPE_CHECKING:
     import asyncio
@@ -306,8 +307,16 @@ class Persistence:
                 if errors <= 5:
                     log.warning("AOF %s: %s replayed with an error: %s", name, argv[0].decode("utf-8", "replace"), reply.message)
 
+        def execute_at(data: bytes, pos: int) -> None:
+            execute(command_at(data, pos))
+
+        def append_block(data: bytes, pos: int) -> tuple[int, int]:
+            # XADDs go stream by stream, in C from the file's bytes (a replica's path).
+            end, taken, _ = append_logged_block(session, data, pos, execute_at)
+            return end, taken
+
         try:
-            result = read_aof(path, execute)
+            result = read_aof(path, execute, append_block)
         except OSError as exc:
             raise PersistenceError(f"Unrecoverable error reading the append only file {name}: {exc.strerror}") from None
         session.multi = None  # a MULTI left open at the end was only queued, never run

@@ -1,17 +1,21 @@
-"""Finding the commands in a batch of the primary's log, which a replica applies.
+"""Finding the commands in the effect log's bytes: a batch of the primary's log, which a
+replica applies, or a chunk of an AOF file being loaded.
 
 A batch must be whole commands, each a non-empty RESP array of bulk strings in canonical
 form (the effect log's encoder writes nothing else: lengths in plain digits, no leading
 zero), and whole units: every MULTI closed by its EXEC, none nested. `check_units` says why
 a batch is not, before anything of it is applied; `command_end` finds where one command
-ends, so the replica parses only the commands its C XADD path does not take. With the native
-build both are C (node/server/_resp_scan.c, same rules); the Python below is the fallback.
+ends, so the replica (and the AOF load) parses only the commands its C XADD path does not
+take (`command_at`). With the native build both are C (node/server/_resp_scan.c, same rules);
+the Python below is the fallback.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Final
+
+import hiredis
 
 _ARRAY: Final = 0x2A  # '*'
 _BULK: Final = 0x24  # '$'
@@ -97,3 +101,11 @@ def command_end(data: bytes, pos: int) -> int:
     if _NATIVE_END is not None:
         return _NATIVE_END(data, pos)
     return _command_end(data, pos)
+
+
+def command_at(data: bytes, pos: int) -> list[bytes]:
+    """The command at data[pos:], which `command_end` delimits, parsed."""
+    reader = hiredis.Reader()
+    reader.feed(data, pos, command_end(data, pos) - pos)
+    argv: list[bytes] = reader.gets()
+    return argv

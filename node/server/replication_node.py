@@ -33,7 +33,6 @@ import contextlib
 import io
 import logging
 import os
-import struct
 import tempfile
 import time
 from collections.abc import Sequence
@@ -44,9 +43,7 @@ import hiredis
 
 from node.commands.context import Block, Session
 from node.commands.reply import OK, ReplyError
-from node.commands.streams import append_logged_xadd
-from node.engine.stream import logged_xadd_block
-from node.engine.stream_value import StreamValue
+from node.commands.streams import append_logged_block, append_logged_xadd
 from node.persistence.service import AOF_ON
 from node.persistence.snapshot import SnapshotError, SnapshotMeta, dump, load_snapshot
 from node.server.log_scan import check_units, command_end
@@ -90,9 +87,6 @@ _ACK_REQUEST_TICKS: Final = 10
 # Errors applying the primary's log are logged at most this often (a diverged replica would
 # otherwise log every batch until its full sync).
 _APPLY_ERROR_LOG_PERIOD: Final = 10.0
-# The items of a group's positions from logged_xadd_block (array('q') bytes).
-_POSITION: Final = struct.Struct("q")
-_POSITION_SIZE: Final = _POSITION.size
 
 
 class ApplyError(Exception):
@@ -174,11 +168,10 @@ class NodeStateMachine:
         dispatcher.batch_started()
         try:
             while pos < size:
-                if direct and session.multi is None:
-                    end, groups = logged_xadd_block(data, pos)
-                    if groups:
-                        for key, positions in groups:
-                            self._append_group(data, key, positions)
+                if direct:
+                    end, taken, appended = append_logged_block(session, data, pos, self._apply_logged_xadd)
+                    if taken:
+                        self._appended += appended
                         pos = end
                         continue
                 end = command_end(data, pos)
@@ -223,30 +216,9 @@ class NodeStateMachine:
             self.server.dispatcher.count_direct(self.session, b"xadd", self._appended)
             self._appended = 0
 
-    def _append_group(self, data: bytes, key: bytes, positions: bytes) -> None:
-        """The XADD effects to `key` that start at `positions` (array('q') bytes, a group of
-        `logged_xadd_block`), in order: runs of them in C straight from the log's bytes
-        (`Stream.append_logged_run`), each one it stops at the ordinary way."""
-        session = self.session
-        server = self.server
-        config = server.config
-        count = len(positions) // _POSITION_SIZE
-        index = 0
-        while index < count:
-            value = session.db.get(key)
-            if type(value) is StreamValue:
-                index, appended = value.append_logged_run(
-                    data, positions, index, key, config.stream_node_max_entries, config.stream_node_max_bytes
-                )
-                if appended:
-                    self._appended += appended
-                    session.effects_in_command += appended
-                    server.appended_from_log(session.db_index, key, appended)
-                    if index == count:
-                        return
-            pos = _POSITION.unpack_from(positions, index * _POSITION_SIZE)[0]
-            self._apply_command(data, pos, command_end(data, pos), True)
-            index += 1
+    def _apply_logged_xadd(self, data: bytes, pos: int) -> None:
+        """An XADD of a block that the C path stopped at, the ordinary way."""
+        self._apply_command(data, pos, command_end(data, pos), True)
 
     def _describe_failure(self, argv: list[bytes], reply: object) -> str:
         shown = b" ".join(argv[:4]).decode("utf-8", "replace")[:120]

@@ -17,6 +17,7 @@ from node.commands.context import Session
 from node.config import Config
 from node.engine.digest import digest_keyspace
 from node.engine.keyspace import Keyspace
+from node.engine.stream import logged_xadd_block
 from node.engine.stream_value import StreamValue
 from node.persistence.aof_reader import read_aof
 from node.persistence.manifest import AofFile, Manifest, ManifestError, parse_manifest
@@ -138,35 +139,71 @@ def _aof_bytes() -> tuple[bytes, list[int]]:
     return data, ends
 
 
-def test_aof_reader_cuts_a_truncated_file_at_its_last_whole_unit(tmp_path: Any) -> None:
+# The reader's chunk size: the default, and sizes that cut every command somewhere.
+_CHUNK_SIZES = [4 * 1024 * 1024, 1, 7, 64]
+
+
+def _xadd_blocks(taken: list[bytes]) -> Any:
+    """An `append_block` that takes the blocks of logged XADDs (as the replay does, C's
+    grouping), recording their bytes."""
+
+    def append_block(data: bytes, pos: int) -> tuple[int, int]:
+        end, groups = logged_xadd_block(data, pos)
+        if groups:
+            taken.append(data[pos:end])
+        return end, sum(len(positions) // 8 for _, positions in groups)
+
+    return append_block
+
+
+@pytest.mark.parametrize("chunk_size", _CHUNK_SIZES)
+def test_aof_reader_cuts_a_truncated_file_at_its_last_whole_unit(tmp_path: Any, chunk_size: int) -> None:
     data, ends = _aof_bytes()
     path = str(tmp_path / "a.aof")
     Path(path).write_bytes(data)
     commands: list[list[bytes]] = []
-    result = read_aof(path, commands.append)
+    result = read_aof(path, commands.append, chunk_size=chunk_size)
     assert result.ok and result.valid_up_to == len(data) and result.commands == 8 and len(commands) == 8
     for cut in range(len(data)):
         Path(path).write_bytes(data[:cut])
-        result = read_aof(path)
-        assert result.status == ("ok" if cut in (0, *ends) else "truncated"), cut
-        assert result.valid_up_to == max([0, *[e for e in ends if e <= cut]]), cut
-        # Once MULTI is whole, a cut before EXEC's end leaves a transaction open.
-        assert result.open_multi == (ends[2] + len(encode_command([b"MULTI"])) <= cut < ends[3]), cut
+        for block in (None, _xadd_blocks([])):
+            result = read_aof(path, append_block=block, chunk_size=chunk_size)
+            assert result.status == ("ok" if cut in (0, *ends) else "truncated"), cut
+            assert result.valid_up_to == max([0, *[e for e in ends if e <= cut]]), cut
+            # Once MULTI is whole, a cut before EXEC's end leaves a transaction open.
+            assert result.open_multi == (ends[2] + len(encode_command([b"MULTI"])) <= cut < ends[3]), cut
 
 
-def test_aof_reader_reports_damage_with_its_offset(tmp_path: Any) -> None:
+@pytest.mark.parametrize("chunk_size", _CHUNK_SIZES)
+def test_aof_reader_hands_blocks_of_logged_xadds_to_append_block(tmp_path: Any, chunk_size: int) -> None:
     data, ends = _aof_bytes()
     path = str(tmp_path / "a.aof")
-    for pos, byte in ((ends[1], b"+"), (ends[1] + 1, b"x"), (ends[3] + 4, b"#"), (ends[1] + 4, b"-")):
+    Path(path).write_bytes(data)
+    executed: list[list[bytes]] = []
+    taken: list[bytes] = []
+    result = read_aof(path, executed.append, _xadd_blocks(taken), chunk_size=chunk_size)
+    assert result.ok and result.valid_up_to == len(data) and result.commands == 8
+    # Both XADDs are taken (the one inside MULTI too: refusing there is the replay's job);
+    # every other command is executed, in order.
+    assert taken == [encode_command([b"XADD", b"s", b"1-0", b"f", b"v"]), encode_command([b"XADD", b"s", b"2-0", b"f", b"w"])]
+    assert [argv[0] for argv in executed] == [b"SELECT", b"SET", b"MULTI", b"SET", b"EXEC", b"XDEL"]
+
+
+@pytest.mark.parametrize("chunk_size", _CHUNK_SIZES)
+def test_aof_reader_reports_damage_with_its_offset(tmp_path: Any, chunk_size: int) -> None:
+    data, ends = _aof_bytes()
+    path = str(tmp_path / "a.aof")
+    for pos, byte in ((ends[1], b"+"), (ends[1] + 1, b"x"), (ends[3] + 4, b"#"), (ends[1] + 4, b"-"), (ends[1] - 2, b"x")):
         Path(path).write_bytes(data[:pos] + byte + data[pos + 1:])
-        result = read_aof(path)
-        assert result.status == "corrupt", pos
-        assert result.valid_up_to == max(e for e in [0, *ends] if e <= pos)
-        assert result.error_offset == result.valid_up_to  # the damaged command starts there
-        assert result.error
+        for block in (None, _xadd_blocks([])):
+            result = read_aof(path, append_block=block, chunk_size=chunk_size)
+            assert result.status == "corrupt", pos
+            assert result.valid_up_to == max(e for e in [0, *ends] if e <= pos)
+            assert result.error_offset == result.valid_up_to  # the damaged command starts there
+            assert result.error
     # Garbage after the last command is damage, not a short write.
     Path(path).write_bytes(data + b"hello\r\n")
-    assert read_aof(path).status == "corrupt"
+    assert read_aof(path, chunk_size=chunk_size).status == "corrupt"
 
 
 def test_manifest_round_trip_and_errors() -> None:
