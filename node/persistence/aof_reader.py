@@ -76,7 +76,9 @@ def read_aof(
         commands = 0
         unit_commands = 0
         while True:
-            chunk = f.read(chunk_size)
+            # At least as much as the command cut by the last chunk already holds: a command
+            # larger than a chunk (a huge value) is then copied a logarithmic number of times.
+            chunk = f.read(max(chunk_size, len(buf) - at))
             if not chunk:
                 break
             base += at

@@ -189,6 +189,17 @@ def test_aof_reader_hands_blocks_of_logged_xadds_to_append_block(tmp_path: Any, 
     assert [argv[0] for argv in executed] == [b"SELECT", b"SET", b"MULTI", b"SET", b"EXEC", b"XDEL"]
 
 
+def test_aof_reader_reads_a_command_larger_than_many_chunks(tmp_path: Any) -> None:
+    value = bytes(range(256)) * 400  # 100 KB: 1,600 chunks of 64 bytes
+    data = encode_command([b"SET", b"k", value]) + encode_command([b"SET", b"j", b"v"])
+    path = str(tmp_path / "a.aof")
+    Path(path).write_bytes(data)
+    executed: list[list[bytes]] = []
+    result = read_aof(path, executed.append, chunk_size=64)
+    assert result.ok and result.commands == 2 and result.valid_up_to == len(data)
+    assert executed == [[b"SET", b"k", value], [b"SET", b"j", b"v"]]
+
+
 @pytest.mark.parametrize("chunk_size", _CHUNK_SIZES)
 def test_aof_reader_reports_damage_with_its_offset(tmp_path: Any, chunk_size: int) -> None:
     data, ends = _aof_bytes()
