@@ -130,10 +130,11 @@ class NodeStateMachine:
         self.primary_addr = primary_addr
         self.session = self._new_session()
         self._last_error_log = 0.0
-        # Per batch (apply): XADDs appended without the dispatcher and not yet counted in its
-        # statistics, and the hiredis reader of the commands the C path does not take.
+        # XADDs appended without the dispatcher and not yet counted in its statistics (within
+        # one apply), and the reader of the commands the C path does not take (fed one whole
+        # command at a time, so it holds nothing between them).
         self._appended = 0
-        self._reader: hiredis.Reader | None = None
+        self._reader = hiredis.Reader()
 
     def _new_session(self) -> Session:
         # The replication link's client: replays log-only forms ("replay") and may write on a
@@ -161,7 +162,6 @@ class NodeStateMachine:
         # MONITOR shows what a replica applies, which only the dispatcher reports.
         direct = not server.monitors
         self._appended = 0
-        self._reader = None
         pos = 0
         size = len(data)
         # Timed back to back, as a client's batch: one clock read per command.
@@ -192,8 +192,6 @@ class NodeStateMachine:
         """The command at data[pos:end] the ordinary way: an XADD in the log's form straight
         to its stream (`append_logged_xadd`), anything else through the dispatcher."""
         reader = self._reader
-        if reader is None:
-            reader = self._reader = hiredis.Reader()
         reader.feed(data, pos, end - pos)
         argv = reader.gets()
         session = self.session

@@ -12,13 +12,13 @@ import struct
 from array import array
 from typing import Any
 
-import hiredis
 import pytest
 
 from node.engine import stream as stream_module
 from node.engine import stream_ops
 from node.engine.ids import parse_id
 from node.engine.stream_value import StreamValue
+from node.server.log_scan import command_at
 from node.server.resp import encode_command
 
 
@@ -49,14 +49,6 @@ def _ordinary(value: StreamValue, argv: list[bytes], max_entries: int, max_bytes
     return True
 
 
-def _parse_at(data: bytes, pos: int) -> list[bytes]:
-    reader = hiredis.Reader()
-    reader.feed(data[pos:])
-    argv = reader.gets()
-    assert isinstance(argv, list)
-    return argv
-
-
 def _apply_runs(value: StreamValue, key: bytes, data: bytes, max_entries: int, max_bytes: int) -> tuple[int, int]:
     """Applies `key`'s commands in `data` as a replica does: blocks of XADDs grouped by stream,
     runs of the group in C, each command a run stops at and everything else one command at
@@ -77,12 +69,12 @@ def _apply_runs(value: StreamValue, key: bytes, data: bytes, max_entries: int, m
                     fast += appended
                     index = stop
                     if index < count:
-                        argv = _parse_at(data, struct.unpack_from("q", positions, 8 * index)[0])
+                        argv = command_at(data, struct.unpack_from("q", positions, 8 * index)[0])
                         slow += _ordinary(value, argv, max_entries, max_bytes)
                         index += 1
             pos = end
             continue
-        argv = _parse_at(data, pos)
+        argv = command_at(data, pos)
         pos += len(encode_command(argv))
         if argv[1] == key and _ordinary(value, argv, max_entries, max_bytes):
             slow += 1
