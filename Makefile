@@ -43,7 +43,7 @@ run: deps native
 
 lint: deps
 	$(VENV)/bin/ruff check .
-	$(VENV)/bin/mypy node replication
+	$(VENV)/bin/mypy node replication chaos
 	$(VENV)/bin/lint-imports
 
 test: deps system-deps lint native
