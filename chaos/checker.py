@@ -92,7 +92,7 @@ def _examples(values: Iterable[Any]) -> list[Any]:
 
 def _wait_met(op: Op) -> bool:
     wait = int(op.invoke.get("wait", 0))
-    return wait > 0 and op.outcome == "ok" and int(op.get("acks", 0)) >= wait
+    return wait > 0 and op.outcome == "ok" and int(op.get("acks") or 0) >= wait  # None: WAIT itself failed
 
 
 @dataclass(frozen=True)

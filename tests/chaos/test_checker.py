@@ -80,14 +80,16 @@ def test_lost_writes_are_counted_by_acknowledgement_level() -> None:
         *xadd("p2", "wm", "ok", "4-0", mode="waitmaj", wait=2, acks=2),
         # WAIT timed out with fewer replicas: acknowledged, not WAIT-acknowledged
         *xadd("p2", "wm-short", "ok", "5-0", mode="waitmaj", wait=2, acks=1),
+        # XADD acknowledged, then WAIT itself failed (connection lost): not WAIT-acknowledged
+        *xadd("p2", "wm-unknown", "ok", "6-0", mode="waitmaj", wait=2, acks=None),  # type: ignore[arg-type]
         final("n2", [("1-0", "a")], "master"),
     ]
     result = check(history)
     lost = result["writes"]["lost"]
-    assert (lost["acked"], lost["wait_acked"], lost["wait_majority_acked"]) == (4, 2, 1)
-    assert lost["values"] == ["plain", "w1", "wm", "wm-short"]
-    assert result["writes"]["by_mode"]["waitmaj"] == {"attempted": 2, "ok": 2, "fail": 0, "info": 0,
-                                                      "wait_met": 1, "lost": 2}
+    assert (lost["acked"], lost["wait_acked"], lost["wait_majority_acked"]) == (5, 2, 1)
+    assert lost["values"] == ["plain", "w1", "wm", "wm-short", "wm-unknown"]
+    assert result["writes"]["by_mode"]["waitmaj"] == {"attempted": 3, "ok": 3, "fail": 0, "info": 0,
+                                                      "wait_met": 1, "lost": 3}
     assert not result["valid"]
 
 
