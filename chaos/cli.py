@@ -12,6 +12,7 @@ import time
 
 from chaos.checker import check
 from chaos.history import HistoryError, read_history
+from chaos.runner import Progress, run
 from chaos.scenarios import SCENARIOS
 from chaos.targets import TARGETS, availability
 from chaos.topology import LabError
@@ -65,8 +66,6 @@ def main(argv: list[str] | None = None) -> int:
             print(json.dumps(result, indent=1))
             return 0 if result["valid"] else 1
         if args.command == "run":
-            from chaos.runner import run
-
             out = args.out or os.path.join(RESULTS, f"{stamp}-{args.target}-{args.scenario}")
             result = run(args.target, args.scenario, args.seed, args.duration, out, _line_progress())
             print(file=sys.stderr)
@@ -90,8 +89,7 @@ def _summary(result: dict[str, object]) -> dict[str, object]:
     return {k: result[k] for k in keys if k in result}
 
 
-def _line_progress() -> object:
+def _line_progress() -> Progress:
     from chaos.matrix import Bar
 
-    bar = Bar(1)
-    return lambda phase, done: bar.show(done, phase)
+    return Bar(1).show

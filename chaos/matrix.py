@@ -28,7 +28,7 @@ class Bar:
         self._last_line = 0.0
         self._tty = sys.stderr.isatty()
 
-    def show(self, fraction: float, phase: str) -> None:
+    def show(self, phase: str, fraction: float) -> None:
         overall = (self.done + min(max(fraction, 0.0), 1.0)) / max(self.total, 1)
         width = 30
         filled = int(overall * width)
@@ -65,19 +65,20 @@ def run_matrix(targets: list[str], scenarios: list[str], seed: int, duration: fl
         for scenario in scenarios:
             run_dir = os.path.join(out, target, scenario)
             if reason:
-                results.append(run(target, scenario, seed, duration, run_dir))
+                results.append({**run(target, scenario, seed, duration, run_dir), "dir": None})
                 continue
             bar.label = f"{target} {scenario}"
             try:
-                results.append(run(target, scenario, seed, duration, run_dir, bar.show))
+                result = run(target, scenario, seed, duration, run_dir, bar.show)
+                results.append({**result, "dir": os.path.relpath(run_dir, out)})
             except Exception as exc:  # one broken run must not lose the others' results
                 broken += 1
                 results.append({"target": target, "scenario": scenario, "seed": seed, "duration": duration,
-                                "status": "error", "reason": f"{type(exc).__name__}: {exc}"})
+                                "status": "error", "reason": f"{type(exc).__name__}: {exc}", "dir": None})
                 with open(os.path.join(out, f"error-{target}-{scenario}.txt"), "w", encoding="utf-8") as f:
                     f.write(traceback.format_exc())
             bar.done += 1
-            bar.show(0.0, "")
+            bar.show("", 0.0)
     if sys.stderr.isatty():
         print(file=sys.stderr)
     report = write_report(results, out)

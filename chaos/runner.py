@@ -230,7 +230,7 @@ def _final_reads(cluster: Cluster, rec: Recorder) -> None:
         client = proc.admin(timeout=10.0)
         try:
             event["role"] = str(client.execute_command("ROLE")[0])
-            event["entries"] = [[i, f.get("v")] for i, f in client.xrange(KEY, "-", "+")]
+            event["entries"] = [[i, (f or {}).get("v")] for i, f in client.xrange(KEY, "-", "+") or []]
             event["groups"] = [{k: str(v) for k, v in g.items()} for g in client.xinfo_groups(KEY)]
         except (redis.RedisError, OSError) as exc:
             event["error"] = str(exc)
