@@ -242,18 +242,42 @@ def check_order(ops: Sequence[Op], finals: dict[str, Final]) -> dict[str, Any]:
     return {"count": sum(counts.values()), "by_kind": counts, "examples": examples}
 
 
-def check_vanished_reads(ops: Sequence[Op], finals: dict[str, Final]) -> dict[str, Any]:
-    """Entries a reader was served (readers tail replicas) that no node holds at the end."""
+def role_timeline(history: Iterable[Event]) -> dict[str, list[tuple[float, str]]]:
+    """Each node's roles over time, from the monitor's `role` events."""
+    roles: dict[str, list[tuple[float, str]]] = defaultdict(list)
+    for event in history:
+        if event.get("type") == "monitor" and event.get("f") == "role":
+            roles[str(event.get("node"))].append((float(event.get("time", 0.0)), str(event.get("role"))))
+    return roles
+
+
+def _role_at(timeline: list[tuple[float, str]], time: float) -> str:
+    role = "unknown"
+    for when, what in timeline:
+        if when > time:
+            break
+        role = what
+    return role
+
+
+def check_vanished_reads(ops: Sequence[Op], finals: dict[str, Final],
+                         roles: dict[str, list[tuple[float, str]]]) -> dict[str, Any]:
+    """Entries a reader was served that no node holds at the end, by node, and how many of
+    them were served by a replica (by the monitor's view of the node's role at the time)."""
     anywhere = {value for f in finals.values() for _, value in (f.entries or [])}
     by_node: dict[str, set[str]] = defaultdict(set)
+    on_replica: set[str] = set()
     for op in ops:
         if op.f == "xread" and op.outcome == "ok" and op.completion is not None:
+            node = str(op.get("node"))
             for _, value in _entries(op.completion):
                 if value not in anywhere:
-                    by_node[str(op.get("node"))].add(value)
+                    by_node[node].add(value)
+                    if _role_at(roles.get(node, []), op.end).startswith("slave"):
+                        on_replica.add(value)
     every = set().union(*by_node.values()) if by_node else set()
-    return {"count": len(every), "by_node": {n: len(v) for n, v in sorted(by_node.items())},
-            "values": _examples(every)}
+    return {"count": len(every), "read_on_a_replica": len(on_replica),
+            "by_node": {n: len(v) for n, v in sorted(by_node.items())}, "values": _examples(every)}
 
 
 def check_groups(ops: Sequence[Op], history: Sequence[Event], reference: Final | None) -> dict[str, Any]:
@@ -340,14 +364,17 @@ def _fault_of(time: float, faults: Sequence[Fault]) -> Fault | None:
     return found
 
 
-def check_time(ops: Sequence[Op], lost: Sequence[Op], faults: Sequence[Fault]) -> dict[str, Any]:
+def check_time(ops: Sequence[Op], lost: Sequence[Op], faults: Sequence[Fault],
+               roles: dict[str, list[tuple[float, str]]]) -> dict[str, Any]:
     """Loss windows per fault, failover time and unavailability.
 
-    A lost write is put on the latest fault that started before it was acknowledged. A fault's
-    failover time runs from its start to the first write acknowledged by a node other than
-    the one that acknowledged the last write before the fault (none if no such write before
-    the next fault). Unavailability counts the whole seconds with no acknowledged write between
-    the first write and the last, and the longest gap between two acknowledged writes."""
+    A lost write is put on the latest fault that started before it was acknowledged. Per
+    fault, from its start: `promoted_s` until the monitor saw another node become primary,
+    `failover_s` until the first write acknowledged by a node other than the one that
+    acknowledged the last write before the fault (clients may keep writing to the old primary
+    long after a promotion: the difference is what they wrote there); both searched up to the
+    next fault's start. Unavailability counts the whole seconds with no acknowledged write
+    between the first write and the last, and the longest gap between two acknowledged writes."""
     writes = [op for op in ops if op.f == "xadd"]
     oks = sorted((op for op in writes if op.outcome == "ok"), key=lambda op: op.end)
     windows = []
@@ -374,12 +401,15 @@ def check_time(ops: Sequence[Op], lost: Sequence[Op], faults: Sequence[Fault]) -
         primary = before[-1].get("node") if before else None
         after = [op for op in oks if fault.start < op.end < horizon]
         switched = next((op for op in after if op.get("node") != primary), None)
+        promotions = [when for node, timeline in roles.items() if node != primary
+                      for when, role in timeline if role == "master" and fault.start <= when < horizon]
         gaps = _gaps([fault.start, *(op.end for op in after)])
         per_fault.append({
             "fault": fault.name,
             "start": round(fault.start, 3),
             "stop": round(fault.stop, 3) if fault.stop is not None else None,
             "primary_before": primary,
+            "promoted_s": round(min(promotions) - fault.start, 3) if promotions else None,
             "failover_s": round(switched.end - fault.start, 3) if switched else None,
             "new_primary": switched.get("node") if switched else None,
             "first_ok_after_s": round(after[0].end - fault.start, 3) if after else None,
@@ -415,10 +445,11 @@ def check(history: Sequence[Event]) -> dict[str, Any]:
     lost_ops: list[Op] = writes.pop("lost_ops")
     values = check_values(ops, finals)
     order = check_order(ops, finals)
-    vanished = check_vanished_reads(ops, finals)
+    vanished = check_vanished_reads(ops, finals, role_timeline(history))
     groups = check_groups(ops, history, reference)
     divergence = check_divergence(reference, finals)
-    timing = check_time(ops, lost_ops, faults_of(history))
+    roles = role_timeline(history)
+    timing = check_time(ops, lost_ops, faults_of(history), roles)
     anomalies = {
         "lost": writes["lost"]["acked"],
         "failed_but_present": writes["failed_but_present"]["count"],

@@ -53,7 +53,7 @@ class Links:
         """Every existing link from a member of one side to a member of the other, both ways."""
         existing = set(self.lab.links())
         pairs = [Link(a, b) for a in side_a for b in side_b] + [Link(b, a) for a in side_a for b in side_b]
-        return [link for link in pairs if link in existing]
+        return [link for link in dict.fromkeys(pairs) if link in existing]  # once each, if the sides overlap
 
     def add_toxic(self, links: Sequence[Link], name: str, kind: str, attributes: dict[str, int],
                   streams: Sequence[str] = ("upstream", "downstream")) -> None:

@@ -17,8 +17,8 @@ from chaos.targets import TARGETS, availability
 
 
 class Bar:
-    """A one-line progress bar on stderr: redrawn in place on a terminal, a line every 10 s
-    otherwise (a log stays short)."""
+    """A one-line progress bar on stderr: redrawn in place on a terminal; otherwise a line per
+    phase and every 10 s (a log stays short)."""
 
     def __init__(self, total: int) -> None:
         self.total = total
@@ -26,6 +26,7 @@ class Bar:
         self.label = ""
         self.started = time.monotonic()
         self._last_line = 0.0
+        self._last_phase: tuple[str, int] = ("", -1)
         self._tty = sys.stderr.isatty()
 
     def show(self, phase: str, fraction: float) -> None:
@@ -38,9 +39,10 @@ class Bar:
         if self._tty:
             sys.stderr.write("\r\033[K" + line)
             sys.stderr.flush()
-        elif time.monotonic() - self._last_line > 10 or fraction >= 1.0:
+        elif time.monotonic() - self._last_line > 10 or (phase, self.done) != self._last_phase:
             print(line, file=sys.stderr, flush=True)
             self._last_line = time.monotonic()
+        self._last_phase = (phase, self.done)
 
 
 def run_matrix(targets: list[str], scenarios: list[str], seed: int, duration: float, out: str) -> int:

@@ -24,7 +24,8 @@ BIN = 0.5  # seconds per bar in the operations plot
 COLUMNS = [
     ("scenario", "scenario"), ("target", "target"), ("ok writes", "ok"), ("lost acked", "lost"),
     ("lost WAIT-acked", "lost_wait"), ("lost WAIT-majority", "lost_wait_majority"),
-    ("failover s", "failover_s"), ("unavailable s", "unavailable_s"), ("longest gap s", "longest_gap_s"),
+    ("promoted s", "promoted_s"), ("new primary's first write s", "failover_s"), ("unavailable s", "unavailable_s"),
+    ("longest gap s", "longest_gap_s"),
     ("other anomalies", "other"),
 ]
 
@@ -36,14 +37,18 @@ def summary_row(result: dict[str, Any]) -> dict[str, Any]:
     if result.get("status") != "done":
         return row
     writes = result["writes"]
-    failovers = [f["failover_s"] for f in result.get("faults", []) if f.get("failover_s") is not None]
+    def slowest(field: str) -> float | None:
+        values = [f[field] for f in result.get("faults", []) if f.get(field) is not None]
+        return max(values) if values else None
+
     other = {k: v for k, v in result["anomalies"].items() if v and k != "lost"}
     row.update({
         "ok": writes["ok"],
         "lost": writes["lost"]["acked"],
         "lost_wait": writes["lost"]["wait_acked"],
         "lost_wait_majority": writes["lost"]["wait_majority_acked"],
-        "failover_s": max(failovers) if failovers else None,
+        "promoted_s": slowest("promoted_s"),
+        "failover_s": slowest("failover_s"),
         "unavailable_s": result["unavailability"]["seconds_without_ok_write"],
         "longest_gap_s": result["unavailability"]["longest_gap_s"],
         "other": ", ".join(f"{k} {v}" for k, v in other.items()) or "none",
@@ -202,8 +207,10 @@ img{{max-width:100%;display:block;margin:4px 0}}</style></head><body>
 <h1>Chaos report</h1>
 <p>Seed {esc(", ".join(seeds))}, {esc(", ".join(durations))} s of workload per run. Lost = acknowledged
 (the XADD returned an ID) but absent from the final primary once the cluster healed; WAIT-acked =
-WAIT met its target (1 replica, or a majority); failover = fault start to the first write acknowledged
-by another node; unavailable = whole seconds without an acknowledged write. Each run's history and
+WAIT met its target (1 replica, or a majority); promoted = fault start to another node becoming
+primary; new primary's first write = fault start to the first write another node acknowledged (clients
+that still reach the old primary keep writing there until it is demoted); unavailable = whole seconds
+without an acknowledged write. Each run's history and
 result are linked from its scenario name; <code>rill chaos check HISTORY</code> rechecks one.</p>
 <table><tr>{head}</tr>{''.join(body)}</table>
 <h2>Lost writes per scenario and target</h2><img src='{esc(os.path.relpath(lost_png, out))}'>

@@ -99,8 +99,6 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in [
              _one("kill-all", 2.0, "all"), Settings(appendfsync="always")),
 ]}
 
-SMOKE = ("kill-primary", "partition-primary")  # the two scenarios `make test` runs
-
 
 class Nemesis:
     """Runs a plan's steps (each in its own thread, so faults may overlap), recording a

@@ -55,7 +55,9 @@ class Settings:
 
     appendfsync: str = "everysec"
     down_after_ms: int = 2000
-    failover_timeout_ms: int = 10000
+    # Short, so that a split vote (every sentinel sees the primary fail in the same instant and
+    # votes for itself) is retried within a fault's window: the retry waits 2 x this.
+    failover_timeout_ms: int = 4000
     quorum: int = 2
     min_replicas_to_write: int = 0
 

@@ -155,11 +155,14 @@ def test_ids_out_of_order_in_a_final_state_a_reader_and_a_producer() -> None:
 
 
 def test_replica_reads_of_entries_that_vanished_everywhere() -> None:
-    history = [*xadd("p0", "a", "ok", "1-0"), *xadd("p0", "b", "ok", "2-0"),
+    history = [{"type": "monitor", "f": "role", "node": "n2", "role": "slave of n1", "time": 0.0},
+               *xadd("p0", "a", "ok", "1-0"), *xadd("p0", "b", "ok", "2-0"),
                *read("r-n2", "xread", [("1-0", "a"), ("2-0", "b")], node="n2"),
+               *read("r-n1", "xread", [("2-0", "b")], node="n1"),
                final("n2", [("1-0", "a")], "master"), final("n3", [("1-0", "a")])]
     result = check(history)
-    assert result["vanished_reads"] == {"count": 1, "by_node": {"n2": 1}, "values": ["b"]}
+    assert result["vanished_reads"] == {"count": 1, "read_on_a_replica": 1, "by_node": {"n1": 1, "n2": 1},
+                                        "values": ["b"]}
     # a read that survives on any one node has not vanished
     history[-1] = final("n3", [("1-0", "a"), ("2-0", "b")])
     assert check(history)["vanished_reads"]["count"] == 0
@@ -206,6 +209,7 @@ def test_two_primaries_at_the_end_use_the_fullest_node_as_reference() -> None:
 def test_loss_windows_and_failover_time_per_fault() -> None:
     history: list[Event] = [*xadd("p0", "a", "ok", "1-0", node="n1")]   # t 0.1-0.2
     history.append(nemesis("start", "partition n1"))                       # t 0.3
+    history.append({"type": "monitor", "f": "role", "node": "n2", "role": "master", "time": 0.55})
     history += xadd("p0", "b", "ok", "2-0", node="n1")                   # t 0.4-0.5, lost
     history += xadd("p0", "c", "ok", "3-0", node="n1")                   # t 0.6-0.7, lost
     history += xadd("p0", "d", "info")                                   # t 0.8-0.9
@@ -217,7 +221,8 @@ def test_loss_windows_and_failover_time_per_fault() -> None:
     fault = result["faults"][0]
     assert fault["primary_before"] == "n1"
     assert fault["new_primary"] == "n2"
-    assert fault["failover_s"] == pytest.approx(0.8)
+    assert fault["promoted_s"] == pytest.approx(0.25)  # n2 became primary
+    assert fault["failover_s"] == pytest.approx(0.8)  # the first write it acknowledged
     assert fault["first_ok_after_s"] == pytest.approx(0.2)
 
 
