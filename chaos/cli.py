@@ -1,4 +1,4 @@
-"""The lab's command line: `rill chaos run|check|scenarios|targets|matrix` (also
+"""The lab's command line: `rill chaos run|check|report|scenarios|targets|matrix` (also
 `python -m chaos ...`)."""
 
 from __future__ import annotations
@@ -31,6 +31,8 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--out", default=None, help="output directory (default chaos/results/<time>-<target>-<scenario>)")
     chk = sub.add_parser("check", help="check a recorded history again")
     chk.add_argument("history")
+    report = sub.add_parser("report", help="write the report of a matrix directory again (from its runs' results)")
+    report.add_argument("dir")
     sub.add_parser("scenarios", help="list the scenarios")
     sub.add_parser("targets", help="list the targets and whether they can run here")
     matrix = sub.add_parser("matrix", help="every scenario against every target, with a report")
@@ -65,6 +67,11 @@ def main(argv: list[str] | None = None) -> int:
             result = check(read_history(args.history))
             print(json.dumps(result, indent=1))
             return 0 if result["valid"] else 1
+        if args.command == "report":
+            from chaos.report import load_results, write_report
+
+            print(write_report(load_results(args.dir), args.dir))
+            return 0
         if args.command == "run":
             out = args.out or os.path.join(RESULTS, f"{stamp}-{args.target}-{args.scenario}")
             result = run(args.target, args.scenario, args.seed, args.duration, out, _line_progress())

@@ -66,6 +66,7 @@ class Process:
 
     def admin(self, timeout: float = ADMIN_TIMEOUT) -> redis.Redis:
         """A client on the real address (around the proxies), for the lab's own use."""
+        self.lab.check_in_hub()
         return redis.Redis(self.member.real_ip, self.member.ports[0], socket_timeout=timeout,
                            socket_connect_timeout=timeout, decode_responses=True)
 

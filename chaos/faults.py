@@ -28,7 +28,8 @@ _API_LOCK = threading.Lock()
 
 
 @contextlib.contextmanager
-def _server(host: str) -> Iterator[Any]:
+def _server(lab: Lab, host: str) -> Iterator[Any]:
+    lab.check_in_hub()
     with _API_LOCK:
         APIConsumer.host, APIConsumer.port = host, TOXIPROXY_API_PORT
         yield Toxiproxy()
@@ -58,7 +59,7 @@ class Links:
     def add_toxic(self, links: Sequence[Link], name: str, kind: str, attributes: dict[str, int],
                   streams: Sequence[str] = ("upstream", "downstream")) -> None:
         for member, proxy_name in self.proxies(links):
-            with _server(self.lab.members[member].real_ip) as server:
+            with _server(self.lab, self.lab.members[member].real_ip) as server:
                 proxy = server.get_proxy(proxy_name)
                 for stream in streams:
                     toxic = f"{_safe(name)}-{stream}"
@@ -69,7 +70,7 @@ class Links:
         """Removes the toxics called `name` from these links; with `reset`, drops the
         connections through them (see the module docstring)."""
         for member, proxy_name in self.proxies(links):
-            with _server(self.lab.members[member].real_ip) as server:
+            with _server(self.lab, self.lab.members[member].real_ip) as server:
                 proxy = server.get_proxy(proxy_name)
                 for key in [k for k in self._toxics if k[0] == proxy_name and k[1].startswith(f"{_safe(name)}-")]:
                     proxy.destroy_toxic(key[1])
@@ -81,7 +82,7 @@ class Links:
     def set_enabled(self, links: Sequence[Link], enabled: bool) -> None:
         """A disabled proxy closes its connections and refuses new ones (connection refused)."""
         for member, proxy_name in self.proxies(links):
-            with _server(self.lab.members[member].real_ip) as server:
+            with _server(self.lab, self.lab.members[member].real_ip) as server:
                 proxy = server.get_proxy(proxy_name)
                 if enabled:
                     proxy.enable()
@@ -113,7 +114,7 @@ class Links:
         the end of a run, before the final reads."""
         pending = {proxy for proxy, _ in self._toxics}
         for member in self.lab.members.values():
-            with _server(member.real_ip) as server:
+            with _server(self.lab, member.real_ip) as server:
                 for proxy_name in pending:
                     proxy = server.get_proxy(proxy_name)
                     if proxy is not None:

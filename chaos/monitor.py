@@ -63,6 +63,7 @@ class Monitor:
     def _events(self, sentinel: str) -> None:
         proc = self.cluster.sentinels[sentinel]
         while not self._stop.is_set():
+            self.cluster.lab.check_in_hub()
             client = redis.Redis(proc.member.real_ip, proc.member.ports[0], socket_timeout=1.0,
                                  socket_connect_timeout=0.5, decode_responses=True)
             pubsub = client.pubsub(ignore_subscribe_messages=True)

@@ -17,7 +17,7 @@ import matplotlib
 matplotlib.use("Agg")  # files only, no display
 import matplotlib.pyplot as plt  # noqa: E402
 
-from chaos.checker import faults_of, pair_ops  # noqa: E402
+from chaos.checker import faults_of, finals_of, pair_ops, reference_final  # noqa: E402
 from chaos.history import Event, read_history  # noqa: E402
 
 BIN = 0.5  # seconds per bar in the operations plot
@@ -56,6 +56,23 @@ def summary_row(result: dict[str, Any]) -> dict[str, Any]:
     return row
 
 
+def load_results(out: str) -> list[dict[str, Any]]:
+    """Every run's result.json under a matrix directory (for `rill chaos report DIR`)."""
+    results = []
+    for target in sorted(os.listdir(out)):
+        target_dir = os.path.join(out, target)
+        if not os.path.isdir(target_dir) or target == "plots":
+            continue
+        for scenario in sorted(os.listdir(target_dir)):
+            path = os.path.join(target_dir, scenario, "result.json")
+            if os.path.exists(path):
+                with open(path, encoding="utf-8") as f:
+                    result = json.load(f)
+                done = result.get("status") == "done"
+                results.append({**result, "dir": os.path.relpath(os.path.dirname(path), out) if done else None})
+    return results
+
+
 def write_report(results: list[dict[str, Any]], out: str) -> str:
     rows = [summary_row(r) for r in results]
     with open(os.path.join(out, "results.json"), "w", encoding="utf-8") as f:
@@ -88,31 +105,36 @@ def _shade(ax: Any, history: list[Event]) -> None:
         ax.axvspan(fault.start, end, color="tab:red", alpha=0.12, lw=0)
         ax.text(fault.start, 1.0, " " + fault.name.split("#")[0], transform=ax.get_xaxis_transform(),
                 va="top", fontsize=7, color="tab:red")
-    for event in history:
-        if event.get("type") == "monitor" and event.get("f") == "role" and event.get("role") == "master" \
-                and float(event["time"]) > 0.5:
-            ax.axvline(float(event["time"]), color="tab:purple", lw=0.8, ls="--")
-            ax.text(float(event["time"]), 0.9, f" {event['node']} primary", transform=ax.get_xaxis_transform(),
-                    fontsize=7, color="tab:purple", va="top")
+    promotions = [e for e in history if e.get("type") == "monitor" and e.get("f") == "role"
+                  and e.get("role") == "master" and float(e["time"]) > 0.5]
+    for i, event in enumerate(promotions):
+        ax.axvline(float(event["time"]), color="tab:purple", lw=0.8, ls="--")
+        ax.text(float(event["time"]), 0.9 - 0.08 * (i % 3), f" {event['node']} primary",
+                transform=ax.get_xaxis_transform(), fontsize=7, color="tab:purple", va="top")
 
 
 def plot_operations(history: list[Event], path: str, title: str) -> str:
-    """Writes per half second by outcome (ok / fail / info), stacked."""
-    counts: dict[str, dict[int, int]] = {k: defaultdict(int) for k in ("ok", "fail", "info")}
+    """Writes per half second by outcome, stacked: ok, ok but lost (absent from the final
+    primary), unknown, failed."""
+    counts: dict[str, dict[int, int]] = {k: defaultdict(int) for k in ("ok", "lost", "fail", "info")}
+    reference, _ = reference_final(finals_of(history))
+    present = {value for _, value in (reference.entries or [])} if reference is not None else set()
     last = 0
     for op in pair_ops(history):
         if op.f != "xadd":
             continue
         when = op.end if op.completion is not None else op.start
         slot = int(when / BIN)
-        counts[op.outcome][slot] += 1
+        lost = op.outcome == "ok" and str(op.invoke.get("value")) not in present
+        counts["lost" if lost else op.outcome][slot] += 1
         last = max(last, slot)
     xs = [i * BIN for i in range(last + 1)]
     fig, ax = plt.subplots(figsize=(9, 3.2))
     bottom = [0] * len(xs)
-    for outcome, color in (("ok", "tab:green"), ("info", "tab:orange"), ("fail", "tab:red")):
+    for outcome, color, label in (("ok", "tab:green", "ok"), ("lost", "black", "ok, then lost"),
+                                  ("info", "tab:orange", "unknown (info)"), ("fail", "tab:red", "failed")):
         ys = [counts[outcome].get(i, 0) for i in range(last + 1)]
-        ax.bar(xs, ys, width=BIN, bottom=bottom, align="edge", color=color, label=outcome, lw=0)
+        ax.bar(xs, ys, width=BIN, bottom=bottom, align="edge", color=color, label=label, lw=0)
         bottom = [b + y for b, y in zip(bottom, ys)]
     _shade(ax, history)
     ax.set_xlabel("seconds into the run")
@@ -215,8 +237,8 @@ result are linked from its scenario name; <code>rill chaos check HISTORY</code> 
 <table><tr>{head}</tr>{''.join(body)}</table>
 <h2>Lost writes per scenario and target</h2><img src='{esc(os.path.relpath(lost_png, out))}'>
 <h2>Runs</h2>
-<p>Writes per half second (green ok, orange unknown, red failed) and write latency; shaded: the
-fault; dashed: a node became primary.</p>
+<p>Writes per half second (green acknowledged, black acknowledged and then lost, orange unknown,
+red failed) and each write's latency; shaded: the fault; dashed: a node became primary.</p>
 {''.join(sections)}
 </body></html>
 """

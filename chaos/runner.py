@@ -82,8 +82,7 @@ def run(target_name: str, scenario_name: str, seed: int, duration: float, out: s
     rec: Recorder | None = None
     try:
         report("setting up", 0.0)
-        lab.create()
-        lab.enter_hub()
+        lab.create()  # also moves this process into the lab's hub namespace
         cluster.start()
         _create_group(cluster)
         timings["setup_s"] = round(time.monotonic() - started, 2)

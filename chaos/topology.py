@@ -38,6 +38,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -125,6 +126,9 @@ class Lab:
         cleanup_stale()
         self._ip("netns", "add", self.hub)
         self._created.append(self.hub)
+        # Into the hub before anything connects to a real address: from the machine's own
+        # namespace, 10.77.0.x would be routed to its default gateway, off this machine.
+        self.enter_hub()
         self._ip("-n", self.hub, "link", "set", "lo", "up")
         self._ip("-n", self.hub, "link", "add", "br0", "type", "bridge")
         self._ip("-n", self.hub, "addr", "add", f"{HUB_IP}/24", "dev", "br0")
@@ -141,7 +145,7 @@ class Lab:
         for member in self.members.values():
             self._start_toxiproxy(member)
         for member in self.members.values():
-            wait_for_tcp(self, member.real_ip, TOXIPROXY_API_PORT, 15.0, f"toxiproxy of {member.name}")
+            self.wait_for_tcp(member.real_ip, TOXIPROXY_API_PORT, 15.0, f"toxiproxy of {member.name}")
 
     def _start_toxiproxy(self, member: Member) -> None:
         proxies = []
@@ -170,10 +174,35 @@ class Lab:
 
     def enter_hub(self) -> None:
         """Moves this thread (and the threads it starts later) into the hub namespace, where
-        every member's real address is reachable. `destroy` moves it back."""
+        every member's real address is reachable. `create` does it; `destroy` moves it back."""
         if self._home_ns is None:
-            self._home_ns = os.open("/proc/self/ns/net", os.O_RDONLY)
+            self._home_ns = os.open("/proc/thread-self/ns/net", os.O_RDONLY)
         _setns(f"/run/netns/{self.hub}")
+
+    def check_in_hub(self) -> None:
+        """Refuses to go on unless this thread is in the hub namespace: every connection to a
+        member's real address goes through here first (from anywhere else it would leave the
+        machine through the default route)."""
+        try:
+            here = os.stat("/proc/thread-self/ns/net").st_ino
+            hub = os.stat(f"/run/netns/{self.hub}").st_ino
+        except OSError as exc:
+            raise LabError(f"the lab's hub namespace is gone ({exc})") from None
+        if here != hub:
+            raise LabError("refusing to reach a lab address from outside the lab's hub namespace")
+
+    def wait_for_tcp(self, host: str, port: int, timeout: float, what: str) -> None:
+        """Until something accepts on host:port, a member's real address (from the hub)."""
+        self.check_in_hub()
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                with socket.create_connection((host, port), timeout=0.5):
+                    return
+            except OSError as exc:
+                if time.monotonic() > deadline:
+                    raise LabError(f"{what} not listening on {host}:{port} after {timeout}s ({exc})") from None
+                time.sleep(0.05)
 
     def destroy(self) -> None:
         """Stops the toxiproxies and removes the namespaces (the processes in them must be
@@ -240,21 +269,6 @@ def toxiproxy_binary() -> str:
             return path
     raise LabError("toxiproxy-server not found: `make chaos-deps` builds it into the venv "
                    "(go install github.com/Shopify/toxiproxy/v2/cmd/server@v2.12.0)")
-
-
-def wait_for_tcp(lab: Lab, host: str, port: int, timeout: float, what: str) -> None:
-    """Until something accepts on host:port (from the hub: the caller must have entered it)."""
-    import socket
-
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            with socket.create_connection((host, port), timeout=0.5):
-                return
-        except OSError as exc:
-            if time.monotonic() > deadline:
-                raise LabError(f"{what} not listening on {host}:{port} after {timeout}s ({exc})") from None
-            time.sleep(0.05)
 
 
 def lab_namespaces() -> list[str]:

@@ -14,7 +14,7 @@ import pytest
 import redis
 
 from chaos.faults import Links
-from chaos.topology import PREFIX, Link, build_lab, cleanup_stale, lab_namespaces
+from chaos.topology import PREFIX, LabError, Link, build_lab, cleanup_stale, lab_namespaces
 
 
 def _ping_from(lab, member: str, host: str, port: int, *command: str) -> str:  # type: ignore[no-untyped-def]
@@ -30,8 +30,8 @@ def test_one_directed_link_is_cut_while_the_same_address_still_works_from_elsewh
     lab = build_lab(2, 0, 1, [6379], 26379, workdir)
     server = None
     try:
-        lab.create()
-        lab.enter_hub()
+        lab.create()  # and moves this thread into the hub namespace
+        lab.check_in_hub()
         n1 = lab.members["n1"]
         server = subprocess.Popen(lab.exec_argv(n1, ["redis-server", "--port", "6379", "--save", "",
                                                      "--bind", f"{n1.real_ip} {n1.announced_ip}",
@@ -70,6 +70,10 @@ def test_one_directed_link_is_cut_while_the_same_address_still_works_from_elsewh
             server.wait()
         lab.destroy()
     assert not [ns for ns in lab_namespaces() if ns.startswith(f"{PREFIX}-{os.getpid()}-")]
+    # Back in the machine's own namespace, where a lab address would be routed off the
+    # machine: the lab refuses to connect.
+    with pytest.raises(LabError):
+        lab.check_in_hub()
 
 
 def test_stale_namespaces_of_a_dead_lab_are_removed_with_their_processes() -> None:
