@@ -29,7 +29,7 @@ class Step:
 
     at: float
     length: float
-    fault: str  # kill, pause, kill-all, partition, isolate, stall, flap, slow-links
+    fault: str  # kill, crash, pause, kill-all, partition, isolate, stall, flap, slow-links
     target: str = "primary"  # primary, replica, all
     params: dict[str, Any] = field(default_factory=dict)
 
@@ -68,12 +68,12 @@ def _flap(rng: random.Random, duration: float) -> list[Step]:
                  {"period": round(rng.uniform(0.5, 1.0), 2)})]
 
 
-def _lagging_then_kill(rng: random.Random, duration: float) -> list[Step]:
+def _lagging_then_crash(rng: random.Random, duration: float) -> list[Step]:
     start = _start(rng)
     slow = _length(rng, duration, start, 12.0)
-    kill_at = round(start + slow / 3, 2)
+    crash_at = round(start + slow / 3, 2)
     return [Step(start, slow, "slow-links", "all", {"latency_ms": 150, "jitter_ms": 50, "kb_per_s": 64}),
-            Step(kill_at, round(min(10.0, duration - 4.0 - kill_at), 2), "kill", "primary")]
+            Step(crash_at, round(min(10.0, duration - 4.0 - crash_at), 2), "crash", "primary")]
 
 
 SCENARIOS: dict[str, Scenario] = {s.name: s for s in [
@@ -91,8 +91,10 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in [
     Scenario("partition-replica", "one replica cut from everyone for 10 s", _one("isolate", 10.0, "replica")),
     Scenario("flap-primary", "the primary's links to the nodes and sentinels go down and up every 0.5-1 s "
              "for 12 s", _flap),
-    Scenario("lagging-replicas-kill-primary", "150 ms (±50) latency and 64 KB/s on every link between nodes "
-             "for 12 s; the primary SIGKILLed a third of the way in, restarted 10 s later", _lagging_then_kill),
+    Scenario("crash-primary", "the primary's host crashes: SIGSTOP, every link to it cut (what is in flight "
+             "is dropped), SIGKILL; back 10 s later", _one("crash", 10.0)),
+    Scenario("lagging-replicas-crash-primary", "150 ms (±50) latency and 64 KB/s on every link between nodes "
+             "for 12 s; the primary's host crashes a third of the way in, back 10 s later", _lagging_then_crash),
     Scenario("restart-all-everysec", "SIGKILL every node at once, restart them 2 s later (appendfsync everysec)",
              _one("kill-all", 2.0, "all")),
     Scenario("restart-all-always", "SIGKILL every node at once, restart them 2 s later (appendfsync always)",
@@ -167,6 +169,21 @@ class Nemesis:
                 cluster.nodes[victim].start()
             restart.__doc__ = f"SIGKILL {victim}, restarted after {step.length}s"
             return restart
+        if step.fault == "crash":
+            # A host crash, not a process crash: a SIGKILLed process's sockets still deliver
+            # what it had written (the kernel sends it), a crashed machine's do not. Frozen
+            # first, so nothing new leaves while its links are cut (what the proxies hold is
+            # dropped), then killed.
+            cluster.nodes[victim].pause()
+            crashed = links.between([victim], [m for m in links.lab.members if m != victim])
+            links.blackhole(crashed, name)
+            cluster.nodes[victim].kill()
+
+            def reboot() -> None:
+                links.heal(crashed, name, reset=True)
+                cluster.nodes[victim].start()
+            reboot.__doc__ = f"{victim}'s host crashed ({len(crashed)} links cut, SIGKILL), back after {step.length}s"
+            return reboot
         if step.fault == "pause":
             cluster.nodes[victim].pause()
 
