@@ -305,7 +305,11 @@ def check_groups(ops: Sequence[Op], history: Sequence[Event], reference: Final |
     final_values = [value for _, value in (reference.entries or [])] if reference is not None else []
     never = [v for v in final_values if v in durable and v not in delivered]
     undelivered = sum(v not in delivered for v in final_values)
-    drained = any(e.get("type") == "meta" and e.get("f") == "drained" for e in history)
+    # Drained once every consumer the run's meta event names finished its drain.
+    consumers = next((set(e.get("consumers") or []) for e in history if e.get("type") == "meta"
+                      and e.get("f") == "run"), set())
+    finished = {str(e.get("process")) for e in history if e.get("type") == "meta" and e.get("f") == "drained"}
+    drained = bool(finished) and consumers <= finished
     return {
         "deliveries": deliveries,
         "acks": len(acked_at),
@@ -435,6 +439,18 @@ def _gaps(times: Sequence[float]) -> list[float]:
     return [b - a for a, b in zip(times, times[1:])]
 
 
+def sentinel_events(history: Sequence[Event]) -> dict[str, Any]:
+    """What the sentinels reported that explains a run: promotions announced, elections that
+    split, and TILT (a sentinel whose timer jumped by more than 2 s: its process was starved
+    of CPU; it then takes no action for 30 s, so the run measured the machine, not Sentinel)."""
+    monitor = [e for e in history if e.get("type") == "monitor"]
+    return {
+        "switch_master": sum(e.get("f") == "+switch-master" for e in monitor),
+        "elections_split": sum(e.get("f") == "-failover-abort-not-elected" for e in monitor),
+        "tilt": sorted(round(float(e.get("time", 0.0)), 3) for e in monitor if e.get("f") == "+tilt"),
+    }
+
+
 def check(history: Sequence[Event]) -> dict[str, Any]:
     """Every check over one history; `valid` is true when no anomaly of any kind was found
     (Redis + Sentinel is expected to be invalid under faults: the counts are the result)."""
@@ -474,5 +490,6 @@ def check(history: Sequence[Event]) -> dict[str, Any]:
         "vanished_reads": vanished,
         "groups": groups,
         "nodes": divergence,
+        "sentinels": sentinel_events(history),
         **timing,
     }

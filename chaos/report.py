@@ -26,7 +26,7 @@ COLUMNS = [
     ("lost WAIT-acked", "lost_wait"), ("lost WAIT-majority", "lost_wait_majority"),
     ("promoted s", "promoted_s"), ("new primary's first write s", "failover_s"), ("unavailable s", "unavailable_s"),
     ("longest gap s", "longest_gap_s"),
-    ("other anomalies", "other"),
+    ("other anomalies", "other"), ("notes", "notes"),
 ]
 
 
@@ -42,6 +42,12 @@ def summary_row(result: dict[str, Any]) -> dict[str, Any]:
         return max(values) if values else None
 
     other = {k: v for k, v in result["anomalies"].items() if v and k != "lost"}
+    sentinels = result.get("sentinels", {})
+    notes = []
+    if sentinels.get("tilt"):
+        notes.append(f"sentinels in TILT at {sentinels['tilt'][0]} s (CPU starved)")
+    if sentinels.get("elections_split"):
+        notes.append(f"{sentinels['elections_split']} split elections")
     row.update({
         "ok": writes["ok"],
         "lost": writes["lost"]["acked"],
@@ -52,18 +58,24 @@ def summary_row(result: dict[str, Any]) -> dict[str, Any]:
         "unavailable_s": result["unavailability"]["seconds_without_ok_write"],
         "longest_gap_s": result["unavailability"]["longest_gap_s"],
         "other": ", ".join(f"{k} {v}" for k, v in other.items()) or "none",
+        "notes": "; ".join(notes),
+        "steal": result.get("timings", {}).get("steal"),
     })
     return row
 
 
 def load_results(out: str) -> list[dict[str, Any]]:
     """Every run's result.json under a matrix directory (for `rill chaos report DIR`)."""
+    from chaos.scenarios import SCENARIOS
+    from chaos.targets import TARGETS
+
     results = []
-    for target in sorted(os.listdir(out)):
+    for target in sorted(os.listdir(out), key=lambda t: list(TARGETS).index(t) if t in TARGETS else len(TARGETS)):
         target_dir = os.path.join(out, target)
         if not os.path.isdir(target_dir) or target == "plots":
             continue
-        for scenario in sorted(os.listdir(target_dir)):
+        order = list(SCENARIOS)
+        for scenario in sorted(os.listdir(target_dir), key=lambda n: order.index(n) if n in order else len(order)):
             path = os.path.join(target_dir, scenario, "result.json")
             if os.path.exists(path):
                 with open(path, encoding="utf-8") as f:

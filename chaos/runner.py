@@ -34,7 +34,7 @@ from chaos.history import Recorder, merge_files
 from chaos.monitor import Monitor
 from chaos.scenarios import SCENARIOS, Nemesis
 from chaos.targets import SENTINEL_PORT, TARGETS, availability, node_ports
-from chaos.topology import LabError, build_lab
+from chaos.topology import Lab, LabError, build_lab
 from chaos.workload import DEFAULT_GROUP
 
 KEY = "chaos"
@@ -87,6 +87,7 @@ def run(target_name: str, scenario_name: str, seed: int, duration: float, out: s
         _create_group(cluster)
         timings["setup_s"] = round(time.monotonic() - started, 2)
         t0 = time.monotonic()
+        steal_before = _cpu_ticks()
         rec = Recorder(os.path.join(workdir, "lab.jsonl"), t0)
         majority = scenario.nodes // 2  # replicas beyond the primary that make a majority of nodes
         producers, consumers, readers = _roles(scenario.nodes, majority)
@@ -107,6 +108,7 @@ def run(target_name: str, scenario_name: str, seed: int, duration: float, out: s
             report("running", now / duration)
             _check_workers(workers)
             time.sleep(0.25)
+        timings["steal"] = _steal_share(steal_before, _cpu_ticks())
         nemesis.join(10.0)
         nemesis.abort()
         nemesis.join(10.0)
@@ -185,7 +187,7 @@ def _create_group(cluster: Cluster) -> None:
         client.close()
 
 
-def _start_worker(lab: Any, cluster: Cluster, workdir: str, group: str, t0: float, duration: float,
+def _start_worker(lab: Lab, cluster: Cluster, workdir: str, group: str, t0: float, duration: float,
                   drain_flag: str, deadline: float, producers: list[dict[str, Any]], consumers: list[str],
                   readers: list[dict[str, str]]) -> subprocess.Popen[bytes]:
     spec = {
@@ -236,6 +238,20 @@ def _final_reads(cluster: Cluster, rec: Recorder) -> None:
         finally:
             client.close()
         rec.record(event)
+
+
+def _cpu_ticks() -> tuple[int, int]:
+    """(steal, total) CPU ticks of the machine from /proc/stat."""
+    with open("/proc/stat", encoding="ascii") as f:
+        fields = [int(x) for x in f.readline().split()[1:]]
+    return (fields[7] if len(fields) > 7 else 0), sum(fields)
+
+
+def _steal_share(before: tuple[int, int], after: tuple[int, int]) -> float:
+    """The share of the machine's CPU time the hypervisor gave to other guests during the
+    workload: context for a run whose sentinels entered TILT."""
+    total = after[1] - before[1]
+    return round((after[0] - before[0]) / total, 4) if total > 0 else 0.0
 
 
 def _keep_logs(workdir: str, out: str) -> None:

@@ -149,26 +149,22 @@ class Nemesis:
             # Recorded before the fault is applied (a partition takes a few hundred ms of API
             # calls): a write acknowledged after this mark may be affected by it.
             self.rec.record({"type": "nemesis", "f": "start", "name": name, "fault": step.fault, "node": victim})
-            heal = self._apply(step, victim, name)
+            heal, detail = self._apply(step, victim, name)
             self._abort.wait(step.length)
             heal()
             self.rec.record({"type": "nemesis", "f": "stop", "name": name, "fault": step.fault, "node": victim,
-                             "detail": heal.__doc__ or ""})
+                             "detail": detail})
         except Exception as exc:  # recorded, and the runner fails the run: a broken harness
             self.errors.append(f"{step.fault}: {type(exc).__name__}: {exc}")
 
-    def _apply(self, step: Step, victim: str, name: str) -> Callable[[], None]:
-        """Starts the fault; returns what ends it (its docstring says what was done)."""
+    def _apply(self, step: Step, victim: str, name: str) -> tuple[Callable[[], None], str]:
+        """Starts the fault; returns what ends it and a description of what was done."""
         cluster, links = self.cluster, self.links
         nodes = list(cluster.nodes)
         sentinels = list(cluster.sentinels)
         if step.fault == "kill":
             cluster.nodes[victim].kill()
-
-            def restart() -> None:
-                cluster.nodes[victim].start()
-            restart.__doc__ = f"SIGKILL {victim}, restarted after {step.length}s"
-            return restart
+            return cluster.nodes[victim].start, f"SIGKILL {victim}, restarted after {step.length}s"
         if step.fault == "crash":
             # A host crash, not a process crash: a SIGKILLed process's sockets still deliver
             # what it had written (the kernel sends it), a crashed machine's do not. Frozen
@@ -182,15 +178,10 @@ class Nemesis:
             def reboot() -> None:
                 links.heal(crashed, name, reset=True)
                 cluster.nodes[victim].start()
-            reboot.__doc__ = f"{victim}'s host crashed ({len(crashed)} links cut, SIGKILL), back after {step.length}s"
-            return reboot
+            return reboot, f"{victim}'s host crashed ({len(crashed)} links cut, SIGKILL), back after {step.length}s"
         if step.fault == "pause":
             cluster.nodes[victim].pause()
-
-            def resume() -> None:
-                cluster.nodes[victim].resume()
-            resume.__doc__ = f"SIGSTOP {victim}, SIGCONT after {step.length}s"
-            return resume
+            return cluster.nodes[victim].resume, f"SIGSTOP {victim}, SIGCONT after {step.length}s"
         if step.fault == "kill-all":
             for proc in cluster.nodes.values():
                 proc.kill()
@@ -198,18 +189,13 @@ class Nemesis:
             def restart_all() -> None:
                 for proc in cluster.nodes.values():
                     proc.start()
-            restart_all.__doc__ = f"SIGKILL every node, restarted after {step.length}s"
-            return restart_all
+            return restart_all, f"SIGKILL every node, restarted after {step.length}s"
         if step.fault in ("partition", "isolate", "stall", "flap"):
             cut = self._cut(step, victim, nodes, sentinels)
             if step.fault == "flap":
                 flapper = Flapper(links, cut, float(step.params["period"]))
                 flapper.start()
-
-                def stop_flapping() -> None:
-                    flapper.stop()
-                stop_flapping.__doc__ = f"{len(cut)} links of {victim} flapping every {step.params['period']}s"
-                return stop_flapping
+                return flapper.stop, f"{len(cut)} links of {victim} flapping every {step.params['period']}s"
             if step.fault == "stall":
                 links.stall(cut, name)
             else:
@@ -217,8 +203,7 @@ class Nemesis:
 
             def heal() -> None:
                 links.heal(cut, name, reset=True)
-            heal.__doc__ = f"{step.fault}: {len(cut)} links cut ({_describe(cut)})"
-            return heal
+            return heal, f"{step.fault}: {len(cut)} links cut ({_describe(cut)})"
         if step.fault == "slow-links":
             between = links.between(nodes, nodes)
             links.latency(between, name + "-lat", int(step.params["latency_ms"]), int(step.params["jitter_ms"]))
@@ -227,9 +212,8 @@ class Nemesis:
             def fast() -> None:
                 links.heal(between, name + "-lat", reset=False)
                 links.heal(between, name + "-bw", reset=False)
-            fast.__doc__ = (f"{step.params['latency_ms']}±{step.params['jitter_ms']} ms and "
-                            f"{step.params['kb_per_s']} KB/s on {len(between)} node links")
-            return fast
+            return fast, (f"{step.params['latency_ms']}±{step.params['jitter_ms']} ms and "
+                          f"{step.params['kb_per_s']} KB/s on {len(between)} node links")
         raise ValueError(f"unknown fault {step.fault!r}")
 
     def _cut(self, step: Step, victim: str, nodes: list[str], sentinels: list[str]) -> list[Link]:

@@ -188,8 +188,12 @@ def test_a_durable_entry_never_delivered_counts_only_after_the_drain() -> None:
     undrained = check(history)
     assert undrained["groups"]["durable_never_delivered"]["values"] == ["b"]
     assert undrained["anomalies"]["durable_never_delivered"] == 0
-    drained = check([*history, {"type": "meta", "f": "drained", "time": tick()}])
+    drained = check([*history, {"type": "meta", "f": "drained", "process": "c0", "time": tick()}])
     assert drained["anomalies"]["durable_never_delivered"] == 1
+    # with two consumers named in the run's meta event, one drain is not enough
+    run: Event = {"type": "meta", "f": "run", "consumers": ["c0", "c1"], "time": 0.0}
+    half = check([run, *history, {"type": "meta", "f": "drained", "process": "c0", "time": tick()}])
+    assert not half["groups"]["drained"]
 
 
 def test_divergent_and_unreachable_nodes() -> None:
@@ -246,3 +250,11 @@ def test_history_lines_with_errors_name_the_line() -> None:
         list(parse_lines(["{oops", good], "h"))
     # a torn last line (a worker killed mid-write) is dropped, the rest kept
     assert len(list(parse_lines([good, '{"type": "ok", "ti'], "h"))) == 1
+
+
+def test_sentinel_events_that_explain_a_run_are_counted() -> None:
+    history = [*clean_history(),
+               {"type": "monitor", "f": "+tilt", "sentinel": "s1", "payload": "#tilt mode entered", "time": 2.5},
+               {"type": "monitor", "f": "-failover-abort-not-elected", "sentinel": "s2", "time": 9.0},
+               {"type": "monitor", "f": "+switch-master", "sentinel": "s3", "payload": "rill n1 n2", "time": 9.5}]
+    assert check(history)["sentinels"] == {"switch_master": 1, "elections_split": 1, "tilt": [2.5]}
