@@ -84,6 +84,9 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in [
              _one("pause", 1.0)),
     Scenario("partition-primary", "minority partition: the primary, one replica, sentinel s1 and clients c1 "
              "cut from the rest for 12 s (blackhole: connections stay open)", _one("partition", 12.0)),
+    Scenario("partition-primary-min-replicas", "partition-primary with min-replicas-to-write 2 and "
+             "min-replicas-max-lag 3 (Redis's documented bound on a cut-off primary)", _one("partition", 12.0),
+             Settings(min_replicas_to_write=2, min_replicas_max_lag=3)),
     Scenario("isolate-primary", "the primary cut from every node, sentinel and client group c2 for 12 s; "
              "clients c1 still reach it", _one("isolate", 12.0)),
     Scenario("stall-primary", "the primary's data to the other nodes and the sentinels stops for 12 s without "

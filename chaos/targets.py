@@ -60,6 +60,7 @@ class Settings:
     failover_timeout_ms: int = 4000
     quorum: int = 2
     min_replicas_to_write: int = 0
+    min_replicas_max_lag: int = 10
 
 
 def rill_binary() -> str:
@@ -117,7 +118,7 @@ def node_config(target: Target, settings: Settings, real_ip: str, announced_ip: 
         ("appendfsync", settings.appendfsync),
         ("replica-announce-ip", announced_ip),
         ("min-replicas-to-write", str(settings.min_replicas_to_write)),
-        ("min-replicas-max-lag", "5"),
+        ("min-replicas-max-lag", str(settings.min_replicas_max_lag)),
     ]
     if target.node == "redis":
         # No RDB snapshots; full syncs stream straight over the socket without waiting.
