@@ -115,22 +115,9 @@ def run(target_name: str, scenario_name: str, seed: int, duration: float, out: s
         if nemesis.errors:
             raise RunError("the nemesis failed: " + "; ".join(nemesis.errors))
         report("healing", 1.0)
-        links.heal_all()
-        for proc in cluster.processes():
-            if proc.paused:
-                proc.resume()
-            if not proc.alive():
-                proc.start()
-        rec.record({"type": "meta", "f": "healed"})
         settle_start = time.monotonic()
-        primary = None
-        while time.monotonic() - settle_start < SETTLE_TIMEOUT:
-            primary = cluster.settled()
-            if primary:
-                break
-            time.sleep(0.25)
+        primary = _heal_and_settle(cluster, links, rec)
         timings["settle_s"] = round(time.monotonic() - settle_start, 2)
-        rec.record({"type": "meta", "f": "settled" if primary else "not-settled", "primary": primary})
         report("draining", 1.0)
         open(drain_flag, "w").close()
         for worker in workers:
@@ -158,6 +145,27 @@ def run(target_name: str, scenario_name: str, seed: int, duration: float, out: s
     result = {**base, "status": "done", "settled_primary": primary, "timings": timings, **check(events)}
     _write_json(os.path.join(out, "result.json"), result)
     return result
+
+
+def _heal_and_settle(cluster: Cluster, links: Links, rec: Recorder) -> str | None:
+    """Ends every fault (toxics off, paused processes continued, dead ones restarted), then
+    waits, bounded, until the sentinels agree on a primary that every node follows in sync.
+    Returns that primary (None if the cluster did not settle in time: recorded, and the
+    final reads go ahead; divergent nodes then show in the result)."""
+    links.heal_all()
+    for proc in cluster.processes():
+        if proc.paused:
+            proc.resume()
+        if not proc.alive():
+            proc.start()
+    rec.record({"type": "meta", "f": "healed"})
+    deadline = time.monotonic() + SETTLE_TIMEOUT
+    primary = cluster.settled()
+    while primary is None and time.monotonic() < deadline:
+        time.sleep(0.25)
+        primary = cluster.settled()
+    rec.record({"type": "meta", "f": "settled" if primary else "not-settled", "primary": primary})
+    return primary
 
 
 def _roles(nodes: int, majority: int) -> tuple[dict[str, list[dict[str, Any]]], dict[str, list[str]],
