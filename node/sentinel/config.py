@@ -335,9 +335,9 @@ def _sentinel_directive(sentinel: Sentinel, argv: list[str], now: int) -> None:
                 sentinel.add_known_sentinel(_master(sentinel, argv[1]), argv[2], atoi(argv[3]), argv[4])
         elif directive == "rename-command" and argc == 4:
             master = _master(sentinel, argv[1])
-            if argv[2].lower() in master.renamed_commands:
+            if any(name.lower() == argv[2].lower() for name in master.renamed_commands):
                 raise ConfigError("Same command renamed multiple times with rename-command.")
-            master.renamed_commands[argv[2].lower()] = argv[3]
+            master.renamed_commands[argv[2]] = argv[3]
         elif directive == "announce-ip" and argc == 2:
             if argv[1]:
                 sentinel.announce_ip = argv[1]

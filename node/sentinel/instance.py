@@ -156,7 +156,7 @@ class Instance:
     master_reboot_since_time: int = 0
     info_refresh: int = 0  # when the last INFO reply arrived, 0 = never
     info: str | None = None  # that reply, for SENTINEL INFO-CACHE
-    renamed_commands: dict[str, str] = field(default_factory=dict)  # lower-case name -> new name
+    renamed_commands: dict[str, str] = field(default_factory=dict)  # name (as configured) -> new name
     # The role the instance reports in INFO and since when: our configuration wins only after
     # a delay, to give a failover leader time to announce a new one.
     role_reported: int = 0

@@ -448,7 +448,10 @@ class Sentinel:
     def _map_command(self, ri: Instance, command: str) -> str:
         """Commands renamed on the monitored nodes (`sentinel rename-command`)."""
         owner = ri.master if ri.master is not None else ri
-        return owner.renamed_commands.get(command.lower(), command)
+        for name, renamed in owner.renamed_commands.items():
+            if name.lower() == command.lower():
+                return renamed
+        return command
 
     # ------------------------------------------------------------------ links
 

@@ -1,0 +1,37 @@
+"""Seeded simulation runs shared by the simulation tests: one seed picks the cluster's shape,
+its settings and a sequence of faults, runs it with the invariants checked after every step,
+lets it settle and checks convergence."""
+
+from __future__ import annotations
+
+import random
+
+from tests.unit.sentinel.invariants import Invariants
+from tests.unit.sentinel.sim import Sim
+
+FAULTS = ("partition", "kill", "pause", "flap", "reset")
+SETTLE_MS = 60_000
+
+
+def run_seed(seed: int, *, fenced: bool = False, workload: bool = False, kinds: tuple[str, ...] = FAULTS,
+             faults: int | None = None, clock_drift: float = 0.0) -> tuple[Sim, Invariants]:
+    rng = random.Random(seed)
+    sentinels = rng.choice((3, 3, 5))
+    sim = Sim(
+        seed,
+        n_sentinels=sentinels,
+        n_nodes=rng.choice((2, 3, 3, 4)) if not fenced else rng.choice((3, 3, 5)),
+        quorum=sentinels // 2 + 1 if rng.random() < 0.8 else rng.randint(1, sentinels),
+        down_after=rng.choice((500, 1000, 2000)),
+        failover_timeout=rng.choice((2000, 3000, 6000)),
+        parallel_syncs=rng.choice((1, 2)),
+        fenced=fenced,
+        workload=workload,
+        clock_drift=clock_drift,
+    )
+    checker = Invariants(sim)
+    count = faults if faults is not None else rng.randint(1, 3)
+    end = sim.random_faults(count, 12_000, kinds, max_duration=rng.choice((3000, 15_000, 45_000)))
+    sim.run_until(end + SETTLE_MS)
+    checker.final()
+    return sim, checker
