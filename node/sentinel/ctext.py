@@ -7,6 +7,8 @@ from __future__ import annotations
 
 def atoi(text: str) -> int:
     """atoi/strtoll: leading blanks, an optional sign, then digits; 0 when there are none."""
+    if text.isdigit() and text.isascii():
+        return int(text)
     text = text.lstrip()
     sign = 1
     if text[:1] in ("-", "+"):

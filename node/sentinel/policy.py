@@ -39,6 +39,7 @@ docs/fenced-mode.md.
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import math
 import random
@@ -148,6 +149,15 @@ class _Conn:
         self.link = link
         self.pubsub = pubsub
         self.instance = instance
+
+
+@functools.lru_cache(maxsize=1024)
+def _is_ip(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
 
 
 def lease_wait_ms(lease_ms: int, drift_permille: int) -> int:
@@ -361,11 +371,7 @@ class Sentinel:
         (the shell resolves it when it connects)."""
         if self.resolve_hostnames:
             return bool(host)
-        try:
-            ipaddress.ip_address(host)
-        except ValueError:
-            return False
-        return True
+        return _is_ip(host)
 
     def _create(self, name: str | None, flags: int, host: str, port: int, quorum: int, master: Instance | None) -> Instance:
         """createSentinelRedisInstance; raises SentinelError with Redis's reason."""

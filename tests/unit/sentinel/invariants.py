@@ -13,7 +13,8 @@ policy's code, so a bug in the policy cannot hide behind the same bug in its che
   time the sentinel was running, out of TILT, and — Redis's one exception — not while the
   promoted replica is SDOWN, which suspends the end of a failover);
 - fenced mode: no write acknowledged by WAIT for a majority is missing from a node when it is
-  promoted, and no primary acknowledges a WAIT after a node of a newer epoch was promoted;
+  promoted, and no primary accepts a write or acknowledges a WAIT after a node of a newer
+  epoch was promoted;
 - convergence (checked by `final`): once every fault healed and the system settled, every
   sentinel names the same master with the same config epoch, that node is a master and every
   other node replicates it.
@@ -204,13 +205,26 @@ class Invariants:
             self.fail(f"{node.name} promoted at epoch {node.epoch} without acknowledged writes {sorted(missing)[:5]}")
 
     def on_ack(self, node: NodeProc, wid: int, epoch: int) -> None:
+        self._no_newer_epoch(node, f"acknowledged WAIT for write {wid}", epoch)
+
+    def on_write(self, node: NodeProc, wid: int, epoch: int) -> None:
+        self._no_newer_epoch(node, f"accepted write {wid}", epoch)
+
+    def _no_newer_epoch(self, node: NodeProc, what: str, epoch: int) -> None:
         if not self.sim.fenced:
             return
         newer = [e for _, e in self.promoted_epochs if e > epoch]
         if newer:
-            self.fail(f"{node.name} acknowledged write {wid} in epoch {epoch} after epoch {max(newer)} was promoted")
+            self.fail(f"{node.name} {what} in epoch {epoch} after epoch {max(newer)} was promoted")
 
     # ---------------------------------------------------------------- the end
+
+    def converged(self) -> bool:
+        try:
+            self.final()
+        except Violation:
+            return False
+        return all(s.view().failover_state == FAILOVER_NONE for s in self.sim.sentinels if s.alive)
 
     def final(self) -> None:
         """After every fault healed and the system settled."""

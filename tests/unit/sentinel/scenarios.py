@@ -10,11 +10,12 @@ from tests.unit.sentinel.invariants import Invariants
 from tests.unit.sentinel.sim import Sim
 
 FAULTS = ("partition", "kill", "pause", "flap", "reset")
-SETTLE_MS = 60_000
+SETTLE_MS = 60_000  # TILT lasts 30 s; turning an old master into a replica takes about 20 s
 
 
 def run_seed(seed: int, *, fenced: bool = False, workload: bool = False, kinds: tuple[str, ...] = FAULTS,
-             faults: int | None = None, clock_drift: float = 0.0) -> tuple[Sim, Invariants]:
+             faults: int | None = None, clock_drift: float = 0.0,
+             drift_permille: int = 50, lease_ms: int = 1000) -> tuple[Sim, Invariants]:
     rng = random.Random(seed)
     sentinels = rng.choice((3, 3, 5))
     sim = Sim(
@@ -28,10 +29,16 @@ def run_seed(seed: int, *, fenced: bool = False, workload: bool = False, kinds: 
         fenced=fenced,
         workload=workload,
         clock_drift=clock_drift,
+        drift_permille=drift_permille,
+        lease_ms=lease_ms,
     )
     checker = Invariants(sim)
     count = faults if faults is not None else rng.randint(1, 3)
     end = sim.random_faults(count, 12_000, kinds, max_duration=rng.choice((3000, 15_000, 45_000)))
-    sim.run_until(end + SETTLE_MS)
+    # Settle: until everything converged (checked every 2 s), at most SETTLE_MS.
+    sim.run_until(end)
+    deadline = end + SETTLE_MS
+    while sim.now < deadline and not checker.converged():
+        sim.run_until(sim.now + 2000)
     checker.final()
     return sim, checker

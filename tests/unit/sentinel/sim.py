@@ -51,7 +51,7 @@ from node.sentinel.messages import (
 from node.sentinel.settings import HELLO_CHANNEL, Timings
 
 NAME = "mymaster"
-REPL_PERIOD = 200  # ms between two replication requests of a replica
+REPL_PERIOD = 400  # ms between two replication requests of a replica
 REPL_TIMEOUT = 60_000  # a replica declares a silent master's link down after this
 
 
@@ -96,7 +96,7 @@ class Proc:
         self.alive = True
         self.paused = False
         self.inbox: deque[tuple[Callable[..., None], tuple[Any, ...]]] = deque()
-        self.server_conns: set[Conn] = set()
+        self.server_conns: dict[Conn, None] = {}  # ordered, so runs are reproducible
         # Clock: local = offset + rate x real time, the rate within the drift bound.
         drift = sim.clock_drift
         self.rate = 1.0 + sim.rng.uniform(-drift, drift)
@@ -451,6 +451,7 @@ class NodeProc(Proc):
             self.sim.send(conn, conn.down, conn.client.on_write_reply, wid, None)
             return
         self.log.append((self.epoch, wid))
+        self.sim.write_accepted(self, wid)
         self.sim.send(conn, conn.down, conn.client.on_write_reply, wid, len(self.log))
 
     def on_wait(self, conn: Conn, wid: int, offset: int, count: int, timeout: int) -> None:
@@ -542,7 +543,7 @@ class ClientProc(Proc):
 
 @dataclass
 class Fault:
-    kind: str  # partition, kill, pause, flap, reset
+    kind: str  # partition, partition-sentinels, kill, pause, flap, reset
     target: str
     start: int
     duration: int
@@ -621,7 +622,7 @@ class Sim:
     def tick_interval(self) -> int:
         # Redis ticks at 10-19 Hz; slower ticks keep the simulation cheap and change no rule
         # (all timers are far longer, and TILT triggers only past 2 s).
-        return self.rng.randrange(100, 250)
+        return self.rng.randrange(150, 300)
 
     def _add(self, proc: Proc) -> None:
         self.procs[proc.name] = proc
@@ -696,7 +697,7 @@ class Sim:
         if not server.alive:
             self.server_close(conn)
             return
-        server.server_conns.add(conn)
+        server.server_conns[conn] = None
         self.send(conn, conn.down, conn.client.on_connected, conn)
 
     def flush_held(self, conn: Conn) -> None:
@@ -710,7 +711,7 @@ class Sim:
     def close(self, conn: Conn) -> None:
         """The client closed it."""
         conn.open = False
-        conn.server.server_conns.discard(conn)
+        conn.server.server_conns.pop(conn, None)
 
     def server_close(self, conn: Conn) -> None:
         """The server side went away (killed, CLIENT KILL): the client learns it unless the
@@ -718,7 +719,7 @@ class Sim:
         if not conn.open:
             return
         conn.open = False
-        conn.server.server_conns.discard(conn)
+        conn.server.server_conns.pop(conn, None)
         if not self.is_blocked(conn.server, conn.client):
             self.at(self.now + self.lat(), conn.client.run, conn.client.on_closed, conn)
 
@@ -765,6 +766,10 @@ class Sim:
     def demoted(self, node: NodeProc) -> None:
         pass
 
+    def write_accepted(self, node: NodeProc, wid: int) -> None:
+        if self.checker is not None:
+            self.checker.on_write(node, wid, node.epoch)
+
     def wait_acked(self, node: NodeProc, wid: int, epoch: int) -> None:
         self.acked[wid] = (node.name, epoch, self.now)
         if self.checker is not None:
@@ -800,6 +805,11 @@ class Sim:
             for other in self.procs.values():
                 if other is not proc:
                     self.blocked.add(frozenset((proc.name, other.name)))
+        elif fault.kind == "partition-sentinels":
+            # One node cut from every sentinel, still reaching the other nodes and clients.
+            for other in self.sentinels:
+                if other is not proc:
+                    self.blocked.add(frozenset((proc.name, other.name)))
         elif fault.kind == "pause":
             proc.paused = True
         elif fault.kind == "kill":
@@ -809,7 +819,7 @@ class Sim:
             for conn in self.all_conns():
                 if conn.client is proc:
                     conn.open = False
-                    conn.server.server_conns.discard(conn)
+                    conn.server.server_conns.pop(conn, None)
         elif fault.kind == "flap":
             self._flap(fault, True)
         elif fault.kind == "reset":
@@ -831,7 +841,7 @@ class Sim:
 
     def _fault_end(self, fault: Fault) -> None:
         proc = self.procs[fault.target]
-        if fault.kind in ("partition", "flap"):
+        if fault.kind in ("partition", "partition-sentinels", "flap"):
             for other in self.procs.values():
                 self.blocked.discard(frozenset((proc.name, other.name)))
             self._heal()
