@@ -118,3 +118,14 @@ def test_fenced_invariants_notice_sentinels_that_do_not_wait_out_the_lease(monke
         lambda s: run_seed(s, fenced=True, workload=True, faults=1, kinds=("partition-sentinels",), lease_ms=4000), 80
     )
     assert "after epoch" in found
+
+
+def test_fenced_invariants_notice_clocks_drifting_beyond_the_bound() -> None:
+    """The drift bound is an assumption: with sentinels told clocks are exact while they
+    drift by up to 40 %, a lease can outlive the sentinels' wait."""
+    found = _first_violation(
+        lambda s: run_seed(s, fenced=True, workload=True, faults=1, kinds=("partition-sentinels",), clock_drift=0.4,
+                           drift_permille=0, lease_ms=4000),
+        80,
+    )
+    assert "without acknowledged writes" in found or "after epoch" in found
