@@ -109,6 +109,21 @@ def wait_until(predicate: Callable[[], Any], timeout: float, what: str) -> Any:
     raise AssertionError(f"timed out after {timeout} s waiting for {what}")
 
 
+def watched_master(c: Cluster, down_after: int, failover_timeout: int | None = None) -> None:
+    """A master ("m") with two replicas ("r1", "r2") and three sentinels ("s0".."s2")
+    monitoring it as "mymaster" with quorum 2."""
+    c.node("m")
+    c.node("r1", replica_of="m")
+    c.node("r2", replica_of="m")
+    master = c.ports["m"]
+    extra = f"sentinel failover-timeout mymaster {failover_timeout}\n" if failover_timeout else ""
+    for i in range(3):
+        c.sentinel(f"s{i}", lambda port, d: (
+            f"port {port}\nbind 127.0.0.1\ndir {d}\nsentinel monitor mymaster 127.0.0.1 {master} 2\n"
+            f"sentinel down-after-milliseconds mymaster {down_after}\n{extra}"
+        ))
+
+
 def run_sentinel_expecting_failure(conf: str) -> str:
     """Start redis-sentinel on a config it must refuse; return what it printed."""
     d = tempfile.mkdtemp(prefix="sentinel-diff-bad-")
@@ -121,44 +136,3 @@ def run_sentinel_expecting_failure(conf: str) -> str:
         return done.stderr.decode() + done.stdout.decode()
     finally:
         shutil.rmtree(d, ignore_errors=True)
-
-
-def parse_typed(raw: bytes) -> Any:
-    """A RESP2/RESP3 reply as a tree that keeps every type: ("$", b"..."), ("+", "..."),
-    (":", 1), ("*", [...]), ("%", [(k, v), ...]), ("_", None), ("$-1", None), ("*-1", None)."""
-    value, end = _parse(raw, 0)
-    assert end == len(raw), f"trailing bytes after a reply: {raw[end:]!r}"
-    return value
-
-
-def _parse(raw: bytes, pos: int) -> tuple[Any, int]:
-    kind = raw[pos : pos + 1].decode()
-    nl = raw.index(b"\r\n", pos)
-    head = raw[pos + 1 : nl]
-    pos = nl + 2
-    if kind in "$=":
-        n = int(head)
-        if n < 0:
-            return ("$-1", None), pos
-        return (kind, raw[pos : pos + n]), pos + n + 2
-    if kind in "*~>":
-        n = int(head)
-        if n < 0:
-            return ("*-1", None), pos
-        items = []
-        for _ in range(n):
-            item, pos = _parse(raw, pos)
-            items.append(item)
-        return (kind, items), pos
-    if kind == "%":
-        pairs = []
-        for _ in range(int(head)):
-            k, pos = _parse(raw, pos)
-            v, pos = _parse(raw, pos)
-            pairs.append((k, v))
-        return ("%", pairs), pos
-    if kind == ":":
-        return (":", int(head)), pos
-    if kind == "_":
-        return ("_", None), pos
-    return (kind, head.decode()), pos

@@ -17,7 +17,13 @@ import redis
 
 from bench.procs import free_port
 from node.sentinel import config
-from tests.conformance.sentinel.procs import Cluster, cluster, run_sentinel_expecting_failure, wait_until
+from tests.conformance.sentinel.procs import (
+    Cluster,
+    cluster,
+    run_sentinel_expecting_failure,
+    wait_until,
+    watched_master,
+)
 
 DEBIAN_CONF = "/etc/redis/sentinel.conf"
 
@@ -205,15 +211,8 @@ def test_a_file_rewritten_after_a_real_failover_is_a_fixed_point() -> None:
     """After a failover (new master, config epoch 1, the old master among the replicas, the
     other sentinels listed), rewriting the file again changes nothing, in Redis and here."""
     with cluster() as c:
-        c.node("m")
-        c.node("r1", replica_of="m")
-        c.node("r2", replica_of="m")
+        watched_master(c, down_after=1000, failover_timeout=10_000)
         master = c.ports["m"]
-        for i in range(3):
-            c.sentinel(f"s{i}", lambda port, d: (
-                f"port {port}\nbind 127.0.0.1\ndir {d}\nsentinel monitor mymaster 127.0.0.1 {master} 2\n"
-                "sentinel down-after-milliseconds mymaster 1000\nsentinel failover-timeout mymaster 10000\n"
-            ))
         wait_until(lambda: all(c.read_conf(f"s{i}").count("known-sentinel") == 2 for i in range(3)), 20,
                    "the sentinels to find each other")
         wait_until(lambda: all(c.read_conf(f"s{i}").count("known-replica") == 2 for i in range(3)), 20,

@@ -25,7 +25,8 @@ from node.sentinel.messages import Closed, Connect, Connected, Reply, RespError,
 from node.sentinel.policy import Sentinel, SentinelError
 from node.server.resp import encode_one
 from tests.conformance.harness import RawConnection
-from tests.conformance.sentinel.procs import Cluster, cluster, parse_typed, wait_until
+from tests.conformance.sentinel.procs import Cluster, cluster, wait_until, watched_master
+from tests.conformance.stream_support import R, parse
 
 VOLATILE = {
     b"last-ping-sent", b"last-ok-ping-reply", b"last-ping-reply", b"info-refresh", b"role-reported-time",
@@ -39,20 +40,17 @@ def now_ms() -> int:
 
 def _value(raw: bytes) -> Value:
     """A raw reply as the policy's reply values."""
-    def convert(node: Any) -> Any:
-        kind, v = node
-        if kind == "+":
-            return v
-        if kind == "-":
-            return RespError(v)
-        if kind in ("$", "="):
-            return v
-        if kind in ("$-1", "*-1", "_"):
+    def convert(r: R) -> Any:
+        if r.value is None:
             return None
-        if kind == "*":
-            return [convert(x) for x in v]
-        return v
-    return convert(parse_typed(raw))
+        if r.kind == "+":
+            return r.value.decode()
+        if r.kind == "-":
+            return RespError(r.value.decode())
+        if r.kind == "*":
+            return [convert(x) for x in r.value]
+        return r.value
+    return convert(parse(raw))
 
 
 class Mirror:
@@ -105,53 +103,44 @@ class Mirror:
             self.policy.step(Closed(now_ms(), conn))
 
 
-def _normalise(tree: Any) -> Any:
+NAME = R("$", b"name")
+AN_INTEGER = R("$", "<integer>")
+
+
+def _masked(value: R) -> R:
+    assert value.kind == "$" and value.value.lstrip(b"-").isdigit(), value
+    return AN_INTEGER
+
+
+def _normalise(r: R) -> R:
     """Lists of instances sorted by name; volatile numbers reduced to their type."""
-    kind, value = tree
-    if kind == "%":
-        pairs = []
-        for k, v in value:
-            if k[1] in VOLATILE:
-                assert v[0] == "$" and v[1].lstrip(b"-").isdigit(), (k, v)
-                v = ("$", "<int>")
-            pairs.append((k, _normalise(v)))
-        return ("%", pairs)
-    if kind == "*":
-        items = [_normalise(x) for x in value]
-        # A RESP2 instance: a flat array of field, value, … starting with "name".
-        if items and items[0] == ("$", b"name"):
+    if r.kind == "%":
+        return R("%", tuple((k, _masked(v) if k.value in VOLATILE else _normalise(v)) for k, v in r.value))
+    if r.kind == "*" and r.value is not None:
+        items = [_normalise(x) for x in r.value]
+        if items and items[0] == NAME:  # a RESP2 instance: field, value, … from "name"
             for i in range(0, len(items) - 1, 2):
-                if items[i][1] in VOLATILE:
-                    assert items[i + 1][0] == "$" and items[i + 1][1].lstrip(b"-").isdigit()
-                    items[i + 1] = ("$", "<int>")
-            return ("*", items)
+                if items[i].value in VOLATILE:
+                    items[i + 1] = _masked(r.value[i + 1])
+            return R("*", tuple(items))
         if items and all(_instance_name(x) is not None for x in items):
             items.sort(key=lambda x: _instance_name(x) or b"")
-        return ("*", items)
-    return tree
+        return R("*", tuple(items))
+    return r
 
 
-def _instance_name(tree: Any) -> bytes | None:
-    kind, value = tree
-    if kind == "%" and value and value[0][0] == ("$", b"name"):
-        return bytes(value[0][1][1])
-    if kind == "*" and len(value) > 1 and value[0] == ("$", b"name"):
-        return bytes(value[1][1])
+def _instance_name(r: R) -> bytes | None:
+    if r.kind == "%" and r.value and r.value[0][0] == NAME:
+        return bytes(r.value[0][1].value)
+    if r.kind == "*" and r.value and len(r.value) > 1 and r.value[0] == NAME:
+        return bytes(r.value[1].value)
     return None
 
 
 @pytest.fixture(scope="module")
 def watched() -> Iterator[tuple[Cluster, Mirror]]:
     with cluster() as c:
-        c.node("m")
-        c.node("r1", replica_of="m")
-        c.node("r2", replica_of="m")
-        master = c.ports["m"]
-        for i in range(3):
-            c.sentinel(f"s{i}", lambda port, d: (
-                f"port {port}\nbind 127.0.0.1\ndir {d}\nsentinel monitor mymaster 127.0.0.1 {master} 2\n"
-                "sentinel down-after-milliseconds mymaster 2000\n"
-            ))
+        watched_master(c, down_after=2000)
         client = redis.Redis(port=c.ports["s0"], decode_responses=True)
         try:
             def ready() -> bool:
@@ -236,8 +225,8 @@ def test_replies_match_redis_sentinel(watched: tuple[Cluster, Mirror], proto: in
             conn.call("HELLO", "3")
         commands = COMMANDS + [("SENTINEL", "IS-MASTER-DOWN-BY-ADDR", "127.0.0.1", str(c.ports["m"]), "0", "*")]
         for args in commands:
-            theirs = _normalise(parse_typed(conn.call(*args)))
-            mine = _normalise(parse_typed(encode_one(ours(mirror, args), proto)))
+            theirs = _normalise(parse(conn.call(*args)))
+            mine = _normalise(parse(encode_one(ours(mirror, args), proto)))
             assert mine == theirs, f"{' '.join(args)} [RESP{proto}]\n redis: {theirs}\n rill:  {mine}"
     finally:
         conn.close()
@@ -251,18 +240,16 @@ def test_info_cache_has_redis_s_shape(watched: tuple[Cluster, Mirror], proto: in
         if proto == 3:
             conn.call("HELLO", "3")
         for args in (("SENTINEL", "INFO-CACHE", "mymaster"), ("SENTINEL", "INFO-CACHE", "nope", "mymaster")):
-            theirs = parse_typed(conn.call(*args))
-            mine = parse_typed(encode_one(ours(mirror, args), proto))
+            theirs = parse(conn.call(*args))
+            mine = parse(encode_one(ours(mirror, args), proto))
 
-            def shape(tree: Any) -> Any:
-                kind, value = tree
-                assert kind == "*" and len(value) == 2 and value[0] == ("$", b"mymaster")
-                entries = value[1][1]
+            def shape(r: R) -> list[tuple[str, str]]:
+                assert r.kind == "*" and len(r.value) == 2 and r.value[0] == R("$", b"mymaster")
                 out = []
-                for entry in entries:
-                    (age_kind, age), (info_kind, info) = entry[1]
-                    assert age_kind == ":" and info_kind == "$" and info.startswith(b"# Server")
-                    out.append((age_kind, info_kind))
+                for entry in r.value[1].value:
+                    age, info = entry.value
+                    assert age.kind == ":" and info.kind == "$" and info.value.startswith(b"# Server")
+                    out.append((age.kind, info.kind))
                 return out
 
             assert shape(mine) == shape(theirs)
