@@ -1093,7 +1093,9 @@ class Sentinel:
                 "is-master-down-by-addr",
                 master.addr.host,
                 str(master.addr.port),
-                str(self.current_epoch),
+                # Votes are asked for the failover's own epoch (Redis asks in its current
+                # epoch, which may have moved on: see _get_leader).
+                str(master.failover_epoch if master.failover_state > FAILOVER_NONE else self.current_epoch),
                 self.myid if master.failover_state > FAILOVER_NONE else "*",
             )
 
@@ -1119,9 +1121,16 @@ class Sentinel:
 
     def _get_leader(self, master: Instance, epoch: int) -> str | None:
         """sentinelGetLeader: the winner of `epoch` if there is one; casts our vote (for the
-        most voted sentinel so far, or ourselves) if we have not voted yet."""
+        most voted sentinel so far, or ourselves) if we have not voted yet.
+
+        Only votes cast in `epoch` count. Redis counts those of its current epoch, which a
+        hello or another candidate's request may have raised meanwhile: a candidate still
+        waiting in epoch e can then win with votes of epoch e+1 while another sentinel
+        legitimately won e, and both promote a replica under config epoch e — two leaders of
+        one epoch (redis/redis#2230, #11571, still open). Counting the failover's own epoch,
+        and asking in it, keeps one leader per epoch, which fenced mode relies on."""
         voters = len(master.sentinels) + 1
-        counts = election.tally(master.sentinels.values(), self.current_epoch)
+        counts = election.tally(master.sentinels.values(), epoch)
         winner = election.most_voted(counts)
         max_votes = counts[winner] if winner is not None else 0
         myvote, leader_epoch = self._vote(master, epoch, winner if winner is not None else self.myid)

@@ -529,3 +529,25 @@ def test_timings_list_in_sentinel_debug_order() -> None:
         "DEFAULT-FAILOVER-TIMEOUT", "TILT-TRIGGER", "TILT-PERIOD", "SLAVE-RECONF-TIMEOUT",
         "MIN-LINK-RECONNECT-PERIOD", "ELECTION-TIMEOUT", "SCRIPT-MAX-RUNTIME", "SCRIPT-RETRY-DELAY",
     ]
+
+
+def test_votes_of_a_later_epoch_do_not_elect_a_candidate_of_an_earlier_one() -> None:
+    """Redis counts the votes of its current epoch (redis/redis#2230): a candidate of epoch 1
+    whose current epoch moved to 2 could win with votes of epoch 2 while another sentinel won
+    epoch 1 — two leaders promoting under config epoch 1. Only the failover's epoch counts."""
+    d = Driver(quorum=2, down_after=1000)
+    _odown_with(d, 4)
+    assert d.master.failover_epoch == 1
+    d.answer_all(None, "SENTINEL", [1, b"x" * 40, 1])  # epoch 1 went to another sentinel
+    d.tick()
+    d.s.receive_hello(f"10.0.2.1,26379,{'1' * 40},2,mymaster,10.0.0.1,6379,0", now=d.now)
+    d.record(d.s.take_actions())
+    assert d.s.current_epoch == 2
+    d.run(1100, answer=pong_all_but_master)
+    asks = d.sent(None, "SENTINEL")
+    assert asks and all(a.argv[4] == "1" and a.argv[5] == MYID for a in asks)  # asked in its own epoch
+    for ask in asks:
+        d.answer(ask, [1, MYID.encode(), 2])  # votes of epoch 2, as Redis voters could give
+    d.run(12_000, answer=pong_all_but_master)
+    assert "+elected-leader" not in d.types()
+    assert "-failover-abort-not-elected" in d.types()
