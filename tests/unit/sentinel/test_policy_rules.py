@@ -551,3 +551,36 @@ def test_votes_of_a_later_epoch_do_not_elect_a_candidate_of_an_earlier_one() -> 
     d.run(12_000, answer=pong_all_but_master)
     assert "+elected-leader" not in d.types()
     assert "-failover-abort-not-elected" in d.types()
+
+
+def test_a_failover_cannot_end_while_the_promoted_replica_is_down() -> None:
+    """Redis's one unbounded wait (sentinelFailoverDetectEnd returns early while the promoted
+    replica is SDOWN, before looking at failover-timeout): only its return, or a newer
+    configuration from another sentinel, ends the failover."""
+    d = Driver(down_after=1000, failover_timeout=6000)
+    new, other = ("10.0.1.2", 6379), ("10.0.1.1", 6379)
+    infos = {other: info_replica("3" * 40, offset=5), new: info_replica("4" * 40, offset=7)}
+    _failover_to(d, infos)
+    d.run(300, answer=lambda d: d.discard())
+    infos[new] = info_master("4" * 40)
+    promoted_up = True
+
+    def answer(d: Driver) -> None:
+        for send in d.sent(None, "PING"):
+            if d.target(send) != new or promoted_up:
+                d.answer(send, "PONG")
+        d.discard()
+        for addr, info in infos.items():
+            if addr != new or promoted_up:
+                d.answer_all(addr, "INFO", info)
+        d.answer_all(MASTER, "INFO", info_master(RUN_A))
+
+    d.run(1500, answer=answer)
+    assert d.master.failover_state == FAILOVER_RECONF_SLAVES
+    promoted_up = False
+    d.run(30_000, answer=answer)  # far past failover-timeout
+    assert d.master.promoted_slave is not None and d.master.promoted_slave.flags & S_DOWN
+    assert d.master.failover_state == FAILOVER_RECONF_SLAVES and "+failover-end" not in d.types()
+    promoted_up = True
+    d.run(2000, answer=answer)
+    assert "+failover-end-for-timeout" in d.types() and "+switch-master" in d.types()
