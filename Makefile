@@ -8,7 +8,7 @@ PY := $(VENV)/bin/python
 PORT ?= 6379
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: run test bench lint deps native clean-native system-deps clean proto
+.PHONY: run test bench lint deps native clean-native system-deps sentinel-deps clean proto
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -37,6 +37,13 @@ system-deps:
 		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q redis-server redis-tools; \
 	fi
 
+# Debian's redis-sentinel: the oracle of the sentinel differential tests (tests/conformance/sentinel).
+sentinel-deps:
+	@if ! command -v redis-sentinel >/dev/null || [ ! -f /etc/redis/sentinel.conf ]; then \
+		$(SUDO) apt-get update -q && \
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q redis-sentinel; \
+	fi
+
 # A local cluster: a primary on PORT and two replicas on PORT+1 and PORT+2 (Ctrl-C stops all).
 run: deps native
 	$(VENV)/bin/rill cluster --port $(PORT)
@@ -46,7 +53,7 @@ lint: deps
 	$(VENV)/bin/mypy node replication
 	$(VENV)/bin/lint-imports
 
-test: deps system-deps lint native
+test: deps system-deps sentinel-deps lint native
 	$(VENV)/bin/pytest
 
 # Regenerates replication/pb/ from proto/ (tests/replication/test_proto_fresh.py checks it).
