@@ -8,7 +8,7 @@ PY := $(VENV)/bin/python
 PORT ?= 6379
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: run test bench lint deps native clean-native system-deps clean proto chaos chaos-deps
+.PHONY: run test bench lint deps native clean-native system-deps sentinel-deps clean proto chaos chaos-deps
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -37,6 +37,13 @@ system-deps:
 		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q redis-server redis-tools; \
 	fi
 
+# Debian's redis-sentinel: the oracle of the sentinel differential tests (tests/conformance/sentinel).
+sentinel-deps:
+	@if ! command -v redis-sentinel >/dev/null || [ ! -f /etc/redis/sentinel.conf ]; then \
+		$(SUDO) apt-get update -q && \
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q redis-sentinel; \
+	fi
+
 # A local cluster: a primary on PORT and two replicas on PORT+1 and PORT+2 (Ctrl-C stops all).
 run: deps native
 	$(VENV)/bin/rill cluster --port $(PORT)
@@ -46,7 +53,7 @@ lint: deps
 	$(VENV)/bin/mypy node replication chaos
 	$(VENV)/bin/lint-imports
 
-test: deps system-deps chaos-deps lint native
+test: deps system-deps sentinel-deps chaos-deps lint native
 	$(VENV)/bin/pytest
 
 # Regenerates replication/pb/ from proto/ (tests/replication/test_proto_fresh.py checks it).
@@ -56,10 +63,10 @@ proto: deps
 bench: deps system-deps native
 	$(PY) -m bench
 
-# The chaos lab's tools: Debian's redis-sentinel (a target and, later, a client of Rill nodes),
-# a pinned toxiproxy server built into the venv, and the `chaos` extra (toxiproxy-python, matplotlib).
+# The chaos lab's tools: a pinned toxiproxy server built into the venv and the `chaos` extra
+# (toxiproxy-python, matplotlib); Debian's redis-sentinel (a target) comes with sentinel-deps.
 TOXIPROXY := $(VENV)/bin/toxiproxy-server
-$(TOXIPROXY):
+$(TOXIPROXY): | $(VENV)/.installed
 	@mkdir -p build/toxiproxy
 	GOBIN=$(abspath build/toxiproxy) go install github.com/Shopify/toxiproxy/v2/cmd/server@v2.12.0
 	cp build/toxiproxy/server $@
@@ -68,11 +75,7 @@ $(VENV)/.chaos-installed: $(VENV)/.installed pyproject.toml
 	$(PY) -m pip install -q -e '.[dev,chaos]'
 	touch $@
 
-chaos-deps: deps $(VENV)/.chaos-installed $(TOXIPROXY)
-	@if ! command -v redis-sentinel >/dev/null; then \
-		$(SUDO) apt-get update -q && \
-		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q redis-sentinel; \
-	fi
+chaos-deps: deps sentinel-deps $(VENV)/.chaos-installed $(TOXIPROXY)
 
 # The chaos matrix: every scenario against every target (report in chaos/results/<time>/report.html).
 chaos: chaos-deps system-deps

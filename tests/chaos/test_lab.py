@@ -110,7 +110,7 @@ def test_a_target_that_cannot_run_yet_says_why_and_runs_nothing(tmp_path: str) -
                              "--out", str(tmp_path)], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0
     assert '"status": "not available"' in result.stdout
-    assert "fenced mode" in result.stdout
+    assert "issue 23" in result.stdout
 
 
 def test_check_names_the_bad_line_of_a_history(tmp_path: str) -> None:
