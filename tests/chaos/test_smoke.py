@@ -15,6 +15,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -75,3 +76,42 @@ def test_a_scenario_runs_end_to_end_and_cleans_up(target: str, scenario: str, tm
         assert result["writes"]["lost"]["acked"] > 0
     if target in SAFE_TARGETS:
         assert result["writes"]["lost"]["wait_majority_acked"] == 0, result["writes"]["lost"]
+
+
+def _processes_in(namespaces: list[str]) -> list[str]:
+    pids = []
+    for ns in namespaces:
+        result = subprocess.run(["ip", "netns", "pids", ns], capture_output=True, text=True, check=False)
+        pids += result.stdout.split()
+    return pids
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_an_interrupted_run_leaves_nothing_behind(sig: int, tmp_path: object) -> None:
+    """Ctrl-C (or SIGTERM) in the middle of the workload: the run stops its processes and
+    proxies and removes its namespaces before it exits."""
+    out = os.path.join(str(tmp_path), "run")
+    proc = subprocess.Popen([sys.executable, "-m", "chaos", "run", "--target", "redis", "--scenario", "kill-primary",
+                             "--duration", "20", "--out", out], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            start_new_session=True)
+    mine = f"{PREFIX}-{proc.pid}-"
+    try:
+        deadline = time.monotonic() + 60
+        # c1's namespace holds its toxiproxy from the start, and its worker once the workload runs
+        while len(_processes_in([ns for ns in lab_namespaces() if ns.startswith(mine) and ns.endswith("-c1")])) < 2:
+            assert proc.poll() is None and time.monotonic() < deadline, "the run did not reach its workload"
+            time.sleep(0.2)
+        during = [ns for ns in lab_namespaces() if ns.startswith(mine)]
+        assert len(during) == 11  # the hub, 5 nodes, 3 sentinels, 2 client groups
+        proc.send_signal(sig)
+        proc.wait(60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        leftovers = [ns for ns in lab_namespaces() if ns.startswith(mine)]
+        left_processes = _processes_in(leftovers)
+        cleanup_stale(leftovers)
+    assert leftovers == [] and left_processes == []
+    assert proc.returncode != 0
