@@ -216,8 +216,16 @@ def _html(rows: list[dict[str, Any]], run_plots: dict[tuple[str, str], list[str]
     seeds = sorted({str(r.get("seed")) for r in results})
     durations = sorted({str(r.get("duration")) for r in results})
     head = "".join(f"<th>{esc(title)}</th>" for title, _ in COLUMNS)
+    # A target that cannot run is one line, not a row per scenario; the rest side by side,
+    # grouped by scenario.
+    skipped = {str(r["target"]): str(r.get("reason")) for r in rows if r["status"] == "not available"}
+    scenario_order = list(dict.fromkeys(str(r["scenario"]) for r in rows))
+    target_order = list(dict.fromkeys(str(r["target"]) for r in rows))
+    ran = sorted((r for r in rows if r["status"] != "not available"),
+                 key=lambda r: (scenario_order.index(str(r["scenario"])), target_order.index(str(r["target"]))))
+    not_run = "".join(f"<li>{esc(t)}: not available: {esc(reason)}</li>" for t, reason in skipped.items())
     body = []
-    for row in rows:
+    for row in ran:
         if row["status"] != "done":
             cells = (f"<td>{esc(str(row['scenario']))}</td><td>{esc(str(row['target']))}</td>"
                      f"<td colspan={len(COLUMNS) - 2}>{esc(str(row['status']))}: {esc(str(row.get('reason')))}</td>")
@@ -247,6 +255,7 @@ that still reach the old primary keep writing there until it is demoted); unavai
 without an acknowledged write. Each run's history and
 result are linked from its scenario name; <code>rill chaos check HISTORY</code> rechecks one.</p>
 <table><tr>{head}</tr>{''.join(body)}</table>
+{f"<p>Not run:</p><ul>{not_run}</ul>" if not_run else ""}
 <h2>Lost writes per scenario and target</h2><img src='{esc(os.path.relpath(lost_png, out))}'>
 <h2>Runs</h2>
 <p>Writes per half second (green acknowledged, black acknowledged and then lost, orange unknown,
