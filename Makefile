@@ -8,7 +8,7 @@ PY := $(VENV)/bin/python
 PORT ?= 6379
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: run test bench lint deps native clean-native system-deps sentinel-deps clean proto
+.PHONY: run test bench lint deps native clean-native system-deps sentinel-deps clean proto chaos chaos-deps
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -50,10 +50,10 @@ run: deps native
 
 lint: deps
 	$(VENV)/bin/ruff check .
-	$(VENV)/bin/mypy node replication
+	$(VENV)/bin/mypy node replication chaos
 	$(VENV)/bin/lint-imports
 
-test: deps system-deps sentinel-deps lint native
+test: deps system-deps sentinel-deps chaos-deps lint native
 	$(VENV)/bin/pytest
 
 # Regenerates replication/pb/ from proto/ (tests/replication/test_proto_fresh.py checks it).
@@ -62,6 +62,24 @@ proto: deps
 
 bench: deps system-deps native
 	$(PY) -m bench
+
+# The chaos lab's tools: a pinned toxiproxy server built into the venv and the `chaos` extra
+# (toxiproxy-python, matplotlib); Debian's redis-sentinel (a target) comes with sentinel-deps.
+TOXIPROXY := $(VENV)/bin/toxiproxy-server
+$(TOXIPROXY): | $(VENV)/.installed
+	@mkdir -p build/toxiproxy
+	GOBIN=$(abspath build/toxiproxy) go install github.com/Shopify/toxiproxy/v2/cmd/server@v2.12.0
+	cp build/toxiproxy/server $@
+
+$(VENV)/.chaos-installed: $(VENV)/.installed pyproject.toml
+	$(PY) -m pip install -q -e '.[dev,chaos]'
+	touch $@
+
+chaos-deps: deps sentinel-deps $(VENV)/.chaos-installed $(TOXIPROXY)
+
+# The chaos matrix: every scenario against every target (report in chaos/results/<time>/report.html).
+chaos: chaos-deps system-deps
+	$(PY) -m chaos matrix
 
 clean: clean-native
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache bench/results/*.tmp
