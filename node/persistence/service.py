@@ -24,13 +24,13 @@ import gc
 import logging
 import os
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from node.commands.context import Block, Node, Session
 from node.commands.reply import CommandError, ReplyError
-from node.commands.streams import append_logged_block, append_logged_xadd
+from node.log.applier import CommandRunner, LogApplier, LogDispatcher
+from node.log.effect_log import EffectLog
 from node.persistence import aof as aofmod
 from node.persistence.aof import AofWriter, FsyncThread, ReplyGate
 from node.persistence.aof_reader import ReplayRefused, read_aof
@@ -46,7 +46,6 @@ from node.persistence.manifest import (
     write_manifest,
 )
 from node.persistence.snapshot import SnapshotError, SnapshotMeta, load_snapshot, write_snapshot
-from node.server.log_scan import command_at
 
 if TYPE_CHECKING:
     import asyncio
@@ -78,28 +77,17 @@ class PersistenceError(Exception):
     where, and what to do."""
 
 
-class EffectLogView(Protocol):
-    replid: str
-    replid2: str
-    second_offset: int
-    offset: int
-
-    def add_listener(self, listener: Callable[[bytes, int], None]) -> None: ...
-    def remove_listener(self, listener: Callable[[bytes, int], None]) -> None: ...
-    def force_select(self) -> None: ...
-
-
-class DispatcherView(Protocol):
+class DispatcherView(LogDispatcher, Protocol):
     write_denial: str | None
 
 
-class PersistenceHost(Node, Protocol):
+class PersistenceHost(Node, CommandRunner, Protocol):
     """What the service needs from the server."""
 
     dirty: int
 
     @property
-    def effects(self) -> EffectLogView: ...
+    def effects(self) -> EffectLog: ...
     @property
     def dispatcher(self) -> DispatcherView: ...
 
@@ -293,33 +281,24 @@ class Persistence:
         session.flags.add("replay")
         errors = 0
 
-        def execute(argv: list[bytes]) -> None:
+        def failed(argv: list[bytes], reply: Any) -> None:
+            # As Redis: an unknown command makes the file unusable; any other error is
+            # reported and the load goes on.
             nonlocal errors
-            # Statistics are reset after loading, and nobody watches or blocks yet: the
-            # direct XADD path needs nothing of the dispatcher here.
-            if append_logged_xadd(session, argv):
+            if type(reply) is not ReplyError:
                 return
-            reply = self.host.execute(session, argv)
-            if type(reply) is ReplyError:
-                if reply.message.startswith("ERR unknown command"):
-                    raise ReplayRefused(f"Unknown command '{argv[0].decode('utf-8', 'replace')}'")
-                errors += 1
-                if errors <= 5:
-                    log.warning("AOF %s: %s replayed with an error: %s", name, argv[0].decode("utf-8", "replace"), reply.message)
+            if reply.message.startswith("ERR unknown command"):
+                raise ReplayRefused(f"Unknown command '{argv[0].decode('utf-8', 'replace')}'")
+            errors += 1
+            if errors <= 5:
+                log.warning("AOF %s: %s replayed with an error: %s", name, argv[0].decode("utf-8", "replace"), reply.message)
 
-        def execute_at(data: bytes, pos: int) -> None:
-            execute(command_at(data, pos))
-
-        def append_block(data: bytes, pos: int) -> tuple[int, int]:
-            # XADDs go stream by stream, in C from the file's bytes (a replica's path).
-            end, taken, _ = append_logged_block(session, data, pos, execute_at)
-            return end, taken
-
+        applier = LogApplier(self.host, session, failed)
         try:
-            result = read_aof(path, execute, append_block)
+            result = read_aof(path, applier.apply_command, applier.apply_block)
         except OSError as exc:
             raise PersistenceError(f"Unrecoverable error reading the append only file {name}: {exc.strerror}") from None
-        session.multi = None  # a MULTI left open at the end was only queued, never run
+        applier.finish()
         fix = f"make a backup of your AOF file, then use `rill check-aof --fix {manifest_name(self._aof_name())}`"
         if result.status == "corrupt":
             raise PersistenceError(
@@ -351,13 +330,14 @@ class Persistence:
 
     def _restore_position(self, meta: SnapshotMeta | None, offset: int) -> None:
         effects = self.host.effects
-        if meta is not None:
-            self._recorded_replid = meta.replid
-            effects.replid = meta.replid
-            effects.replid2 = meta.replid2
-            effects.second_offset = meta.second_offset
-        effects.offset = offset
-        effects.force_select()
+        if meta is None:
+            effects.move_to(offset)
+            return
+        self._recorded_replid = meta.replid
+        try:
+            effects.restore(meta.replid, meta.replid2, meta.second_offset, offset)
+        except ValueError as exc:
+            raise PersistenceError(f"The replication id recorded on disk is unusable: {exc}") from None
 
     def _open_aof_at_start(self) -> None:
         aofdir = self._aof_dir()

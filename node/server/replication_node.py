@@ -43,12 +43,11 @@ import hiredis
 
 from node.commands.context import Block, Session
 from node.commands.reply import OK, ReplyError
-from node.commands.streams import append_logged_block, append_logged_xadd
+from node.log.applier import ApplyError, LogApplier, replica_failure
+from node.log.encode import encode_command
 from node.persistence.service import AOF_ON
 from node.persistence.snapshot import SnapshotError, SnapshotMeta, dump, load_snapshot
-from node.server.log_scan import check_units, command_end
 from node.server.loop_load import CpuContention, LoopLoad
-from node.server.resp import encode_command
 from replication import (
     Backlog,
     ClientTls,
@@ -59,7 +58,7 @@ from replication import (
     ReplicaSettings,
     ServerTls,
 )
-from replication.backlog import NO_REPLID, new_replid
+from replication.backlog import new_replid
 
 if TYPE_CHECKING:
     from node.server.server import Server
@@ -89,11 +88,6 @@ _ACK_REQUEST_TICKS: Final = 10
 _APPLY_ERROR_LOG_PERIOD: Final = 10.0
 
 
-class ApplyError(Exception):
-    """An effect of the primary's log failed here: this replica diverged (or the primary sent
-    something that is not an effect). The link then asks for a full sync."""
-
-
 def _log_connect_failure(task: asyncio.Future[None]) -> None:
     # The connect task only ends by cancellation or by starting the link; anything else is a
     # bug that would otherwise leave the link silently down.
@@ -118,7 +112,8 @@ class _AckWait:
 
 
 class NodeStateMachine:
-    """The `StateMachine` of one replica link: applies the primary's units to this node.
+    """The `StateMachine` of one replica link: applies the primary's units to this node
+    (`node.log.applier`) and logs the primary's bytes verbatim.
 
     One per link: when the node changes role the machine is detached, and anything a link
     that is being cancelled still hands it is refused."""
@@ -128,13 +123,12 @@ class NodeStateMachine:
         self.server = repl.server
         self.active = True
         self.primary_addr = primary_addr
-        self.session = self._new_session()
+        self.applier = LogApplier(self.server, self._new_session(), replica_failure)
         self._last_error_log = 0.0
-        # XADDs appended without the dispatcher and not yet counted in its statistics (within
-        # one apply), and the reader of the commands the C path does not take (fed one whole
-        # command at a time, so it holds nothing between them).
-        self._appended = 0
-        self._reader = hiredis.Reader()
+
+    @property
+    def session(self) -> Session:
+        return self.applier.session
 
     def _new_session(self) -> Session:
         # The replication link's client: replays log-only forms ("replay") and may write on a
@@ -151,77 +145,18 @@ class NodeStateMachine:
 
     def apply(self, data: bytes, end_offset: int) -> None:
         self._check_active()
-        problem = check_units(data)  # before anything is applied
-        if problem is not None:
-            raise ApplyError(problem)
-        server = self.server
-        session = self.session
-        effects = server.effects
+        effects = self.server.effects
+        # The node logs the primary's bytes, not its own re-encoding of them.
         effects.muted = True
-        dispatcher = server.dispatcher
-        # MONITOR shows what a replica applies, which only the dispatcher reports.
-        direct = not server.monitors
-        self._appended = 0
-        pos = 0
-        size = len(data)
-        # Timed back to back, as a client's batch: one clock read per command.
-        dispatcher.batch_started()
         try:
-            while pos < size:
-                if direct:
-                    end, taken, appended = append_logged_block(session, data, pos, self._apply_logged_xadd)
-                    if taken:
-                        self._appended += appended
-                        pos = end
-                        continue
-                end = command_end(data, pos)
-                self._apply_command(data, pos, end, direct)
-                pos = end
-            self._count_appended()
+            self.applier.apply_batch(data)
         except ApplyError:
-            session.multi = None
             self._log_failure()
             raise
         finally:
             effects.muted = False
-            dispatcher.batch_ended()
         effects.replicated(data, end_offset)
-        server.after_batch()
-
-    def _apply_command(self, data: bytes, pos: int, end: int, direct: bool) -> None:
-        """The command at data[pos:end] the ordinary way: an XADD in the log's form straight
-        to its stream (`append_logged_xadd`), anything else through the dispatcher."""
-        reader = self._reader
-        reader.feed(data, pos, end - pos)
-        argv = reader.gets()
-        session = self.session
-        if direct and append_logged_xadd(session, argv):
-            self._appended += 1
-            return
-        self._count_appended()
-        server = self.server
-        # Called on the server, not through a bound method held in a local: compiled, that
-        # is a direct C call instead of a Python-level one per command.
-        reply = server.execute(session, argv)
-        # SWAPDB swaps the dict objects and only refreshes registered clients.
-        session.db = server.keyspace.dbs[session.db_index]
-        if type(reply) is ReplyError or type(reply) is Block:
-            raise ApplyError(self._describe_failure(argv, reply))
-
-    def _count_appended(self) -> None:
-        """The dispatcher's statistics for the XADDs appended directly since the last call."""
-        if self._appended:
-            self.server.dispatcher.count_direct(self.session, b"xadd", self._appended)
-            self._appended = 0
-
-    def _apply_logged_xadd(self, data: bytes, pos: int) -> None:
-        """An XADD of a block that the C path stopped at, the ordinary way."""
-        self._apply_command(data, pos, command_end(data, pos), True)
-
-    def _describe_failure(self, argv: list[bytes], reply: object) -> str:
-        shown = b" ".join(argv[:4]).decode("utf-8", "replace")[:120]
-        why = reply.message if isinstance(reply, ReplyError) else "it would block"
-        return f"'{shown}' from the primary failed here: {why}"
+        self.server.after_batch()
 
     def _log_failure(self) -> None:
         self.repl.apply_errors += 1
@@ -251,16 +186,11 @@ class NodeStateMachine:
         for db, loaded in zip(server.keyspace.dbs, fresh):
             db.clear()
             db.update(loaded)
-        effects = server.effects
-        effects.replid = meta.replid
-        effects.replid2 = NO_REPLID
-        effects.second_offset = -1
-        effects.offset = offset
-        effects.force_select()
+        server.effects.restart(meta.replid, offset)
         # The log may now be at a lower offset than before (a longer, divergent history was
         # replaced): what the AOF reply gate counts as required and durable restarts here.
         server.persistence.gate.reset(offset)
-        self.session = self._new_session()
+        self.applier.session = self._new_session()
         if aof:
             config.set("appendonly", "yes")
         server.after_batch()
@@ -374,13 +304,8 @@ class ReplicationNode:
         loaded log, and a node configured with `replicaof` is read-only from the start."""
         self._loop = asyncio.get_running_loop()
         effects = self.server.effects
-        self.backlog = Backlog(
-            self.config.get_int("repl-backlog-size"),
-            replid=effects.replid,
-            offset=effects.offset,
-            replid2=effects.replid2 if effects.second_offset >= 0 else NO_REPLID,
-            second_offset=effects.second_offset if effects.second_offset >= 0 else -1,
-        )
+        # The backlog records the effect log's history: the same object, never a copy.
+        self.backlog = Backlog(self.config.get_int("repl-backlog-size"), offset=effects.offset, history=effects.history)
         self.backlog.add_listener(self)
         self.primary = Primary(self.backlog, self.snapshot, self._primary_settings(), before_resync=self._record)
         self.primary.registry.add_ack_listener(self._on_ack)
@@ -506,15 +431,14 @@ class ReplicationNode:
         return None
 
     def history_changed(self) -> None:
-        """A new replid (promotion, a replica adopting its primary's) or a reset log (full
-        sync): the effect log takes the backlog's identity, and the AOF records it at once."""
+        """A new replid (promotion, a replica adopting its primary's) or a reset backlog (a
+        full sync, a reset after a disagreement): the history is the effect log's already; a
+        reset also moves the log to the backlog's offset. The AOF records it at once."""
         backlog = self.backlog
         assert backlog is not None
         effects = self.server.effects
-        effects.replid = backlog.replid
-        effects.replid2 = backlog.replid2
-        effects.second_offset = backlog.second_offset
-        effects.offset = backlog.end
+        if effects.offset != backlog.end:
+            effects.move_to(backlog.end)
         self.server.persistence.log_identity_changed()
 
     # -- role changes ---------------------------------------------------------------------

@@ -21,11 +21,11 @@ from node.commands.context import Session
 from node.commands.table import lookup
 from node.config import Config
 from node.engine.keyspace import Keyspace
+from node.log.effect_log import EffectLog
 from node.persistence.service import Persistence
 from node.server.blocking import BlockingManager
 from node.server.connection import ClientConnection
 from node.server.dispatch import Dispatcher
-from node.server.effects import EffectLog
 from node.server.info import InstantaneousMetrics, current_rss, memory_stats, render_info
 from node.server.replication_node import ReplicationNode
 from node.server.resp import encode_error
@@ -253,6 +253,10 @@ class Server:
             # WAIT and WAITAOF wait for the offset just after the client's last write (c->woff).
             session.woff = self.effects.offset
         return reply
+
+    def monitored(self) -> bool:
+        """Whether MONITOR clients watch: every command must then go through the dispatcher."""
+        return bool(self.monitors)
 
     def after_batch(self) -> None:
         """Serve clients woken by the batch before going back to the event loop."""

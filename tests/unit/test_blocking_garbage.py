@@ -11,8 +11,8 @@ from collections.abc import Iterator
 import pytest
 
 from node.config import Config
+from node.log.encode import encode_command
 from node.server.connection import ClientConnection
-from node.server.resp import encode_command
 from node.server.server import Server
 
 

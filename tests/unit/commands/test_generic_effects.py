@@ -14,8 +14,8 @@ import pytest
 from node.commands.context import Session
 from node.commands.reply import OK, ReplyError
 from node.config import Config
+from node.log.encode import encode_command
 from node.server.request_parser import RequestParser
-from node.server.resp import encode_command
 from node.server.server import Server
 
 

@@ -18,8 +18,8 @@ from node.engine import stream as stream_module
 from node.engine import stream_ops
 from node.engine.ids import parse_id
 from node.engine.stream_value import StreamValue
-from node.server.log_scan import command_at
-from node.server.resp import encode_command
+from node.log.encode import encode_command
+from node.log.scan import command_at
 
 
 def test_the_native_appender_is_built() -> None:
