@@ -22,7 +22,7 @@ from setuptools import setup
 # Modules compiled to C: whole packages and single modules (the Makefile's NATIVE_SOURCES
 # names the same files, to rebuild when one changes). node/commands/reply.py stays Python:
 # RSet subclasses list, which mypyc cannot compile as a native class.
-NATIVE_PACKAGES = ("node/engine", "node/commands", "node/log", "node/server")
+NATIVE_PACKAGES = ("node/engine", "node/commands", "node/log", "node/server", "node/replication")
 NATIVE_MODULES = ("node/persistence/aof_reader.py",)  # the AOF replay loop
 NATIVE_EXCLUDE = frozenset({"node/commands/reply.py"})
 # Each a module of its own, with a .pyi beside it.

@@ -17,6 +17,9 @@ from node.commands.table import command
 class PersistenceControl(Protocol):
     """What the commands ask of the persistence service (node.persistence.service)."""
 
+    @property
+    def lastsave(self) -> int: ...  # unix time of the last successful save (LASTSAVE)
+
     def save(self) -> None: ...
     def bgsave(self, schedule: bool, in_exec: bool) -> str: ...
     def bgrewriteaof(self, in_exec: bool) -> str: ...

@@ -1,8 +1,8 @@
 """The node's persistence service: loads the data at start-up, keeps the AOF of the effect
 log (group commit, fsync policy, write errors), takes snapshots (SAVE, BGSAVE, `save`
 points), rewrites the AOF (BGREWRITEAOF, automatic), answers WAITAOF and reports INFO
-persistence. The server holds one `Persistence` and calls it at its edges; the command
-layer reaches it as `ctx.node.persistence`.
+persistence. node/app/ builds one `Persistence` over the node's server and calls it at the
+node's edges (start-up, shutdown); the command layer reaches it as `ctx.node.persistence`.
 
 Rewrite protocol (multi-part AOF, as Redis 7), each step crash-safe:
 1. write and fsync the buffered effects into the current incr file;
@@ -24,15 +24,16 @@ import gc
 import logging
 import os
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final, Protocol
+from typing import TYPE_CHECKING, Any, Final
 
-from node.commands.context import Block, Node, Session
+from node.commands.context import Block, Session
 from node.commands.reply import CommandError, ReplyError
-from node.log.applier import CommandRunner, LogApplier, LogDispatcher
-from node.log.effect_log import EffectLog
+from node.log.applier import LogApplier
 from node.persistence import aof as aofmod
-from node.persistence.aof import AofWriter, FsyncThread, ReplyGate
+from node.persistence.aof import AofWriter, FsyncThread
 from node.persistence.aof_reader import ReplayRefused, read_aof
 from node.persistence.background import ChildJob, fork_job, kill_job, poll_job
 from node.persistence.files import fsync_dir, remove_quietly, replace_durably
@@ -49,6 +50,8 @@ from node.persistence.snapshot import SnapshotError, SnapshotMeta, load_snapshot
 
 if TYPE_CHECKING:
     import asyncio
+
+    from node.server.server import Server
 
 log = logging.getLogger("rill.persistence")
 
@@ -77,21 +80,6 @@ class PersistenceError(Exception):
     where, and what to do."""
 
 
-class DispatcherView(LogDispatcher, Protocol):
-    write_denial: str | None
-
-
-class PersistenceHost(Node, CommandRunner, Protocol):
-    """What the service needs from the server."""
-
-    dirty: int
-
-    @property
-    def effects(self) -> EffectLog: ...
-    @property
-    def dispatcher(self) -> DispatcherView: ...
-
-
 @dataclass(slots=True)
 class _AofWaiter:
     """A client blocked in WAITAOF until the local AOF is fsynced up to `offset`."""
@@ -103,10 +91,10 @@ class _AofWaiter:
 
 
 class Persistence:
-    def __init__(self, host: PersistenceHost) -> None:
-        self.host = host
-        self.config = host.config
-        self.gate = ReplyGate()
+    def __init__(self, server: Server) -> None:
+        self.server = server
+        self.config = server.config
+        self.gate = server.reply_gate
         self.aof_state = AOF_OFF
         self._writer: AofWriter | None = None
         self._effects_listener = self._on_effects  # kept: the effect log also removes it
@@ -137,6 +125,7 @@ class Persistence:
         self.rewrite_base_size = 0
         self.keys_loaded = 0
         self.load_seconds = 0.0
+        self.lastsave = int(time.time())  # unix time of the last successful save (LASTSAVE)
         # The replication id the AOF records for its end (its base's, or the last incr file
         # that records one): when the log's differs, a new incr file records the new one.
         self._recorded_replid = ""
@@ -152,9 +141,9 @@ class Persistence:
     def writer(self, writer: AofWriter | None) -> None:
         self._writer = writer
         if writer is not None:
-            self.host.effects.add_listener(self._effects_listener)
+            self.server.effects.add_listener(self._effects_listener)
         else:
-            self.host.effects.remove_listener(self._effects_listener)
+            self.server.effects.remove_listener(self._effects_listener)
 
     # -- paths ---------------------------------------------------------------------------
 
@@ -199,29 +188,29 @@ class Persistence:
             self._loading = False
             if collecting:
                 gc.enable()
-        self.host.dirty = 0
-        self.host.reset_stats()
-        self.keys_loaded = self.host.keyspace.key_count()
+        self.server.dirty = 0
+        self.server.reset_stats()
+        self.keys_loaded = self.server.keyspace.key_count()
         self.load_seconds = time.monotonic() - started
         if self.keys_loaded or self.aof_state != AOF_OFF:
-            log.info("DB loaded from disk: %.3f seconds (%d keys, offset=%d)", self.load_seconds, self.keys_loaded, self.host.effects.offset)
+            log.info("DB loaded from disk: %.3f seconds (%d keys, offset=%d)", self.load_seconds, self.keys_loaded, self.server.effects.offset)
 
     def start(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = loop
-        self.gate.reset(self.host.effects.offset)
+        self.gate.reset(self.server.effects.offset)
         self._start_syncer()
         self._cron = loop.call_later(_CRON_SECONDS, self._tick)
 
     def _load_rdb(self, path: str) -> None:
         started = time.monotonic()
         try:
-            loaded = load_snapshot(path, self.host.keyspace.dbs)
+            loaded = load_snapshot(path, self.server.keyspace.dbs)
         except SnapshotError as exc:
             raise PersistenceError(f"{exc}. The snapshot is damaged: restore a backup or move it away to start empty.") from None
         except OSError as exc:
             raise PersistenceError(f"Can't read the snapshot file {path}: {exc.strerror}") from None
         self._restore_position(loaded.meta, loaded.meta.offset)
-        self.host.lastsave = loaded.meta.created or int(time.time())
+        self.lastsave = loaded.meta.created or int(time.time())
         log.info("Snapshot %s loaded: %d keys in %.3f seconds", os.path.basename(path), loaded.keys, time.monotonic() - started)
 
     def _load_aof(self) -> bool:
@@ -244,7 +233,7 @@ class Persistence:
             started = time.monotonic()
             path = os.path.join(aofdir, manifest.base.name)
             try:
-                loaded = load_snapshot(path, self.host.keyspace.dbs)
+                loaded = load_snapshot(path, self.server.keyspace.dbs)
             except SnapshotError as exc:
                 raise PersistenceError(f"{exc}. Restore a backup of the AOF directory.") from None
             except OSError as exc:
@@ -276,7 +265,8 @@ class Persistence:
         """Replay one incr file; returns its usable size (after cutting a truncated tail)."""
         name = os.path.basename(path)
         started = time.monotonic()
-        session = Session(self.host, 0)
+        assert self.server.node is not None
+        session = Session(self.server.node, 0)
         session.authenticated = True
         session.flags.add("replay")
         errors = 0
@@ -293,7 +283,7 @@ class Persistence:
             if errors <= 5:
                 log.warning("AOF %s: %s replayed with an error: %s", name, argv[0].decode("utf-8", "replace"), reply.message)
 
-        applier = LogApplier(self.host, session, failed)
+        applier = LogApplier(self.server, session, failed)
         try:
             result = read_aof(path, applier.apply_command, applier.apply_block)
         except OSError as exc:
@@ -329,7 +319,7 @@ class Persistence:
         return size
 
     def _restore_position(self, meta: SnapshotMeta | None, offset: int) -> None:
-        effects = self.host.effects
+        effects = self.server.effects
         if meta is None:
             effects.move_to(offset)
             return
@@ -351,7 +341,7 @@ class Persistence:
                 base_name, base_seq = manifest.new_base_name(name)
                 temp = os.path.join(aofdir, TEMP_PREFIX + base_name)
                 meta = self._meta()
-                size = write_snapshot(temp, self.host.keyspace.dbs, meta)
+                size = write_snapshot(temp, self.server.keyspace.dbs, meta)
                 self._recorded_replid = meta.replid
                 replace_durably(temp, os.path.join(aofdir, base_name))
                 log.info("Creating AOF base file %s on server start", base_name)
@@ -359,7 +349,7 @@ class Persistence:
                 self._sizes[base_name] = size
                 self.rewrite_base_size = size
             if not manifest.incrs:
-                manifest, incr = manifest.with_new_incr(name, self.host.effects.offset)
+                manifest, incr = manifest.with_new_incr(name, self.server.effects.offset)
                 AofWriter(os.path.join(aofdir, incr.name), incr.start_offset).close()
                 fsync_dir(aofdir)
                 write_manifest(aofdir, name, manifest)
@@ -374,10 +364,10 @@ class Persistence:
             self._drop_history()
         except OSError as exc:  # left for the next rewrite; the AOF itself is usable
             log.warning("Can't remove the AOF history files: %s", exc.strerror or exc)
-        if self.writer.written_offset != self.host.effects.offset:
+        if self.writer.written_offset != self.server.effects.offset:
             raise PersistenceError(
                 f"The AOF file {current.name} ends at offset {self.writer.written_offset}, "
-                f"the loaded data at {self.host.effects.offset}"
+                f"the loaded data at {self.server.effects.offset}"
             )
         self.aof_state = AOF_ON
 
@@ -400,7 +390,7 @@ class Persistence:
         self.manifest = clean
 
     def _meta(self) -> SnapshotMeta:
-        effects = self.host.effects
+        effects = self.server.effects
         return SnapshotMeta(effects.replid, effects.replid2, effects.second_offset, effects.offset, int(time.time()))
 
     # -- the AOF: group commit -----------------------------------------------------------
@@ -476,7 +466,7 @@ class Persistence:
             text = _BGSAVE_ERR
         elif self.aof_state != AOF_OFF and (self.write_failure or self.fsync_failure):
             text = f"MISCONF Errors writing to the AOF file: {self.write_failure or self.fsync_failure}"
-        self.host.dispatcher.write_denial = text
+        self.server.dispatcher.write_denial = text
 
     def _start_syncer(self) -> None:
         """The fsync thread the policy needs: on request (always), every second (everysec),
@@ -539,7 +529,7 @@ class Persistence:
         Replicas are not counted yet (replication will add them)."""
         if numlocal and self.aof_state == AOF_OFF:
             raise CommandError("ERR WAITAOF cannot be used when numlocal is set but appendonly is disabled.")
-        target = self.host.effects.offset
+        target = self.server.effects.offset
         writer = self.writer
         acklocal = 1 if writer is not None and self.aof_state == AOF_ON and writer.synced_offset >= target else 0
         if (acklocal >= numlocal and numreplicas == 0) or session.in_exec or "replay" in session.flags:
@@ -561,7 +551,7 @@ class Persistence:
             if w.offset > offset:
                 waiting.append(w)
             elif w.numreplicas == 0:
-                self.host.unblock_session(w.session, [1, 0])
+                self.server.unblock_session(w.session, [1, 0])
             else:
                 w.block.timeout_reply = [1, 0]
         self._waiters = waiting
@@ -580,14 +570,14 @@ class Persistence:
         path = self._rdb_path()
         temp = os.path.join(self._dir(), f"temp-{os.getpid()}.rdb")
         try:
-            write_snapshot(temp, self.host.keyspace.dbs, self._meta())
+            write_snapshot(temp, self.server.keyspace.dbs, self._meta())
             replace_durably(temp, path)
         except OSError as exc:
             remove_quietly(temp)
             log.warning("Write error saving DB on disk: %s", exc.strerror or exc)
             return False
-        self.host.dirty = 0
-        self.host.lastsave = int(time.time())
+        self.server.dirty = 0
+        self.lastsave = int(time.time())
         self.bgsave_ok = True
         self._update_denial()
         log.info("DB saved on disk")
@@ -612,7 +602,7 @@ class Persistence:
         self.last_bgsave_try = time.time()
         self.rdb_saves += 1
         temp = os.path.join(self._dir(), f"temp-bgsave-{os.getpid()}.rdb")
-        dbs = self.host.keyspace.dbs
+        dbs = self.server.keyspace.dbs
         meta = self._meta()
         try:
             job = fork_job("rdb", temp, lambda: write_snapshot(temp, dbs, meta))
@@ -620,7 +610,7 @@ class Persistence:
             log.warning("Can't save in background: fork: %s", exc.strerror)
             self._bgsave_finished(False, time.monotonic())
             return False
-        job.on_done = functools.partial(self._bgsave_done, temp, self.host.dirty, job.started)
+        job.on_done = functools.partial(self._bgsave_done, temp, self.server.dirty, job.started)
         self.child = job
         log.info("Background saving started by pid %d", job.pid)
         return True
@@ -632,8 +622,8 @@ class Persistence:
             except OSError as exc:
                 ok, message = False, f"rename: {exc.strerror}"
         if ok:
-            self.host.dirty = max(0, self.host.dirty - dirty_before)
-            self.host.lastsave = int(time.time())
+            self.server.dirty = max(0, self.server.dirty - dirty_before)
+            self.lastsave = int(time.time())
             log.info("Background saving terminated with success")
         else:
             remove_quietly(temp)
@@ -668,7 +658,7 @@ class Persistence:
         aofdir = self._aof_dir()
         name = self._aof_name()
         self._write_and_sync()
-        manifest, incr = manifest.with_new_incr(name, self.host.effects.offset, replid, replid2, second_offset)
+        manifest, incr = manifest.with_new_incr(name, self.server.effects.offset, replid, replid2, second_offset)
         writer = AofWriter(os.path.join(aofdir, incr.name), incr.start_offset)
         try:
             fsync_dir(aofdir)
@@ -680,7 +670,7 @@ class Persistence:
             raise
         self._switch_writer(writer)
         # The new file is replayed on its own: its first unit must say its database.
-        self.host.effects.force_select()
+        self.server.effects.force_select()
         return manifest, incr
 
     def _start_rewrite(self) -> bool:
@@ -696,7 +686,7 @@ class Persistence:
             self.manifest = manifest
             base_name, base_seq = manifest.new_base_name(name)
             temp = os.path.join(aofdir, f"{TEMP_PREFIX}rewriteaof-bg-{os.getpid()}.rill")
-            dbs = self.host.keyspace.dbs
+            dbs = self.server.keyspace.dbs
             meta = self._meta()
             job = fork_job("aof", temp, lambda: write_snapshot(temp, dbs, meta))
         except OSError as exc:
@@ -831,7 +821,7 @@ class Persistence:
         writer = self.writer
         if self.aof_state != AOF_ON or writer is None or self.rewrite_scheduled:
             return
-        effects = self.host.effects
+        effects = self.server.effects
         if writer.written_offset + len(writer.buf) != effects.offset:
             log.warning("The effect log is at offset %d but the AOF at %d: rewriting the AOF",
                         effects.offset, writer.written_offset + len(writer.buf))
@@ -845,7 +835,7 @@ class Persistence:
         position belongs to changed). Should the cron be the one to record it, units logged
         under the new id meanwhile stay in the previous file, which is harmless: a restart
         takes the identity of the end."""
-        effects = self.host.effects
+        effects = self.server.effects
         try:
             manifest = (self.manifest or Manifest()).past_seqs_on_disk(self._aof_dir(), self._aof_name())
             manifest, incr = self._start_next_incr(manifest, effects.replid, effects.replid2, effects.second_offset)
@@ -864,8 +854,8 @@ class Persistence:
         now = time.time()
         if not self.bgsave_ok and now - self.last_bgsave_try < _BGSAVE_RETRY_DELAY:
             return False
-        dirty = self.host.dirty
-        since = now - self.host.lastsave
+        dirty = self.server.dirty
+        since = now - self.lastsave
         for seconds, changes in self._save_points:
             if dirty >= changes and since > seconds:
                 log.info("%d changes in %d seconds. Saving...", changes, seconds)
@@ -901,6 +891,22 @@ class Persistence:
         elif name == "save":
             self._save_points = _parse_save(value)
             self._update_denial()
+
+    @contextmanager
+    def replacing_data_set(self) -> Iterator[None]:
+        """Wraps replacing the whole data set (a replica loading its primary's snapshot). As
+        Redis (stopAppendOnly / restartAOFAfterSYNC): the AOF of the old data set is closed
+        first, and a new one starts from a base of the new data once it is in place; until
+        that base is written the old AOF stays what a restart loads. The log may then end
+        at a lower offset than before (a longer, divergent history was replaced): what the
+        reply gate counts as required and durable restarts there."""
+        aof = self.config.get("appendonly") == "yes"
+        if aof:
+            self._disable_aof()
+        yield
+        self.gate.reset(self.server.effects.offset)
+        if aof:
+            self._enable_aof()
 
     def _enable_aof(self) -> None:
         """CONFIG SET appendonly yes: a base of the current data first (in the background);

@@ -159,7 +159,7 @@ class Dispatcher:
             # rejectCommand: a refused EXEC discards the transaction (open or not) and says why.
             session.multi = None
             session.multi_error = False
-            session.node.unwatch_all(session)
+            session.node.watches.unwatch_all(session)
             message = "EXECABORT Transaction discarded because of: " + message.removeprefix("ERR ")
         self.count_error(message)
         return ReplyError(message)

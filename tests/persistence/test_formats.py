@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from node.app.rill_node import RillNode
 from node.commands.context import Session
 from node.config import Config
 from node.engine.digest import digest_keyspace
@@ -28,8 +29,9 @@ from node.server.server import Server
 
 @pytest.fixture
 def server() -> Iterator[tuple[Server, Session]]:
-    srv = Server(Config())
-    session = Session(srv, 1)
+    node = RillNode(Config())
+    srv = node.server
+    session = Session(node, 1)
     yield srv, session
 
 

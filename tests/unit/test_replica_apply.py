@@ -8,21 +8,23 @@ from collections.abc import Iterator
 
 import pytest
 
+from node.app.rill_node import RillNode
 from node.commands.context import Session
 from node.config import Config
+from node.log.applier import ApplyError
 from node.log.encode import encode_command
-from node.server.replication_node import ApplyError, NodeStateMachine
+from node.replication.role import NodeStateMachine
 from node.server.resp import encode_one
-from node.server.server import Server
 
 
 class _Replica:
     """A real server with the state machine a replica link drives."""
 
     def __init__(self) -> None:
-        self.server = Server(Config())
-        self.machine = NodeStateMachine(self.server.replication, "127.0.0.1:6379")
-        self.client = Session(self.server, 0, addr="test")
+        node = RillNode(Config())
+        self.server = node.server
+        self.machine = NodeStateMachine(node.replication, "127.0.0.1:6379")
+        self.client = Session(node, 0, addr="test")
         self.client.authenticated = True
 
     def apply(self, *commands: list[bytes]) -> None:

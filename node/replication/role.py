@@ -45,7 +45,7 @@ from node.commands.context import Block, Session
 from node.commands.reply import OK, ReplyError
 from node.log.applier import ApplyError, LogApplier, replica_failure
 from node.log.encode import encode_command
-from node.persistence.service import AOF_ON
+from node.persistence.service import AOF_ON, Persistence
 from node.persistence.snapshot import SnapshotError, SnapshotMeta, dump, load_snapshot
 from node.server.loop_load import CpuContention, LoopLoad
 from replication import (
@@ -134,7 +134,8 @@ class NodeStateMachine:
         # The replication link's client: replays log-only forms ("replay") and may write on a
         # replica ("master", which EXEC and the server honour). Its address is the primary's
         # host:port, as Redis's master client shows it (MONITOR lines, client tools parse it).
-        session = Session(self.server, 0, addr=self.primary_addr)
+        assert self.server.node is not None
+        session = Session(self.server.node, 0, addr=self.primary_addr)
         session.authenticated = True
         session.flags.update(("replay", "master"))
         return session
@@ -175,24 +176,13 @@ class NodeStateMachine:
         meta = _load_snapshot_bytes(chunks, fresh, server.config.get("dir"))
         if meta.offset != offset:
             raise ApplyError(f"the snapshot is at offset {meta.offset}, the primary announced {offset}")
-        config = server.config
-        # As Redis (stopAppendOnly / restartAOFAfterSYNC): the AOF of the old data set is
-        # closed, and a new one starts from a base of the loaded data; until that base is
-        # written the old AOF stays what a restart loads.
-        aof = config.get("appendonly") == "yes"
-        if aof:
-            config.set("appendonly", "no")
-        server.touch_all(None)
-        for db, loaded in zip(server.keyspace.dbs, fresh):
-            db.clear()
-            db.update(loaded)
-        server.effects.restart(meta.replid, offset)
-        # The log may now be at a lower offset than before (a longer, divergent history was
-        # replaced): what the AOF reply gate counts as required and durable restarts here.
-        server.persistence.gate.reset(offset)
+        with self.repl.persistence.replacing_data_set():
+            server.touch_all(None)
+            for db, loaded in zip(server.keyspace.dbs, fresh):
+                db.clear()
+                db.update(loaded)
+            server.effects.restart(meta.replid, offset)
         self.applier.session = self._new_session()
-        if aof:
-            config.set("appendonly", "yes")
         server.after_batch()
         log.info("MASTER <-> REPLICA sync: loaded %d keys at offset %d", server.keyspace.key_count(), offset)
 
@@ -265,10 +255,11 @@ async def discover_repl_port(host: str, port: int, masterauth: str, timeout: flo
 
 
 class ReplicationNode:
-    """The replication side of one node (`server.replication`)."""
+    """The replication side of one node (`ctx.node.replication`)."""
 
-    def __init__(self, server: Server) -> None:
+    def __init__(self, server: Server, persistence: Persistence) -> None:
         self.server = server
+        self.persistence = persistence
         self.config = server.config
         self.backlog: Backlog | None = None
         self.primary: Primary | None = None
@@ -439,7 +430,7 @@ class ReplicationNode:
         effects = self.server.effects
         if effects.offset != backlog.end:
             effects.move_to(backlog.end)
-        self.server.persistence.log_identity_changed()
+        self.persistence.log_identity_changed()
 
     # -- role changes ---------------------------------------------------------------------
 
@@ -581,7 +572,7 @@ class ReplicationNode:
         return local >= wait.numlocal and count >= wait.numreplicas, [local, count]
 
     def _local_fsynced(self, offset: int) -> int:
-        persistence = self.server.persistence
+        persistence = self.persistence
         writer = persistence.writer
         return int(persistence.aof_state == AOF_ON and writer is not None and writer.synced_offset >= offset)
 
@@ -621,7 +612,7 @@ class ReplicationNode:
         """What this replica reports as durably on disk: the AOF's fsynced offset, once the
         AOF on disk follows the current history (not while a base for a full sync, or for a
         new replid, is still being written); -1 otherwise."""
-        persistence = self.server.persistence
+        persistence = self.persistence
         writer = persistence.writer
         backlog = self.backlog
         if persistence.aof_state != AOF_ON or writer is None or backlog is None or persistence.rewrite_scheduled:
