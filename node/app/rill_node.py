@@ -70,6 +70,7 @@ class RillNode:
         self.watches: Watches = self.server
         self.clients: Clients = self.server
         self.admin: Admin = self
+        self.waits = self.replication.waits
         self.metrics = InstantaneousMetrics()
         self.startup_rss = 0  # RSS once listening: INFO's used_memory_startup
         self.shutdown_reason = ""

@@ -3,8 +3,8 @@
 `Node` is the node as commands see it: the data (keyspace, config, clock), the write path
 (propagate) and, each behind a narrow protocol, the services only some command families use:
 `Watches` (WATCH, flushes, SWAPDB), `Clients` (CLIENT, MONITOR, RESET), `Admin` (INFO, MEMORY,
-CONFIG RESETSTAT, DEBUG SLEEP, SHUTDOWN), and the persistence and replication controls
-declared by their commands (`persistence_cmds`, `replication_cmds`). They are Protocols so the
+CONFIG RESETSTAT, DEBUG SLEEP, SHUTDOWN), and the persistence and replication controls and the
+waits of WAIT and WAITAOF, declared by their commands (`persistence_cmds`, `replication_cmds`). They are Protocols so the
 command layer never imports what implements them (imports point engine <- commands <- ...);
 node/app/ wires the node's parts into one `Node`.
 """
@@ -19,7 +19,7 @@ from node.engine.keyspace import Database, Keyspace
 
 if TYPE_CHECKING:
     from node.commands.persistence_cmds import PersistenceControl
-    from node.commands.replication_cmds import ReplicationControl
+    from node.commands.replication_cmds import ReplicationControl, Waits
     from node.config import Config
 
 
@@ -76,7 +76,9 @@ class Node(Protocol):
     @property
     def persistence(self) -> PersistenceControl: ...  # SAVE, BGSAVE, BGREWRITEAOF, LASTSAVE, WAITAOF
     @property
-    def replication(self) -> ReplicationControl: ...  # REPLICAOF, WAIT, WAITAOF, ROLE
+    def replication(self) -> ReplicationControl: ...  # REPLICAOF, ROLE
+    @property
+    def waits(self) -> Waits: ...  # WAIT, WAITAOF
 
 
 @dataclass(slots=True)

@@ -1,7 +1,7 @@
 """The node's persistence service: loads the data at start-up, keeps the AOF of the effect
 log (group commit, fsync policy, write errors), takes snapshots (SAVE, BGSAVE, `save`
-points), rewrites the AOF (BGREWRITEAOF, automatic), answers WAITAOF and reports INFO
-persistence. node/app/ builds one `Persistence` over the node's server and calls it at the
+points), rewrites the AOF (BGREWRITEAOF, automatic), tells WAITAOF when the AOF got durable
+further and reports INFO persistence. node/app/ builds one `Persistence` over the node's server and calls it at the
 node's edges (start-up, shutdown); the command layer reaches it as `ctx.node.persistence`.
 
 Rewrite protocol (multi-part AOF, as Redis 7), each step crash-safe:
@@ -24,12 +24,11 @@ import gc
 import logging
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
-from node.commands.context import Block, Session
+from node.commands.context import Session
 from node.commands.reply import CommandError, ReplyError
 from node.log.applier import LogApplier
 from node.persistence import aof as aofmod
@@ -80,16 +79,6 @@ class PersistenceError(Exception):
     where, and what to do."""
 
 
-@dataclass(slots=True)
-class _AofWaiter:
-    """A client blocked in WAITAOF until the local AOF is fsynced up to `offset`."""
-
-    session: Session
-    block: Block
-    offset: int
-    numreplicas: int
-
-
 class Persistence:
     def __init__(self, server: Server) -> None:
         self.server = server
@@ -105,7 +94,8 @@ class Persistence:
         self._cron: asyncio.TimerHandle | None = None
         self._commit_scheduled = False
         self._loading = False
-        self._waiters: list[_AofWaiter] = []
+        # Called whenever what is durable may have changed (`_durability_changed`).
+        self._durability_listeners: list[Callable[[], None]] = []
         self._sizes: dict[str, int] = {}  # closed base/incr files of the manifest -> bytes
         self._save_points = _parse_save(self.config.get("save"))
         # Status, for MISCONF and INFO.
@@ -499,7 +489,7 @@ class Persistence:
             self.fsync_failure = None
             self._refresh_failure()
         self.gate.release(writer.synced_offset)
-        self._fsynced(writer.synced_offset)
+        self._durability_changed()
 
     def _write_and_sync(self) -> None:
         """Everything buffered, written and fsynced now, on the loop (a file switch, a
@@ -509,7 +499,7 @@ class Persistence:
             writer.write()
             writer.fsync()
             self.gate.release(writer.synced_offset)
-            self._fsynced(writer.synced_offset)
+            self._durability_changed()
 
     def _switch_writer(self, writer: AofWriter | None) -> None:
         self._stop_syncer()
@@ -520,41 +510,19 @@ class Persistence:
             old.close()
         if writer is not None:
             self._start_syncer()
+        self._durability_changed()
 
-    # -- WAITAOF ---------------------------------------------------------------------------
+    # -- durability, for WAITAOF -------------------------------------------------------------
 
-    def waitaof(self, session: Session, numlocal: int, numreplicas: int, timeout_ms: int) -> Any:
-        """WAITAOF's local part: [1, 0] once the AOF is fsynced up to the node's offset at
-        the time of the call (which covers this client's writes), or [0, 0] on timeout.
-        Replicas are not counted yet (replication will add them)."""
-        if numlocal and self.aof_state == AOF_OFF:
-            raise CommandError("ERR WAITAOF cannot be used when numlocal is set but appendonly is disabled.")
-        target = self.server.effects.offset
-        writer = self.writer
-        acklocal = 1 if writer is not None and self.aof_state == AOF_ON and writer.synced_offset >= target else 0
-        if (acklocal >= numlocal and numreplicas == 0) or session.in_exec or "replay" in session.flags:
-            return [acklocal, 0]
-        block = Block([], timeout_ms, _never_ready, [acklocal, 0])
-        if acklocal < numlocal:
-            self._waiters.append(_AofWaiter(session, block, target, numreplicas))
-        return block
+    def add_durability_listener(self, listener: Callable[[], None]) -> None:
+        """`listener()` is called whenever the AOF's durable state may have changed: an fsync
+        reported, everything written and fsynced at once, a rewrite installed (the AOF counts
+        from then on), the AOF turned off."""
+        self._durability_listeners.append(listener)
 
-    def _fsynced(self, offset: int) -> None:
-        # Until the first base is in a manifest (AOF_WAIT_REWRITE) an fsynced incr file
-        # would not be loaded after a crash: it does not count for WAITAOF.
-        if not self._waiters or self.aof_state != AOF_ON:
-            return
-        waiting: list[_AofWaiter] = []
-        for w in self._waiters:
-            if w.session.blocked_on is not w.block:
-                continue  # timed out or disconnected
-            if w.offset > offset:
-                waiting.append(w)
-            elif w.numreplicas == 0:
-                self.server.unblock_session(w.session, [1, 0])
-            else:
-                w.block.timeout_reply = [1, 0]
-        self._waiters = waiting
+    def _durability_changed(self) -> None:
+        for listener in self._durability_listeners:
+            listener()
 
     # -- snapshots -------------------------------------------------------------------------
 
@@ -731,8 +699,6 @@ class Persistence:
         if self.aof_state == AOF_WAIT_REWRITE:
             self.aof_state = AOF_ON
             self._update_denial()
-            if self.writer is not None:
-                self._fsynced(self.writer.synced_offset)
         try:
             self._drop_history()
         except OSError as exc:
@@ -740,6 +706,9 @@ class Persistence:
         self.rewrite_base_size = self.current_size()
         self.rewrites += 1
         self._rewrite_finished(True, started)
+        # A first base makes the AOF count for WAITAOF; any new base ends a replica's "no
+        # fsynced offset" while the AOF did not follow its history.
+        self._durability_changed()
         log.info("Background AOF rewrite finished successfully (base %s, %d bytes)", base_name, self._sizes[base_name])
 
     def _rewrite_finished(self, ok: bool, started: float) -> None:
@@ -789,8 +758,6 @@ class Persistence:
                     child.on_done(*result)
         if self.write_failure is not None or (self.fsync_failure is not None and self.policy == aofmod.ALWAYS):
             self.commit()  # retry: a write denied by MISCONF resumes once this succeeds
-        if self._waiters:
-            self._waiters = [w for w in self._waiters if w.session.blocked_on is w.block]
         if self.child is not None:
             return
         self._follow_log_identity()
@@ -983,10 +950,6 @@ class Persistence:
             ("aof_pending_bio_fsync", int(self.syncer is not None and self.syncer.in_progress)),
             ("aof_delayed_fsync", 0),
         ]
-
-def _never_ready(session: Session) -> None:
-    return None
-
 
 def _parse_save(value: str) -> list[tuple[int, int]]:
     words = value.split()

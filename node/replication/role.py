@@ -36,17 +36,17 @@ import os
 import tempfile
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 import hiredis
 
-from node.commands.context import Block, Session
+from node.commands.context import Session
 from node.commands.reply import OK, ReplyError
 from node.log.applier import ApplyError, LogApplier, replica_failure
 from node.log.encode import encode_command
 from node.persistence.service import AOF_ON, Persistence
 from node.persistence.snapshot import SnapshotError, SnapshotMeta, dump, load_snapshot
+from node.replication.waits import Waits
 from node.server.loop_load import CpuContention, LoopLoad
 from replication import (
     Backlog,
@@ -79,10 +79,6 @@ INFO_PORT_FIELD: Final = "repl_grpc_port"
 # Retry delays while asking a primary for its replication port: doubling from first to max.
 _DISCOVERY_FIRST_DELAY: Final = 0.1
 _DISCOVERY_MAX_DELAY: Final = 5.0
-# WAITAOF waiters re-check the local fsync this often (fsyncs happen off the event loop), and
-# ask replicas for a fresh ack every _ACK_REQUEST_TICKS checks (Redis's REPLCONF GETACK).
-_FSYNC_POLL: Final = 0.01
-_ACK_REQUEST_TICKS: Final = 10
 # Errors applying the primary's log are logged at most this often (a diverged replica would
 # otherwise log every batch until its full sync).
 _APPLY_ERROR_LOG_PERIOD: Final = 10.0
@@ -93,22 +89,6 @@ def _log_connect_failure(task: asyncio.Future[None]) -> None:
     # bug that would otherwise leave the link silently down.
     if not task.cancelled() and task.exception() is not None:
         log.error("Replication link setup failed", exc_info=task.exception())
-
-
-def _never_ready(session: Session) -> None:
-    return None
-
-
-@dataclass(eq=False)
-class _AckWait:
-    """A client parked in WAIT (fsync=False) or WAITAOF (fsync=True)."""
-
-    session: Session
-    block: Block
-    offset: int  # the client's last write offset (c->woff)
-    numreplicas: int
-    fsync: bool
-    numlocal: int = 0
 
 
 class NodeStateMachine:
@@ -283,9 +263,9 @@ class ReplicationNode:
         # the bound method is kept so the effect log can also remove it.
         self._recording = False
         self._unit_listener = self._on_unit
-        self._waits: list[_AckWait] = []
-        self._fsync_timer: asyncio.TimerHandle | None = None
-        self._fsync_ticks = 0
+        self.waits = Waits(server, persistence, self.flush)
+        # A replica acks at once when its AOF's fsync advances (a primary's WAITAOF waits).
+        persistence.add_durability_listener(self._durability_changed)
         self.config.on_change(self._on_config_change)
 
     # -- lifecycle -----------------------------------------------------------------------
@@ -299,7 +279,7 @@ class ReplicationNode:
         self.backlog = Backlog(self.config.get_int("repl-backlog-size"), offset=effects.offset, history=effects.history)
         self.backlog.add_listener(self)
         self.primary = Primary(self.backlog, self.snapshot, self._primary_settings(), before_resync=self._record)
-        self.primary.registry.add_ack_listener(self._on_ack)
+        self.waits.attach(self.primary)
         if self.config.get("replicaof"):
             self.server.role = "slave"
             self._record()
@@ -336,8 +316,6 @@ class ReplicationNode:
         if stopping is not None:
             with contextlib.suppress(Exception):
                 await stopping
-        if self._fsync_timer is not None:
-            self._fsync_timer.cancel()
         if self.primary is not None:
             await self.primary.stop(grace=0.5)
 
@@ -533,80 +511,14 @@ class ReplicationNode:
         for conn in list(server.clients.values()):
             if conn.waiter is not None:
                 server.blocking.unblock(conn.waiter, ReplyError(message))
-        self._waits.clear()
+        self.waits.forget_all()
         server.after_batch()
 
-    # -- WAIT, WAITAOF, min-replicas ------------------------------------------------------
+    # -- fsync acks, min-replicas ------------------------------------------------------------
 
-    def wait(self, session: Session, numreplicas: int, timeout_ms: int) -> Any:
-        assert self.primary is not None
-        count = self.primary.waits.count_now(session.woff)
-        if count >= numreplicas or session.in_exec:
-            return count
-        self.flush()  # the client's write goes to the replicas now, not at the next tick
-        block = Block([], timeout_ms, _never_ready, count)
-        self._waits.append(_AckWait(session, block, session.woff, numreplicas, fsync=False))
-        return block
-
-    def waitaof(self, session: Session, numlocal: int, numreplicas: int, timeout_ms: int) -> Any:
-        assert self.primary is not None
-        wait = _AckWait(session, Block([], timeout_ms, _never_ready), session.woff, numreplicas, True, numlocal)
-        done, reply = self._wait_state(wait)
-        if done or session.in_exec:
-            return reply
-        wait.block.timeout_reply = reply
-        self._waits.append(wait)
-        self.flush()
-        self.primary.request_acks()
-        if self._fsync_timer is None and self._loop is not None:
-            self._fsync_timer = self._loop.call_later(_FSYNC_POLL, self._fsync_tick)
-        return wait.block
-
-    def _wait_state(self, wait: _AckWait) -> tuple[bool, Any]:
-        registry = self.primary.registry if self.primary is not None else None
-        if not wait.fsync:
-            count = registry.count_acked(wait.offset) if registry is not None else 0
-            return count >= wait.numreplicas, count
-        local = self._local_fsynced(wait.offset)
-        count = registry.count_fsynced(wait.offset) if registry is not None else 0
-        return local >= wait.numlocal and count >= wait.numreplicas, [local, count]
-
-    def _local_fsynced(self, offset: int) -> int:
-        persistence = self.persistence
-        writer = persistence.writer
-        return int(persistence.aof_state == AOF_ON and writer is not None and writer.synced_offset >= offset)
-
-    def _on_ack(self) -> None:
-        """A replica acked (or left): release the waits it satisfies; the others' timeout
-        reply follows the count, so a timeout answers the count at that moment."""
-        if not self._waits:
-            return
-        waits, self._waits = self._waits, []
-        keep: list[_AckWait] = []
-        released = False
-        for wait in waits:
-            if wait.session.blocked_on is not wait.block:
-                continue  # timed out, unblocked or disconnected
-            done, reply = self._wait_state(wait)
-            if done:
-                released = self.server.unblock_session(wait.session, reply) or released
-            else:
-                wait.block.timeout_reply = reply
-                keep.append(wait)
-        # Released clients may have run queued commands that parked new waits meanwhile.
-        self._waits = keep + self._waits
-        if released:
-            self.server.after_batch()
-
-    def _fsync_tick(self) -> None:
-        self._fsync_timer = None
-        self._on_ack()
-        if not any(w.fsync for w in self._waits) or self._loop is None:
-            return
-        self._fsync_ticks += 1
-        if self._fsync_ticks % _ACK_REQUEST_TICKS == 0 and self.primary is not None:
-            self.primary.request_acks()
-        self._fsync_timer = self._loop.call_later(_FSYNC_POLL, self._fsync_tick)
+    def _durability_changed(self) -> None:
+        if self.link is not None:
+            self.link.request_ack()
 
     def fsynced_offset(self) -> int:
         """What this replica reports as durably on disk: the AOF's fsynced offset, once the
