@@ -32,7 +32,7 @@ import hiredis
 from node.commands.context import Block, Session
 from node.commands.reply import ReplyError
 from node.engine.keyspace import Keyspace
-from node.engine.stream import logged_xadd_block
+from node.engine.logged_run import logged_xadd_block
 from node.log.logged_xadd import append_logged_groups, append_logged_xadd, group_sizes
 from node.log.scan import check_units, command_end
 

@@ -18,7 +18,7 @@ from node.commands.context import Session
 from node.config import Config
 from node.engine.digest import digest_keyspace
 from node.engine.keyspace import Keyspace
-from node.engine.stream import logged_xadd_block
+from node.engine.logged_run import logged_xadd_block
 from node.engine.stream_value import StreamValue
 from node.log.encode import encode_command
 from node.persistence.aof_reader import read_aof
