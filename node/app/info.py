@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from node import REDIS_VERSION, __version__
 from node.persistence.service import AOF_OFF
+from node.replication import info as replication_info
 
 if TYPE_CHECKING:
     import asyncio
@@ -249,8 +250,8 @@ def _memory(node: RillNode) -> str:
         ("mem_fragmentation_ratio", "1.00"),
         ("mem_fragmentation_bytes", 0),
         ("mem_not_counted_for_evict", 0),
-        ("mem_replication_backlog", node.replication.backlog_memory()),
-        ("mem_total_replication_buffers", node.replication.backlog_memory()),
+        ("mem_replication_backlog", replication_info.backlog_memory(node.replication)),
+        ("mem_total_replication_buffers", replication_info.backlog_memory(node.replication)),
         ("mem_clients_slaves", 0),
         ("mem_clients_normal", sum(s.output_size for s in node.server.sessions())),
         ("mem_cluster_links", 0),
@@ -320,7 +321,7 @@ def _stats(node: RillNode) -> str:
         ("instantaneous_input_repl_kbps", "0.00"),
         ("instantaneous_output_repl_kbps", "0.00"),
         ("rejected_connections", node.server.stats_rejected_connections),
-        *node.replication.sync_stats(),
+        *replication_info.sync_stats(node.replication),
         ("expired_keys", 0),
         ("expired_stale_perc", "0.00"),
         ("expired_time_cap_reached_count", 0),
@@ -371,7 +372,7 @@ def _stats(node: RillNode) -> str:
 
 
 def _replication(node: RillNode) -> str:
-    return _section("Replication", node.replication.info_fields())
+    return _section("Replication", replication_info.info_fields(node.replication))
 
 
 def _cpu(node: RillNode) -> str:
@@ -459,7 +460,7 @@ def memory_stats(node: RillNode) -> dict[bytes, Any]:
         b"peak.allocated": peak,
         b"total.allocated": rss,
         b"startup.allocated": startup,
-        b"replication.backlog": node.replication.backlog_memory(),
+        b"replication.backlog": replication_info.backlog_memory(node.replication),
         b"clients.slaves": 0,
         b"clients.normal": sum(s.output_size for s in node.server.sessions()),
         b"cluster.links": 0,
