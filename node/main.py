@@ -115,7 +115,7 @@ def run_node(argv: list[str]) -> int:
     # link reports its own events in the node's log. Also read when gRPC is imported.
     os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
     from node.app.rill_node import RillNode
-    from node.persistence.service import PersistenceError
+    from node.persistence.loading import PersistenceError
 
     try:
         asyncio.run(RillNode(config).serve())

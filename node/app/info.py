@@ -265,7 +265,8 @@ def _memory(node: RillNode) -> str:
 
 def _persistence(node: RillNode) -> str:
     p = node.persistence
-    child = p.child
+    rdb = p.snapshots
+    child = p.child.job
     rdb_child = child is not None and child.kind == "rdb"
     aof_child = child is not None and child.kind == "aof"
     running = int(time.monotonic() - child.started) if child is not None else -1
@@ -282,10 +283,10 @@ def _persistence(node: RillNode) -> str:
         ("rdb_changes_since_last_save", node.server.dirty),
         ("rdb_bgsave_in_progress", int(rdb_child)),
         ("rdb_last_save_time", node.persistence.lastsave),
-        ("rdb_last_bgsave_status", "ok" if p.bgsave_ok else "err"),
-        ("rdb_last_bgsave_time_sec", p.last_bgsave_seconds),
+        ("rdb_last_bgsave_status", "ok" if rdb.bgsave_ok else "err"),
+        ("rdb_last_bgsave_time_sec", rdb.last_bgsave_seconds),
         ("rdb_current_bgsave_time_sec", running if rdb_child else -1),
-        ("rdb_saves", p.rdb_saves),
+        ("rdb_saves", rdb.rdb_saves),
         ("rdb_last_cow_size", 0),
         ("rdb_last_load_keys_expired", 0),
         ("rdb_last_load_keys_loaded", p.keys_loaded),
@@ -297,7 +298,7 @@ def _persistence(node: RillNode) -> str:
         ("aof_last_bgrewrite_status", "ok" if p.rewrite_ok else "err"),
         ("aof_rewrites", p.rewrites),
         ("aof_rewrites_consecutive_failures", p.rewrite_failures),
-        ("aof_last_write_status", "ok" if p.write_failure is None and p.fsync_failure is None else "err"),
+        ("aof_last_write_status", "ok" if p.aof.write_failure is None and p.aof.fsync_failure is None else "err"),
         ("aof_last_cow_size", 0),
         ("module_fork_in_progress", 0),
         ("module_fork_last_cow_size", 0),

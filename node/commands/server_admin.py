@@ -2,7 +2,7 @@
 stubs of a node without scripting.
 
 Replies and error texts follow Redis 7.2 (server.c, replication.c, functions.c). The INFO
-text itself is rendered by the server (`node.server.info`), which owns the figures.
+text itself is rendered by the node (`node.app.info`), which sees every part's figures.
 """
 
 from __future__ import annotations
