@@ -35,16 +35,12 @@ from node.engine.keyspace import Keyspace
 from node.log.effect_log import EffectLog
 from node.persistence.service import Persistence
 from node.replication.role import ReplicationNode
-from node.server.server import Server
+from node.server.server import Server, wall_clock_ms
 
 log = logging.getLogger("rill.server")
 
 # How long a shutdown waits for clients to take the replies already written to them.
 _SHUTDOWN_FLUSH_GRACE: Final = 2.0
-
-
-def wall_clock_ms() -> int:
-    return time.time_ns() // 1_000_000
 
 
 class RillNode:
