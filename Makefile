@@ -20,7 +20,7 @@ deps: $(VENV)/.installed
 
 # The request path, command handlers and stream engine compiled to C with mypyc (setup.py);
 # rebuilt whenever one of their sources changed. node/__init__.py refuses a stale build.
-NATIVE_SOURCES := $(wildcard node/*.h node/engine/*.py node/engine/*.c node/commands/*.py node/server/*.py node/server/*.c) node/persistence/aof_reader.py
+NATIVE_SOURCES := $(wildcard node/*.h node/engine/*.py node/engine/*.c node/commands/*.py node/log/*.py node/log/*.c node/server/*.py node/replication/*.py) node/persistence/aof_reader.py
 build/native.stamp: $(VENV)/.installed setup.py $(NATIVE_SOURCES)
 	RILL_NATIVE=1 $(PY) setup.py -q build_ext --inplace
 	touch node/_native__mypyc.*

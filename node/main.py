@@ -114,12 +114,11 @@ def run_node(argv: list[str]) -> int:
     # gRPC's C core writes INFO lines to stderr (a GOAWAY when a primary stops, ...); the
     # link reports its own events in the node's log. Also read when gRPC is imported.
     os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
-    from node.persistence.service import PersistenceError
-    from node.server.server import Server
+    from node.app.rill_node import RillNode
+    from node.persistence.loading import PersistenceError
 
-    server = Server(config)
     try:
-        asyncio.run(server.serve())
+        asyncio.run(RillNode(config).serve())
     except OSError as exc:
         logging.getLogger("rill").error("Could not start: %s", exc)
         return 1
