@@ -65,6 +65,7 @@ class RillNode:
         self.now_ms = self.server.now_ms
         self.propagate = self.server.propagate
         self.propagate_many = self.server.propagate_many
+        self.propagate_to_replicas = self.server.propagate_to_replicas
         self.appended_from_log = self.server.appended_from_log
         self.execute = self.server.execute
         self.watches: Watches = self.server

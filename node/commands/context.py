@@ -92,6 +92,9 @@ class Core(Protocol):
     def role(self) -> str: ...  # "master" or "slave" (a node), "sentinel"
 
     def now_ms(self) -> int: ...
+    # A replication-only effect (PUBLISH): a node's replicas get it, never its AOF; a server
+    # that is not replicated drops it.
+    def propagate_to_replicas(self, argv: Sequence[bytes]) -> None: ...
 
     @property
     def clients(self) -> Clients: ...
@@ -238,6 +241,12 @@ class Session:
         """propagate_argv() of each of `effects`, in order."""
         self.effects_in_command += len(effects)
         self.node.propagate_many(self.db_index, effects)
+
+    def propagate_to_replicas(self, *argv: bytes) -> None:
+        """Log a replication-only effect (PUBLISH: to replicas, not to the AOF); WAIT after it
+        waits for the replicas to have it, as after any write."""
+        self.effects_in_command += 1
+        self.node.propagate_to_replicas(argv)
 
     def now_ms(self) -> int:
         return self._clock()

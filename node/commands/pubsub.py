@@ -69,13 +69,25 @@ def sunsubscribe(ctx: Session, argv: list[bytes]) -> Any:
 @command("publish", 3, "pubsub loading stale fast may_replicate", group="pubsub",
          summary="Posts a message to a channel.")
 def publish(ctx: Session, argv: list[bytes]) -> Any:
-    return ctx.node.pubsub.publish(argv[1], argv[2])
+    receivers = ctx.node.pubsub.publish(argv[1], argv[2])
+    _to_replicas(ctx, b"PUBLISH", argv)
+    return receivers
 
 
 @command("spublish", 3, "pubsub loading stale fast may_replicate", 1, 1, 1, group="pubsub",
          summary="Post a message to a shard channel")
 def spublish(ctx: Session, argv: list[bytes]) -> Any:
-    return ctx.node.pubsub.spublish(argv[1], argv[2])
+    receivers = ctx.node.pubsub.spublish(argv[1], argv[2])
+    _to_replicas(ctx, b"SPUBLISH", argv)
+    return receivers
+
+
+def _to_replicas(ctx: Session, name: bytes, argv: list[bytes]) -> None:
+    """A primary's PUBLISH reaches its replicas' subscribers too (Redis propagates it with
+    PROPAGATE_REPL: over the replication stream, never into the AOF); a replica's stays
+    local (one its primary sent is applied here with role "slave" too)."""
+    if ctx.node.role == "master":
+        ctx.propagate_to_replicas(name, argv[1], argv[2])
 
 
 # -- PUBSUB: introspection --------------------------------------------------------------------

@@ -280,7 +280,7 @@ class ReplicationNode:
         backlog = self.backlog
         if persistence.aof_state != AOF_ON or writer is None or backlog is None or persistence.rewrite_scheduled:
             return -1
-        if writer.written_offset + len(writer.buf) != self.server.effects.offset:
+        if writer.end_offset != self.server.effects.offset:
             return -1
         return max(-1, min(writer.synced_offset, backlog.end))
 

@@ -74,7 +74,8 @@ class NodeStateMachine:
             raise
         finally:
             effects.muted = False
-        effects.replicated(data, end_offset)
+        # The primary's PUBLISHes go on to sub-replicas (the backlog), not to the AOF.
+        effects.replicated(data, end_offset, self.applier.replica_only)
         self.server.after_batch()
 
     def _log_failure(self) -> None:

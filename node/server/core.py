@@ -24,7 +24,7 @@ import asyncio
 import logging
 import secrets
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Final
 
 from node.commands.context import Core, Session
@@ -96,6 +96,11 @@ class ServerCore:
 
     def now_ms(self) -> int:
         return self.clock()
+
+    def propagate_to_replicas(self, argv: Sequence[bytes]) -> None:
+        """A replication-only effect (PUBLISH) into the log; the effect log drops it unless it
+        is replicated (a node's backlog records it), so a server without data drops it."""
+        self.effects.append_for_replicas(argv)
 
     def output_pending(self, conn: ClientConnection) -> None:
         """`conn` queued output: it is written once every request that arrived with it ran,
