@@ -27,15 +27,21 @@ def _message(channel: bytes, payload: bytes) -> bytes:
     return b"*3\r\n$7\r\nmessage\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n" % (len(channel), channel, len(payload), payload)
 
 
-def test_a_primary_publish_reaches_replicas_and_their_replicas_but_no_aof(started: list[Proc]) -> None:
-    primary = start_node("--appendonly", "yes")
+def _chain(started: list[Proc], *flags: str) -> tuple[Proc, Proc, Proc]:
+    """A primary, its replica and the replica's replica, in sync."""
+    primary = start_node(*flags)
     started.append(primary)
-    replica = start_node("--appendonly", "yes", replicaof=primary)
+    replica = start_node(*flags, replicaof=primary)
     started.append(replica)
     chained = start_node(replicaof=replica)
     started.append(chained)
     wait_synced(primary, replica)
     wait_synced(replica, chained)
+    return primary, replica, chained
+
+
+def test_a_primary_publish_reaches_replicas_and_their_replicas_but_no_aof(started: list[Proc]) -> None:
+    primary, replica, chained = _chain(started, "--appendonly", "yes")
     on_primary, on_replica, on_chained = RawConnection(primary.port), RawConnection(replica.port), RawConnection(chained.port)
     on_primary.call("SUBSCRIBE", "news")
     on_replica.call("SUBSCRIBE", "news")
@@ -90,14 +96,7 @@ def test_a_replica_restarted_from_its_aof_resumes_partially_after_publishes(star
 
 
 def test_a_publish_on_a_replica_is_delivered_there_only(started: list[Proc]) -> None:
-    primary = start_node()
-    started.append(primary)
-    replica = start_node(replicaof=primary)
-    started.append(replica)
-    chained = start_node(replicaof=replica)
-    started.append(chained)
-    wait_synced(primary, replica)
-    wait_synced(replica, chained)
+    primary, replica, chained = _chain(started)
     on_primary, on_replica, on_chained = RawConnection(primary.port), RawConnection(replica.port), RawConnection(chained.port)
     for conn in (on_primary, on_replica, on_chained):
         conn.call("SUBSCRIBE", "local")

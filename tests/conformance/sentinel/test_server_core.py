@@ -155,3 +155,18 @@ def test_the_server_side_publish_hook_reaches_subscribers(servers: tuple[int, Ru
     assert sub3.read_reply() == (
         b">4\r\n$8\r\npmessage\r\n$1\r\n*\r\n$6\r\n+sdown\r\n$30\r\nmaster mymaster 127.0.0.1 6379\r\n"
     )
+
+
+def test_shutdown_hands_its_flags_to_the_owner_and_blocks_the_caller() -> None:
+    calls: list[tuple[int, frozenset[str]]] = []
+
+    def setup(core: ServerCore) -> None:
+        core.shutdown_requested = lambda session, flags: calls.append((session.id if session else 0, flags))
+
+    with running_core(sentinel_commands(), mode="sentinel", setup=setup) as rc:
+        conn = RawConnection(rc.port, timeout=0.5)
+        my_id = int(conn.call("CLIENT", "ID")[1:-2])
+        conn.send("SHUTDOWN", "NOSAVE")
+        with pytest.raises(TimeoutError):
+            conn.read_reply()  # as in Redis, the caller gets no reply: its connection closes with the server
+        assert rc.call(lambda: list(calls)) == [(my_id, frozenset({"nosave"}))]
