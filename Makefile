@@ -8,7 +8,7 @@ PY := $(VENV)/bin/python
 PORT ?= 6379
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: run test bench lint deps native clean-native system-deps clean proto
+.PHONY: run test bench lint deps native clean-native system-deps deploy-deps clean proto
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -37,6 +37,21 @@ system-deps:
 		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q redis-server redis-tools; \
 	fi
 
+# The deploy tests (tests/deploy/) run deploy/compose.yaml on a real Docker engine: Debian's
+# docker.io and docker-compose 1.29, debootstrap for their local base image, and a pinned
+# toxiproxy-server built from source for the `chaos` profile's image.
+TOXIPROXY_VERSION := v2.12.0
+TOXIPROXY_SERVER := build/toxiproxy-$(TOXIPROXY_VERSION)/server
+deploy-deps: $(TOXIPROXY_SERVER)
+	@if ! command -v dockerd >/dev/null || ! command -v docker-compose >/dev/null || ! command -v debootstrap >/dev/null; then \
+		$(SUDO) apt-get update -q && \
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q --no-install-recommends docker.io docker-compose debootstrap; \
+	fi
+
+$(TOXIPROXY_SERVER):
+	@command -v go >/dev/null || { $(SUDO) apt-get update -q && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q golang-go; }
+	GOBIN=$(CURDIR)/$(dir $@) go install github.com/Shopify/toxiproxy/v2/cmd/server@$(TOXIPROXY_VERSION)
+
 # A local cluster: a primary on PORT and two replicas on PORT+1 and PORT+2 (Ctrl-C stops all).
 run: deps native
 	$(VENV)/bin/rill cluster --port $(PORT)
@@ -46,7 +61,7 @@ lint: deps
 	$(VENV)/bin/mypy node replication
 	$(VENV)/bin/lint-imports
 
-test: deps system-deps lint native
+test: deps system-deps deploy-deps lint native
 	$(VENV)/bin/pytest
 
 # Regenerates replication/pb/ from proto/ (tests/replication/test_proto_fresh.py checks it).
