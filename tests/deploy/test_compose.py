@@ -145,8 +145,17 @@ def test_a_manual_failover_loses_no_acknowledged_write(project: Project) -> None
     with pytest.raises(redis.ReadOnlyError):
         old.xadd("failover", {"n": "on the old primary"})
     project.wait_healthy(NODES)
-    roles = {service: project.client(service).execute_command("ROLE")[0] for service in NODES}
-    assert roles == {"primary": "slave", "replica-1": "master", "replica-2": "slave"}
+
+    # CONFIG REWRITE writes the new roles into each node's config copy in its volume, so
+    # restarted containers keep them.
+    for service in NODES:
+        assert project.client(service).config_rewrite()
+    project.compose("restart", *NODES)
+    project.wait_healthy(NODES)
+    roles = {service: project.client(service).execute_command("ROLE")[:1] for service in NODES}
+    assert roles == {"primary": ["slave"], "replica-1": ["master"], "replica-2": ["slave"]}
+    assert project.client("replica-1").wait(2, 10_000) == 2
+    assert [entry_id for entry_id, _ in project.client("primary").xrange("failover")] == before + after
 
 
 def test_compose_refuses_to_start_without_a_password(tmp_path: pathlib.Path) -> None:
