@@ -72,11 +72,11 @@ def project(engine: Engine, base_image: str) -> Iterator[Project]:
         with timed("rill image (docker-compose build)"):
             project.compose("build", "primary", timeout=_BUILD_TIMEOUT_S)
         with timed("toxiproxy and client images"):
-            _build_toxiproxy_image(engine, base_image, project.toxiproxy_image)
+            _build_toxiproxy_image(engine, base_image, project.image("toxiproxy"))
             engine.docker("build", "--quiet", "--file", os.path.join(HERE, "client.Dockerfile"),
                           "--build-arg", f"BASE={base_image}",
                           "--build-arg", f"REDIS_PY_VERSION={importlib.metadata.version('redis')}",
-                          "--tag", project.client_image, HERE, timeout=600)
+                          "--tag", project.image("client"), HERE, timeout=600)
         with timed("docker-compose up -d, all nodes healthy"):
             project.compose("up", "-d")
             project.wait_healthy(NODES)
@@ -86,7 +86,7 @@ def project(engine: Engine, base_image: str) -> Iterator[Project]:
             try:
                 project.down()
             finally:
-                engine.docker("rmi", "--force", project.client_image, check=False)
+                engine.docker("rmi", "--force", project.image("client"), check=False)
                 # The builder stage's layers (a shared engine keeps them as untagged images).
                 engine.docker("image", "prune", "--force", "--filter", "label=rill.stage=builder", check=False)
                 shutil.rmtree(workdir, ignore_errors=True)

@@ -41,6 +41,7 @@ import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
+# Tried in this order; RILL_TEST_DOCKER_STORAGE=vfs (a comma-separated list) overrides it.
 STORAGE_DRIVERS = ("overlay2", "vfs")
 _LOCK_PATH = os.path.join(tempfile.gettempdir(), "rill-deploy-dockerd.lock")
 _LOCK_WAIT_S = 1200.0  # another session's whole deploy suite
@@ -171,7 +172,8 @@ def _private_engine() -> Iterator[Engine]:
         sock = os.path.join(workdir, "docker.sock")
         env = {**os.environ, "DOCKER_HOST": f"unix://{sock}"}
         failures = []
-        for driver in STORAGE_DRIVERS:
+        drivers = os.environ.get("RILL_TEST_DOCKER_STORAGE", ",".join(STORAGE_DRIVERS)).split(",")
+        for driver in drivers:
             proc, version, log = _start_dockerd(workdir, sock, bridge, pool, driver, env)
             if version is not None:
                 yield Engine(env, private=True, storage_driver=driver, server_version=version)

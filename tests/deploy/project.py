@@ -41,27 +41,19 @@ class Project:
     @classmethod
     def create(cls, engine: Engine, workdir: str, base_image: str) -> Project:
         """A new project whose images are built from `base_image` and named after it."""
-        name = f"rilltest{secrets.token_hex(4)}"
-        password = secrets.token_urlsafe(24)
-        env = {"RILL_PASSWORD": password, **dict.fromkeys(_PORT_VARIABLES, "0"), "RILL_BASE_IMAGE": base_image,
-               "RILL_IMAGE": f"{name}-rill:test", "TOXIPROXY_IMAGE": f"{name}-toxiproxy:test"}
-        path = os.path.join(workdir, "compose.env")
-        with open(path, "w", encoding="utf-8") as f:
+        project = cls(engine, f"rilltest{secrets.token_hex(4)}", os.path.join(workdir, "compose.env"),
+                      secrets.token_urlsafe(24))
+        env = {"RILL_PASSWORD": project.password, **dict.fromkeys(_PORT_VARIABLES, "0"),
+               "RILL_BASE_IMAGE": base_image, "RILL_IMAGE": project.image("rill"),
+               "TOXIPROXY_IMAGE": project.image("toxiproxy")}
+        with open(project.env_file, "w", encoding="utf-8") as f:
             f.writelines(f"{k}={v}\n" for k, v in env.items())
-        return cls(engine, name, path, password)
+        return project
 
-    @property
-    def rill_image(self) -> str:
-        return f"{self.name}-rill:test"
-
-    @property
-    def toxiproxy_image(self) -> str:
-        return f"{self.name}-toxiproxy:test"
-
-    @property
-    def client_image(self) -> str:
-        """Not a service's: the tests' in-network client (client.Dockerfile)."""
-        return f"{self.name}-client:test"
+    def image(self, what: str) -> str:
+        """The tag of an image this project builds: `rill` and `toxiproxy` (its services'),
+        `client` (the tests' in-network client, client.Dockerfile)."""
+        return f"{self.name}-{what}:test"
 
     @property
     def network(self) -> str:

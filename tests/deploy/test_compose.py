@@ -67,7 +67,7 @@ def test_the_image_runs_compiled_as_a_non_root_user_without_compilers(project: P
     module = project.engine.docker("exec", container, "python3", "-c",
                                    "import node.server.server as s; print(s.__file__)").stdout.strip()
     assert module.endswith(".so"), module
-    image = json.loads(project.engine.docker("image", "inspect", project.rill_image).stdout)[0]["Config"]
+    image = json.loads(project.engine.docker("image", "inspect", project.image("rill")).stdout)[0]["Config"]
     assert image["Volumes"] == {"/data": {}}
     assert image["Healthcheck"]["Test"][-1] == "rill-healthcheck"
     assert image["Entrypoint"] == ["rill"]
@@ -86,7 +86,7 @@ def test_a_write_on_the_primary_reaches_both_replicas(project: Project) -> None:
 
 def test_a_client_on_the_compose_network_reaches_the_nodes_by_name(project: Project) -> None:
     out = project.engine.run(["docker", "run", "--rm", "--network", project.network, "--env", "RILL_PASSWORD",
-                              project.client_image, "--primary", "primary", "--replicas", "replica-1,replica-2",
+                              project.image("client"), "--primary", "primary", "--replicas", "replica-1,replica-2",
                               "--stream", "from-the-network", "--count", "10"],
                              env={"RILL_PASSWORD": project.password}, timeout=120).stdout
     seen = json.loads(out)
