@@ -129,6 +129,7 @@ def test_a_manual_failover_loses_no_acknowledged_write(project: Project) -> None
     project.compose("kill", "primary")
     new, other = project.client("replica-1"), project.client("replica-2")
     _until("replica-1 sees its primary gone", lambda: new.info("replication")["master_link_status"] == "down")
+    _until("the replicas' health checks see it", lambda: project.health("replica-2") == "unhealthy")
     assert new.replicaof("NO", "ONE")
     assert other.replicaof("replica-1", 6379)
     after = [new.xadd("failover", {"n": str(i)}) for i in range(10, 20)]
