@@ -8,7 +8,8 @@ primary, and many readers placed either all on the primary or spread over the tw
   again from `-` when they reach its end.
 
 Reported per server and placement (medians of `--rounds` interleaved rounds): the primary's
-write throughput (XADDs acknowledged/s), the read throughput (entries delivered to tailers/s,
+write throughput (XADDs acknowledged/s) and CPU per XADD (serving the readers included), the
+read throughput (entries delivered to tailers/s,
 XRANGE calls/s and entries/s), how stale the tailers' reads were (arrival - the entry ID's
 millisecond), and the CPU of each node and of the clients (percent of one core; processes'
 utime + stime, threads included), with the host's steal and the CPU other processes of this machine took meanwhile
@@ -281,6 +282,9 @@ def run_once(kind: str, placement: str, args: argparse.Namespace) -> dict[str, A
     seconds = args.seconds
     ours = sum(cpu) + (write["client_cpu_percent"] + read["client_cpu_percent"]) * seconds / 100
     return {"xadd_per_s": round(write["xadd_acked"] / seconds),
+            # The primary's CPU per XADD, what it spends serving readers included: the steadier
+            # figure on a shared machine, where every process waits its turn for a core.
+            "primary_cpu_us_per_xadd": round(cpu[0] * 1e6 / max(1, write["xadd_acked"]), 2),
             "tail_entries_per_s": round(read["tail_entries"] / seconds),
             "scan_calls_per_s": round(read["scan_calls"] / seconds),
             "scan_entries_per_s": round(read["scan_entries"] / seconds),
@@ -298,7 +302,7 @@ def _median(runs: list[dict[str, Any]]) -> dict[str, Any]:
         values = [get(r) for r in runs if get(r) is not None]
         return round(statistics.median(values), 2) if values else 0.0
 
-    flat = ("xadd_per_s", "tail_entries_per_s", "scan_calls_per_s", "scan_entries_per_s",
+    flat = ("xadd_per_s", "primary_cpu_us_per_xadd", "tail_entries_per_s", "scan_calls_per_s", "scan_entries_per_s",
             "staleness_p50_ms", "staleness_p99_ms")
     row: dict[str, Any] = {name: med(lambda r, n=name: r[n]) for name in flat}
     row["cpu_percent"] = {node: med(lambda r, n=node: r["cpu_percent"][n]) for node in runs[0]["cpu_percent"]}
@@ -312,13 +316,14 @@ def _table(doc: dict[str, Any]) -> str:
     lines = [f"Read scaling: {p['producers']} writers x {p['depth']} in flight on the primary; {p['tailers']} tailers "
              f"(XREAD BLOCK) + {p['scanners']} scanners (XRANGE COUNT {SCAN_COUNT}) over {p['streams']} streams, "
              f"on the primary or spread over 2 replicas; {p['seconds']:g} s per run, median of {p['rounds']} rounds",
-             f"  {'placement':<10}{'server':<7}{'XADD/s':>9}{'tail ent/s':>12}{'XRANGE/s':>10}{'scan ent/s':>12}"
+             f"  {'placement':<10}{'server':<7}{'XADD/s':>9}{'prim µs/XADD':>13}{'tail ent/s':>12}{'XRANGE/s':>10}{'scan ent/s':>12}"
              f"{'stale p50/p99 ms':>18}   CPU % primary / replica-1 / replica-2 / writers / readers / others"]
     for placement in PLACEMENTS:
         for kind in KINDS:
             r = doc["results"][placement][kind]
             c = r["cpu_percent"]
-            lines.append(f"  {placement:<10}{kind:<7}{r['xadd_per_s']:>9,.0f}{r['tail_entries_per_s']:>12,.0f}"
+            lines.append(f"  {placement:<10}{kind:<7}{r['xadd_per_s']:>9,.0f}{r['primary_cpu_us_per_xadd']:>13.1f}"
+                         f"{r['tail_entries_per_s']:>12,.0f}"
                          f"{r['scan_calls_per_s']:>10,.0f}{r['scan_entries_per_s']:>12,.0f}"
                          f"{r['staleness_p50_ms']:>9.1f}/{r['staleness_p99_ms']:<8.1f}"
                          f"   {c['primary']:.0f} / {c['replica-1']:.0f} / {c['replica-2']:.0f}"
@@ -327,15 +332,15 @@ def _table(doc: dict[str, Any]) -> str:
     for placement in PLACEMENTS:
         rill, redis = doc["results"][placement]["rill"], doc["results"][placement]["redis"]
         ratios = [f"{name} {rill[key] / redis[key]:.2f}" if redis[key] else f"{name} -"
-                  for name, key in (("XADD/s", "xadd_per_s"), ("tail entries/s", "tail_entries_per_s"),
-                                    ("XRANGE/s", "scan_calls_per_s"))]
+                  for name, key in (("XADD/s", "xadd_per_s"), ("primary CPU/XADD", "primary_cpu_us_per_xadd"),
+                                    ("tail entries/s", "tail_entries_per_s"), ("XRANGE/s", "scan_calls_per_s"))]
         lines.append(f"    {placement:<10}" + ", ".join(ratios))
     lines.append("  replicas/primary placement (each server against itself):")
     for kind in KINDS:
         on_primary, spread = doc["results"]["primary"][kind], doc["results"]["replicas"][kind]
         ratios = [f"{name} {spread[key] / on_primary[key]:.2f}" if on_primary[key] else f"{name} -"
-                  for name, key in (("XADD/s", "xadd_per_s"), ("tail entries/s", "tail_entries_per_s"),
-                                    ("XRANGE/s", "scan_calls_per_s"))]
+                  for name, key in (("XADD/s", "xadd_per_s"), ("primary CPU/XADD", "primary_cpu_us_per_xadd"),
+                                    ("tail entries/s", "tail_entries_per_s"), ("XRANGE/s", "scan_calls_per_s"))]
         lines.append(f"    {kind:<10}" + ", ".join(ratios))
     steal = [v for placement in PLACEMENTS for kind in KINDS
              for v in doc["results"][placement][kind]["steal_percent_rounds"]]
