@@ -8,7 +8,7 @@ PY := $(VENV)/bin/python
 PORT ?= 6379
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: run test bench lint deps native clean-native system-deps deploy-deps clean proto
+.PHONY: run test bench lint deps native clean-native system-deps sentinel-deps deploy-deps clean proto chaos chaos-deps
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -20,7 +20,7 @@ deps: $(VENV)/.installed
 
 # The request path, command handlers and stream engine compiled to C with mypyc (setup.py);
 # rebuilt whenever one of their sources changed. node/__init__.py refuses a stale build.
-NATIVE_SOURCES := $(wildcard node/*.h node/engine/*.py node/engine/*.c node/commands/*.py node/server/*.py node/server/*.c) node/persistence/aof_reader.py
+NATIVE_SOURCES := $(wildcard node/*.h node/engine/*.py node/engine/*.c node/commands/*.py node/log/*.py node/log/*.c node/server/*.py node/replication/*.py) node/persistence/aof_reader.py
 build/native.stamp: $(VENV)/.installed setup.py $(NATIVE_SOURCES)
 	RILL_NATIVE=1 $(PY) setup.py -q build_ext --inplace
 	touch node/_native__mypyc.*
@@ -37,20 +37,12 @@ system-deps:
 		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q redis-server redis-tools; \
 	fi
 
-# The deploy tests (tests/deploy/) run deploy/compose.yaml on a real Docker engine: Debian's
-# docker.io and docker-compose 1.29, debootstrap for their local base image, and a pinned
-# toxiproxy-server built from source for the `chaos` profile's image.
-TOXIPROXY_VERSION := v2.12.0
-TOXIPROXY_SERVER := build/toxiproxy-$(TOXIPROXY_VERSION)/server
-deploy-deps: $(TOXIPROXY_SERVER)
-	@if ! command -v dockerd >/dev/null || ! command -v docker-compose >/dev/null || ! command -v debootstrap >/dev/null; then \
+# Debian's redis-sentinel: the oracle of the sentinel differential tests (tests/conformance/sentinel).
+sentinel-deps:
+	@if ! command -v redis-sentinel >/dev/null || [ ! -f /etc/redis/sentinel.conf ]; then \
 		$(SUDO) apt-get update -q && \
-		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q --no-install-recommends docker.io docker-compose debootstrap; \
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q redis-sentinel; \
 	fi
-
-$(TOXIPROXY_SERVER):
-	@command -v go >/dev/null || { $(SUDO) apt-get update -q && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q golang-go; }
-	GOBIN=$(CURDIR)/$(dir $@) go install github.com/Shopify/toxiproxy/v2/cmd/server@$(TOXIPROXY_VERSION)
 
 # A local cluster: a primary on PORT and two replicas on PORT+1 and PORT+2 (Ctrl-C stops all).
 run: deps native
@@ -58,10 +50,10 @@ run: deps native
 
 lint: deps
 	$(VENV)/bin/ruff check .
-	$(VENV)/bin/mypy node replication
+	$(VENV)/bin/mypy node replication chaos
 	$(VENV)/bin/lint-imports
 
-test: deps system-deps deploy-deps lint native
+test: deps system-deps sentinel-deps chaos-deps deploy-deps lint native
 	$(VENV)/bin/pytest
 
 # Regenerates replication/pb/ from proto/ (tests/replication/test_proto_fresh.py checks it).
@@ -70,6 +62,33 @@ proto: deps
 
 bench: deps system-deps native
 	$(PY) -m bench
+
+# The chaos lab's tools: a pinned toxiproxy server built into the venv and the `chaos` extra
+# (toxiproxy-python, matplotlib); Debian's redis-sentinel (a target) comes with sentinel-deps.
+TOXIPROXY := $(VENV)/bin/toxiproxy-server
+$(TOXIPROXY): | $(VENV)/.installed
+	@mkdir -p build/toxiproxy
+	GOBIN=$(abspath build/toxiproxy) go install github.com/Shopify/toxiproxy/v2/cmd/server@v2.12.0
+	cp build/toxiproxy/server $@
+
+$(VENV)/.chaos-installed: $(VENV)/.installed pyproject.toml
+	$(PY) -m pip install -q -e '.[dev,chaos]'
+	touch $@
+
+chaos-deps: deps sentinel-deps $(VENV)/.chaos-installed $(TOXIPROXY)
+
+# The deploy tests (tests/deploy/) run deploy/compose.yaml on a real Docker engine: Debian's
+# docker.io and docker-compose 1.29, debootstrap for their local base image, and the pinned
+# toxiproxy-server above for the `chaos` profile's image.
+deploy-deps: $(TOXIPROXY)
+	@if ! command -v dockerd >/dev/null || ! command -v docker-compose >/dev/null || ! command -v debootstrap >/dev/null; then \
+		$(SUDO) apt-get update -q && \
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q --no-install-recommends docker.io docker-compose debootstrap; \
+	fi
+
+# The chaos matrix: every scenario against every target (report in chaos/results/<time>/report.html).
+chaos: chaos-deps system-deps
+	$(PY) -m chaos matrix
 
 clean: clean-native
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache bench/results/*.tmp

@@ -22,11 +22,11 @@ from setuptools import setup
 # Modules compiled to C: whole packages and single modules (the Makefile's NATIVE_SOURCES
 # names the same files, to rebuild when one changes). node/commands/reply.py stays Python:
 # RSet subclasses list, which mypyc cannot compile as a native class.
-NATIVE_PACKAGES = ("node/engine", "node/commands", "node/server")
+NATIVE_PACKAGES = ("node/engine", "node/commands", "node/log", "node/server", "node/replication")
 NATIVE_MODULES = ("node/persistence/aof_reader.py",)  # the AOF replay loop
 NATIVE_EXCLUDE = frozenset({"node/commands/reply.py"})
 # Each a module of its own, with a .pyi beside it.
-C_SOURCES = ("node/server/_resp_encode.c", "node/server/_resp_scan.c", "node/engine/_logged_xadd.c")
+C_SOURCES = ("node/log/_resp_encode.c", "node/log/_resp_scan.c", "node/engine/_logged_xadd.c")
 C_HEADERS = ["node/resp_read.h"]  # shared by C_SOURCES
 
 

@@ -44,7 +44,7 @@ from bench.procs import ROOT, BenchError, install_exit_handlers, steal_share
 from bench.replication import Cluster, _wait_caught_up, start_cluster
 from bench.report import write_json
 from bench.stream_latency import ERRORS, Connection
-from node.server.loop_load import host_steal_ticks
+from node.replication.loop_load import host_steal_ticks
 
 KINDS = ("redis", "rill")
 PLACEMENTS = ("primary", "replicas")

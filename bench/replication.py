@@ -40,7 +40,7 @@ from bench.client import RespClient, encode
 from bench.procs import ROOT, BenchError, Server, _launch, free_port, install_exit_handlers, steal_share
 from bench.report import write_json
 from bench.throughput import RUN_TIMEOUT_S, parse_csv_rps
-from node.server.loop_load import host_steal_ticks
+from node.replication.loop_load import host_steal_ticks
 
 KINDS = ("redis", "rill")
 _CATCH_UP_TIMEOUT = 120.0

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import hiredis
 
-from node.server.resp import encode_command
+from node.log.encode import encode_command
 
 _READY_TIMEOUT = 20.0
 _STOP_TIMEOUT = 10.0

@@ -108,7 +108,7 @@ _DIRECTIVES: Final[tuple[Directive, ...]] = (
     # a steady write load; 0 = each event-loop turn (an idle link and WAIT flush at once).
     # Larger: fewer, larger batches for less CPU, up to that much more replica lag.
     Directive("repl-batch-interval", "0", "int", minimum=0, maximum=1000),
-    # The same spacing while the primary's event loop is saturated (node/server/loop_load.py:
+    # The same spacing while the primary's event loop is saturated (node/replication/loop_load.py:
     # it wanted a CPU for 90 % of 100 ms, until a window under 70 %): each batch costs the
     # primary a fixed share of CPU, so when the CPU limits the write rate, fewer batches
     # leave more of it to the clients. 0 = off.

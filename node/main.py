@@ -114,12 +114,11 @@ def run_node(argv: list[str]) -> int:
     # gRPC's C core writes INFO lines to stderr (a GOAWAY when a primary stops, ...); the
     # link reports its own events in the node's log. Also read when gRPC is imported.
     os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
-    from node.persistence.service import PersistenceError
-    from node.server.server import Server
+    from node.app.rill_node import RillNode
+    from node.persistence.loading import PersistenceError
 
-    server = Server(config)
     try:
-        asyncio.run(server.serve())
+        asyncio.run(RillNode(config).serve())
     except OSError as exc:
         logging.getLogger("rill").error("Could not start: %s", exc)
         return 1
@@ -147,6 +146,7 @@ def main(argv: list[str] | None = None) -> int:
         help="start a local cluster: one primary and two replicas on loopback (Ctrl-C stops them)",
         add_help=False,
     )
+    sub.add_parser("chaos", help="the chaos lab: fault scenarios and their checked histories", add_help=False)
     check = sub.add_parser("check-aof", help="check (and repair) an AOF manifest, AOF file or snapshot")
     check.add_argument("--fix", action="store_true", help="cut a truncated or damaged AOF at its last complete command")
     check.add_argument("file", help="appendonly.aof.manifest, an incr .aof file or a snapshot")
@@ -164,6 +164,10 @@ def main(argv: list[str] | None = None) -> int:
         from node.cluster import main as run_cluster
 
         return run_cluster(argv[1:])
+    if argv[0] == "chaos":
+        from chaos.cli import main as run_chaos  # imported only here: the node never loads the lab
+
+        return run_chaos(argv[1:])
     args = parser.parse_args(argv)
     if args.command == "check-aof":
         from node.persistence.check import check_aof

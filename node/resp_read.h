@@ -1,5 +1,5 @@
 /* Reading RESP headers in the hand-written C modules that scan the effect log's bytes
- * (node/server/_resp_scan.c, node/engine/_logged_xadd.c): the log's encoder writes lengths as
+ * (node/log/_resp_scan.c, node/engine/_logged_xadd.c): the log's encoder writes lengths as
  * canonical decimals, and anything else is refused as not the log's. */
 #ifndef RILL_RESP_READ_H
 #define RILL_RESP_READ_H

@@ -19,6 +19,7 @@ from replication.errors import (
     ReplicationClosed,
     ReplicationError,
 )
+from replication.history import NO_REPLID, History
 from replication.primary import Primary
 from replication.registry import ReplicaInfo, ReplicaRegistry
 from replication.replica import LinkStatus, ReplicaLink
@@ -29,11 +30,13 @@ from replication.wait import AckWaiters
 from replication.wire import PROTOCOL_VERSION, new_run_id
 
 __all__ = [
+    "NO_REPLID",
     "PROTOCOL_VERSION",
     "AckWaiters",
     "ApplyFailed",
     "Backlog",
     "BacklogInfo",
+    "History",
     "ClientTls",
     "LinkLost",
     "LinkStatus",

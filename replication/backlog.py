@@ -7,11 +7,12 @@ every byte before `o`. The backlog keeps the most recent units, at most `size` b
 (repl-backlog-size), evicting whole units from the front. Unit boundaries are kept exactly, so
 batches are always cut between units, on every node, whoever forwarded them.
 
-PSYNC2 identity: `replid` names the current history; after a promotion (or when a replica
-adopts its primary's new id) the previous id is kept as `replid2`, valid up to
+PSYNC2 identity (`History`): `replid` names the current history; after a promotion (or when
+a replica adopts its primary's new id) the previous id is kept as `replid2`, valid up to
 `second_offset` (the offset at which the histories split). A replica may continue partially
 when it follows `replid`, or follows `replid2` and has not gone past `second_offset`, and its
-offset is still held here (and is not in the future).
+offset is still held here (and is not in the future). A node passes the `History` its log
+records under, so the backlog's changes of id are the log's.
 
 Retention floor: the primary pins the offset its slowest connected replica still has to send;
 units at or after it are never evicted even past `size` (Redis 7 keeps replication buffer
@@ -21,8 +22,6 @@ copy. The primary bounds how far a floor may trail (client-output-buffer-limit).
 
 from __future__ import annotations
 
-import re
-import secrets
 from array import array
 from bisect import bisect_left, bisect_right
 from collections import deque
@@ -31,20 +30,13 @@ from itertools import accumulate
 from operator import sub
 from typing import Protocol
 
-NO_REPLID = "0" * 40  # Redis's replid2 when there is no previous history
-_REPLID = re.compile(r"[0-9a-f]{40}\Z")
+from replication.history import NO_REPLID, History, is_replid, new_replid
+
+__all__ = ["NO_REPLID", "Backlog", "BacklogInfo", "BacklogListener", "PsyncDecision", "is_replid", "new_replid"]
+
 # Units are packed into blocks of about this size: one bytearray and one int array per block,
 # instead of one Python object per unit (units are often ~100 bytes).
 BLOCK_BYTES = 64 * 1024
-
-
-def new_replid() -> str:
-    """A fresh replication id: 40 random hex characters, like Redis's."""
-    return secrets.token_hex(20)
-
-
-def is_replid(value: str) -> bool:
-    return _REPLID.match(value) is not None
 
 
 class BacklogListener(Protocol):
@@ -109,21 +101,18 @@ class Backlog:
         offset: int = 0,
         replid2: str = NO_REPLID,
         second_offset: int = -1,
+        history: History | None = None,
     ) -> None:
-        """An empty backlog at `offset` of `replid`; a node restarting from its persisted log
-        also passes the previous history it recorded (`replid2` up to `second_offset`)."""
+        """An empty backlog at `offset` of `replid` (and `replid2` up to `second_offset`), or
+        of `history`, shared with the log it records (a node's effect log)."""
         if size <= 0:
             raise ValueError("backlog size must be positive")
         if offset < 0:
             raise ValueError("offset must be >= 0")
         self._size = size
-        self._replid = replid if replid is not None else new_replid()
-        if not is_replid(self._replid):
-            raise ValueError("replid must be 40 lowercase hex characters")
-        if (replid2 == NO_REPLID) != (second_offset == -1) or not is_replid(replid2) or second_offset > offset:
-            raise ValueError("replid2 and second_offset must be both unset, or a replid and an offset <= offset")
-        self._replid2 = replid2
-        self._second_offset = second_offset
+        self._history = history if history is not None else History(replid, replid2, second_offset)
+        if self._history.second_offset > offset:
+            raise ValueError("second_offset must be <= offset")
         self._end = offset
         self._blocks: deque[_Block] = deque()
         self._floor: int | None = None
@@ -132,17 +121,21 @@ class Backlog:
     # ------------------------------------------------------------------ identity and offsets
 
     @property
+    def history(self) -> History:
+        return self._history
+
+    @property
     def replid(self) -> str:
-        return self._replid
+        return self._history.replid
 
     @property
     def replid2(self) -> str:
-        return self._replid2
+        return self._history.replid2
 
     @property
     def second_offset(self) -> int:
         """Offset where replid2's history ends (bytes so far, not Redis's +1); -1 if none."""
-        return self._second_offset
+        return self._history.second_offset
 
     @property
     def end(self) -> int:
@@ -257,24 +250,15 @@ class Backlog:
     def shift_replid(self, new: str | None = None) -> None:
         """Starts a new history at the current offset, keeping the old id as replid2 (Redis's
         shiftReplicationId): on promotion, and on a replica adopting its primary's new id."""
-        replid = new if new is not None else new_replid()
-        if not is_replid(replid):
-            raise ValueError("replid must be 40 lowercase hex characters")
-        self._replid2 = self._replid
-        self._second_offset = self._end
-        self._replid = replid
+        self._history.shift(self._end, new)
         self._history_changed()
 
     def reset(self, replid: str, offset: int) -> None:
         """Empties the backlog and restarts it at `offset` of `replid` with no replid2: after
         loading a full-sync snapshot, the node's history is the primary's from that point."""
-        if not is_replid(replid):
-            raise ValueError("replid must be 40 lowercase hex characters")
         if offset < 0:
             raise ValueError("offset must be >= 0")
-        self._replid = replid
-        self._replid2 = NO_REPLID
-        self._second_offset = -1
+        self._history.restart(replid)
         self._end = offset
         self._blocks.clear()
         self._history_changed()
@@ -289,14 +273,14 @@ class Backlog:
         """Redis's masterTryPartialResynchronization rule for a replica at (replid, offset)."""
         if not replid:
             return PsyncDecision(False, "replica asked for a full sync")
-        if replid == self._replid:
+        if replid == self._history.replid:
             pass
-        elif replid == self._replid2 and replid != NO_REPLID:
-            if offset > self._second_offset:
+        elif replid == self._history.replid2 and replid != NO_REPLID:
+            if offset > self._history.second_offset:
                 return PsyncDecision(
                     False,
                     f"replica at offset {offset} of the previous replication id went past the "
-                    f"switch point {self._second_offset}",
+                    f"switch point {self._history.second_offset}",
                 )
         else:
             return PsyncDecision(False, f"replication id mismatch (replica has {replid})")
@@ -369,10 +353,10 @@ class Backlog:
 
     def info(self) -> BacklogInfo:
         return BacklogInfo(
-            master_replid=self._replid,
-            master_replid2=self._replid2,
+            master_replid=self._history.replid,
+            master_replid2=self._history.replid2,
             master_repl_offset=self._end,
-            second_repl_offset=self._second_offset + 1 if self._second_offset >= 0 else -1,
+            second_repl_offset=self._history.second_offset + 1 if self._history.second_offset >= 0 else -1,
             repl_backlog_active=1,
             repl_backlog_size=self._size,
             repl_backlog_first_byte_offset=self.start + 1,
@@ -398,4 +382,4 @@ class Backlog:
         assert (previous_end if previous_end is not None else self._end) == self._end
         if self._floor is None or self._floor >= self._end:
             assert self.histlen <= self._size, "backlog over size without a pin"
-        assert (self._replid2 == NO_REPLID) == (self._second_offset == -1)
+        assert (self._history.replid2 == NO_REPLID) == (self._history.second_offset == -1)

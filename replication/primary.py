@@ -25,7 +25,8 @@ from dataclasses import dataclass
 import grpc
 from google.protobuf.message import DecodeError
 
-from replication.backlog import Backlog, is_replid
+from replication.backlog import Backlog
+from replication.history import is_replid
 from replication.pb import replication_pb2 as pb
 from replication.pb import replication_pb2_grpc as pb_grpc
 from replication.registry import STATE_ONLINE, STATE_SEND_BULK, ReplicaRegistry

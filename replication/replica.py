@@ -181,6 +181,11 @@ class ReplicaLink:
             last_error=None if self._last_error is None else str(self._last_error),
         )
 
+    def request_ack(self) -> None:
+        """Acks at once (the state machine's fsynced offset advanced: a primary's WAITAOF may
+        be waiting for it) rather than after the next batch or `ack_period`."""
+        self._ack_needed.set()
+
     async def wait_for_offset(self, offset: int, timeout: float | None = None) -> None:
         """Returns once the local log reached `offset` (raises TimeoutError, or the link task's
         death)."""

@@ -13,8 +13,14 @@ class StateMachine(Protocol):
         """Applies whole log units (never a split one) ending at end_offset: a batch from the
         primary, or a slice of one (ReplicaLink applies a large batch in several calls).
 
-        Must be all-or-nothing: if it raises, the state must be as before the call. The link
-        then drops the connection and asks for a full sync on the next attempt.
+        All-or-nothing as far as the data can be checked without applying it: a batch that is
+        not a valid piece of the log (malformed, not whole units, a command the machine does
+        not know) must be refused, raising, with the state as before the call. Once applying
+        began, a command can only fail when the state had already diverged from the
+        primary's (the log is deterministic): the machine may then raise with the commands
+        before it applied, since the state before the call was wrong as well. Either way the
+        link drops the connection and asks for a full sync on the next attempt, which
+        replaces the whole state.
         """
         ...
 

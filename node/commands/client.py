@@ -151,7 +151,7 @@ def _lines_reply(sessions: Iterable[Session], now_ms: int) -> Verbatim:
 
 
 def _sorted_sessions(ctx: Session) -> list[Session]:
-    return sorted(ctx.node.sessions(), key=lambda s: s.id)
+    return sorted(ctx.node.clients.sessions(), key=lambda s: s.id)
 
 
 def _valid_attribute(value: bytes) -> bool:
@@ -289,7 +289,7 @@ def client_kill(ctx: Session, argv: list[bytes]) -> Any:
                 continue
             ctx.closing = True  # after this reply is written, as CLIENT_CLOSE_AFTER_REPLY
         else:
-            ctx.node.close_session(session)
+            ctx.node.clients.close_session(session)
         killed += 1
     if old_form:
         if not killed:
@@ -309,14 +309,14 @@ def client_unblock(ctx: Session, argv: list[bytes]) -> Any:
             raise CommandError("ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR")
         with_error = reason == b"error"
     target_id = parse_int(argv[2])
-    for session in ctx.node.sessions():
+    for session in ctx.node.clients.sessions():
         if session.id != target_id:
             continue
         block = session.blocked_on
         if block is None:
             return 0
         reply = ReplyError(UNBLOCKED_ERROR) if with_error else block.timeout_reply
-        return 1 if ctx.node.unblock_session(session, reply) else 0
+        return 1 if ctx.node.clients.unblock_session(session, reply) else 0
     return 0
 
 

@@ -69,7 +69,7 @@ def config_set(ctx: Session, argv: list[bytes]) -> Any:
 
 @subcommand("config", "resetstat", 2, "admin noscript loading stale", summary="Resets the server's statistics.")
 def config_resetstat(ctx: Session, argv: list[bytes]) -> Any:
-    ctx.node.reset_stats()
+    ctx.node.admin.reset_stats()
     return OK
 
 

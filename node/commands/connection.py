@@ -116,8 +116,8 @@ def hello(ctx: Session, argv: list[bytes]) -> Any:
 def reset(ctx: Session, argv: list[bytes]) -> Any:
     ctx.multi = None
     ctx.multi_error = False
-    ctx.node.unwatch_all(ctx)
-    ctx.node.remove_monitor(ctx)
+    ctx.node.watches.unwatch_all(ctx)
+    ctx.node.clients.remove_monitor(ctx)
     ctx.select(0)
     ctx.proto = 2
     ctx.name = b""

@@ -58,7 +58,7 @@ def debug(ctx: Session, argv: list[bytes]) -> Any:
     if sub == b"help" and argc == 2:
         return help_reply(argv[0], _DEBUG_HELP)
     if sub == b"sleep" and argc == 3:
-        ctx.node.sleep(max(0.0, _strtod(argv[2])))
+        ctx.node.admin.sleep(max(0.0, _strtod(argv[2])))
         return OK
     if sub == b"digest" and argc == 2:
         return digest_keyspace(ctx.node.keyspace).decode()
@@ -123,7 +123,7 @@ def memory_usage(ctx: Session, argv: list[bytes]) -> Any:
 
 @subcommand("memory", "stats", 2, "", summary="Returns details about memory usage.")
 def memory_stats(ctx: Session, argv: list[bytes]) -> Any:
-    return ctx.node.memory_stats()
+    return ctx.node.admin.memory_stats()
 
 
 @subcommand("memory", "doctor", 2, "", summary="Outputs a memory problems report.")
@@ -257,7 +257,7 @@ def latency_histogram(ctx: Session, argv: list[bytes]) -> Any:
     # Call counts are real; Rill keeps no per-command latency buckets.
     wanted = {a.decode("utf-8", "replace").lower() for a in argv[2:]}
     out: dict[bytes, Any] = {}
-    for name, stat in ctx.node.command_stats().items():
+    for name, stat in ctx.node.admin.command_stats().items():
         if stat.calls and (not wanted or name in wanted):
             out[name.encode()] = {b"calls": stat.calls, b"histogram_usec": {}}
     return out

@@ -143,7 +143,7 @@ def _flush(ctx: Session, argv: list[bytes], db_index: int | None) -> Any:
     node = ctx.node
     # WATCHes are invalidated only for keys that exist at the moment of the flush
     # (touchAllWatchedKeysInDb), so this must run before the databases are emptied.
-    node.touch_all(db_index)
+    node.watches.touch_all(db_index)
     dbs = node.keyspace.dbs if db_index is None else [node.keyspace.dbs[db_index]]
     for db in dbs:
         _SCANS.forget(db)
@@ -178,7 +178,7 @@ def swapdb(ctx: Session, argv: list[bytes]) -> Any:
     if not (0 <= a < count and 0 <= b < count):
         raise CommandError("ERR DB index is out of range")
     if a != b:
-        ctx.node.swapdb(a, b)
+        ctx.node.watches.swapdb(a, b)
     ctx.propagate(b"SWAPDB", argv[1], argv[2])
     return OK
 

@@ -1,6 +1,7 @@
 """Persistence commands: SAVE, BGSAVE, BGREWRITEAOF and WAITAOF (LASTSAVE lives with the
 server commands). Replies and error texts are Redis 7.2's (rdb.c, aof.c, replication.c);
-the work is done by the node's persistence service, reached through `ctx.node.persistence`.
+the work is done by the node's persistence service, reached through `ctx.node.persistence`,
+and WAITAOF's by the node's waits (`ctx.node.waits`, which WAIT shares).
 """
 
 from __future__ import annotations
@@ -17,10 +18,12 @@ from node.commands.table import command
 class PersistenceControl(Protocol):
     """What the commands ask of the persistence service (node.persistence.service)."""
 
+    @property
+    def lastsave(self) -> int: ...  # unix time of the last successful save (LASTSAVE)
+
     def save(self) -> None: ...
     def bgsave(self, schedule: bool, in_exec: bool) -> str: ...
     def bgrewriteaof(self, in_exec: bool) -> str: ...
-    def waitaof(self, session: Session, numlocal: int, numreplicas: int, timeout_ms: int) -> Any: ...
 
 
 @command("save", 1, "admin noscript no_async_loading no_multi", group="server", summary="Synchronously saves the database(s) to disk.")
@@ -65,10 +68,6 @@ def waitaof(ctx: Session, argv: list[bytes]) -> Any:
             "ERR WAITAOF cannot be used with replica instances. Please also note that writes to replicas are "
             "just local and are not propagated."
         )
-    if numreplicas:
-        # Replicas' fsync acknowledgements are counted by the replication side (which asks
-        # the persistence service about the local AOF).
-        if numlocal and ctx.node.config.get("appendonly") != "yes":
-            raise CommandError("ERR WAITAOF cannot be used when numlocal is set but appendonly is disabled.")
-        return ctx.node.replication.waitaof(ctx, numlocal, numreplicas, timeout)
-    return ctx.node.persistence.waitaof(ctx, numlocal, numreplicas, timeout)
+    if numreplicas and numlocal and ctx.node.config.get("appendonly") != "yes":
+        raise CommandError("ERR WAITAOF cannot be used when numlocal is set but appendonly is disabled.")
+    return ctx.node.waits.waitaof(ctx, numlocal, numreplicas, timeout)

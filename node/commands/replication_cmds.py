@@ -1,7 +1,7 @@
 """Replication commands: REPLICAOF/SLAVEOF, WAIT and ROLE (WAITAOF lives with the
-persistence commands and hands its replica part to the replication side). Replies and error
-texts are Redis 7.2's (replication.c); the work is done by the node's replication side,
-reached through `ctx.node.replication`.
+persistence commands). Replies and error texts are Redis 7.2's (replication.c); the work is
+done by the node's replication side, reached through `ctx.node.replication`, and WAIT's by
+the node's waits (`ctx.node.waits`, which WAITAOF shares).
 """
 
 from __future__ import annotations
@@ -23,13 +23,18 @@ _INVALID_PORT: Final = "ERR Invalid master port"
 
 
 class ReplicationControl(Protocol):
-    """What the commands ask of the replication side (node.server.replication_node)."""
+    """What the commands ask of the replication side (node.replication)."""
 
     def replicaof(self, session: Session, host: str, port: int) -> Any: ...
     def promote(self, session: Session | None) -> None: ...
+    def role_reply(self) -> list[Any]: ...
+
+
+class Waits(Protocol):
+    """WAIT and WAITAOF (node.replication.waits): the reply now, or a Block."""
+
     def wait(self, session: Session, numreplicas: int, timeout_ms: int) -> Any: ...
     def waitaof(self, session: Session, numlocal: int, numreplicas: int, timeout_ms: int) -> Any: ...
-    def role_reply(self) -> list[Any]: ...
 
 
 @command("replicaof", 3, "admin noscript stale no_async_loading", group="server",
@@ -57,7 +62,7 @@ def wait(ctx: Session, argv: list[bytes]) -> Any:
     if numreplicas is None:
         raise CommandError(NOT_AN_INTEGER)
     timeout = parse_timeout_ms(argv[2], ctx.now_ms())
-    return ctx.node.replication.wait(ctx, numreplicas, timeout)
+    return ctx.node.waits.wait(ctx, numreplicas, timeout)
 
 
 @command("role", 1, "noscript loading stale fast", group="server", summary="Returns the replication role.")

@@ -2,7 +2,7 @@
 stubs of a node without scripting.
 
 Replies and error texts follow Redis 7.2 (server.c, replication.c, functions.c). The INFO
-text itself is rendered by the server (`node.server.info`), which owns the figures.
+text itself is rendered by the node (`node.app.info`), which sees every part's figures.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ _SHUTDOWN_FLAGS: Final = {b"nosave": "nosave", b"save": "save", b"now": "now", b
 @command("info", -1, "loading stale", group="server", summary="Returns information and statistics about the server.")
 def info(ctx: Session, argv: list[bytes]) -> Any:
     sections = [a.decode("utf-8", "replace").lower() for a in argv[1:]]
-    return Verbatim("txt", ctx.node.info(sections).encode())
+    return Verbatim("txt", ctx.node.admin.info(sections).encode())
 
 
 @command("time", 1, "loading stale fast", group="server", summary="Returns the server time.")
@@ -36,7 +36,7 @@ def time_(ctx: Session, argv: list[bytes]) -> Any:
 
 @command("lastsave", 1, "loading stale fast", group="server", summary="Returns the Unix timestamp of the last successful save to disk.")
 def lastsave(ctx: Session, argv: list[bytes]) -> Any:
-    return ctx.node.lastsave
+    return ctx.node.persistence.lastsave
 
 
 @command("monitor", 1, "admin noscript loading stale", group="server", summary="Listens for all requests received by the server in real-time.")
@@ -45,7 +45,7 @@ def monitor(ctx: Session, argv: list[bytes]) -> Any:
         raise CommandError("ERR MONITOR isn't allowed for DENY BLOCKING client")
     if "monitor" in ctx.flags or "replica" in ctx.flags:
         return _NO_REPLY
-    ctx.node.add_monitor(ctx)
+    ctx.node.clients.add_monitor(ctx)
     return OK
 
 
@@ -67,7 +67,7 @@ def shutdown(ctx: Session, argv: list[bytes]) -> Any:
     if abort:
         # Rill's shutdown starts at once (there is no wait for lagging replicas to abort).
         raise CommandError("ERR No shutdown in progress.")
-    ctx.node.request_shutdown(ctx, frozenset(flags))
+    ctx.node.admin.request_shutdown(ctx, frozenset(flags))
     # As in Redis, the caller stays blocked and gets no reply: its connection closes with
     # the others when the node stops.
     return Block([], 0, _never_ready)

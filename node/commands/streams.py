@@ -3,9 +3,7 @@
 
 from __future__ import annotations
 
-import struct
-from collections.abc import Callable
-from typing import Any, Final
+from typing import Any
 
 from node.commands.args import NOT_AN_INTEGER, SYNTAX_ERROR, to_int
 from node.commands.context import Session
@@ -27,7 +25,6 @@ from node.commands.table import command
 from node.engine import stream_ops
 from node.engine.ids import MAX_ID, format_id, format_parts, parse_id_parts
 from node.engine.keyspace import WRONGTYPE
-from node.engine.stream import logged_xadd_block
 from node.engine.stream_ops import StreamError
 from node.engine.stream_value import StreamValue
 
@@ -98,81 +95,6 @@ def _xadd_plain(ctx: Session, argv: list[bytes], ms: int, seq: int) -> Any:
     ctx.propagate_argv(effect)
     # The reply is the ID in canonical form (the client's text may have leading zeros).
     return effect[2] if ms < 0 else format_parts(ms, seq)
-
-
-# XADD as clients usually spell it (the log keeps the client's spelling): the spellings
-# `append_logged_xadd` takes; any other goes through the dispatcher.
-_LOGGED_XADD_NAMES: Final = frozenset((b"XADD", b"xadd"))
-# The items of a group's positions from logged_xadd_block (array('q') bytes).
-_POSITION: Final = struct.Struct("q")
-
-
-def append_logged_block(ctx: Session, data: bytes, pos: int, one: Callable[[bytes, int], None]) -> tuple[int, int, int]:
-    """Appends the block of XADD effects in the log's form (`XADD key ms-seq field value
-    ...`) that starts at data[pos:], outside a MULTI, stream by stream (`logged_xadd_block`:
-    XADDs to different streams commute): runs of a stream's XADDs in C straight from the
-    log's bytes (`Stream.append_logged_run`), each one a run stops at (a new stream, a new
-    node, other fields, an error) by `one(data, its position)`, the caller's ordinary way.
-    Returns where the block ends, how many commands it held ((pos, 0, 0): none here) and how
-    many went in C: no dispatcher, no reply, no effect logged (a replica logs its primary's
-    bytes, an AOF load logs nothing); `dirty`, WATCH and blocked readers learn of each run
-    as of the same XADDs propagated."""
-    if ctx.multi is not None:
-        return pos, 0, 0
-    end, groups = logged_xadd_block(data, pos)
-    config = ctx.node.config
-    commands = appended_in_c = 0
-    for key, positions in groups:
-        count = len(positions) // _POSITION.size
-        commands += count
-        index = 0
-        while index < count:
-            value = ctx.db.get(key)
-            if type(value) is StreamValue:
-                index, appended = value.append_logged_run(
-                    data, positions, index, key, config.stream_node_max_entries, config.stream_node_max_bytes
-                )
-                if appended:
-                    appended_in_c += appended
-                    ctx.effects_in_command += appended
-                    ctx.node.appended_from_log(ctx.db_index, key, appended)
-                    if index == count:
-                        break
-            one(data, _POSITION.unpack_from(positions, index * _POSITION.size)[0])
-            index += 1
-    return end, commands, appended_in_c
-
-
-def append_logged_xadd(ctx: Session, argv: list[bytes]) -> bool:
-    """Appends an XADD in the form the effect log gives every XADD (key, complete ID, fields,
-    no option), spelled XADD or xadd and outside a MULTI, straight to its stream: no
-    dispatcher, no reply. This is most of a replica's work (and of an AOF load), and a quarter
-    cheaper this way. Returns False, having changed nothing, for any other command or form and
-    for an XADD that would fail: the caller runs those through the dispatcher, which queues
-    them or reports the error."""
-    n = len(argv)
-    if n < 5 or not n & 1 or argv[0] not in _LOGGED_XADD_NAMES or ctx.multi is not None:
-        return False
-    ms, seq = parse_id_parts(argv[2])
-    if ms < 0 or not (ms or seq):
-        return False
-    db = ctx.db
-    key = argv[1]
-    value = db.get(key)
-    created = value is None
-    if value is None:
-        value = StreamValue()
-    elif type(value) is not StreamValue:
-        return False
-    config = ctx.node.config
-    try:
-        stream_ops.append_at(value, argv, ms, seq, config.stream_node_max_entries, config.stream_node_max_bytes)
-    except StreamError:
-        return False
-    if created:
-        db[key] = value
-    ctx.propagate_argv(argv)
-    return True
 
 
 def _range(ctx: Session, argv: list[bytes], rev: bool) -> Any:

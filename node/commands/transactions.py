@@ -41,7 +41,7 @@ def _end_transaction(ctx: Session) -> list[list[bytes]]:
     queued = ctx.multi or []
     ctx.multi = None
     ctx.multi_error = False
-    ctx.node.unwatch_all(ctx)
+    ctx.node.watches.unwatch_all(ctx)
     return queued
 
 
@@ -102,14 +102,14 @@ def watch(ctx: Session, argv: list[bytes]) -> Any:
         raise CommandError("ERR WATCH inside MULTI is not allowed")
     # Once dirty, the next EXEC fails whatever else is watched.
     if not ctx.watch_dirty:
-        node = ctx.node
+        watches = ctx.node.watches
         for key in argv[1:]:
-            node.watch(ctx, key)
+            watches.watch(ctx, key)
     return OK
 
 
 @command("unwatch", 1, "noscript loading stale fast allow_busy", group="transactions",
          summary="Forgets about watched keys of a transaction.")
 def unwatch(ctx: Session, argv: list[bytes]) -> Any:
-    ctx.node.unwatch_all(ctx)
+    ctx.node.watches.unwatch_all(ctx)
     return OK

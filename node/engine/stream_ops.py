@@ -27,7 +27,7 @@ from typing import Any, Final
 
 from node.engine.groups import INVALID_ENTRIES_READ, Consumer, ConsumerGroup, Nack
 from node.engine.ids import MAX_ID, MAX_MS, MAX_SEQ, decimal, format_id, format_parts, incr_id
-from node.engine.stream import total_len
+from node.engine.node_values import total_len
 from node.engine.stream_value import StreamValue
 
 Effect = list[bytes]

@@ -53,12 +53,12 @@ class StreamValue(Stream):
     def first_stored_id(self) -> int | None:
         """ID of the first stored entry, deleted or not (Redis streamGetEdgeID(s,1,0)): the
         first node's master ID. None when no node is left."""
-        masters = self._masters
+        masters = self.masters
         return masters[0] if masters else None
 
     def node_master_ids(self) -> list[int]:
         """Master ID of every node, ascending: the keys of Redis's radix tree."""
-        return self._masters
+        return self.masters
 
     def copy(self) -> StreamValue:
         """Independent deep copy of entries and groups (COPY, snapshots)."""

@@ -24,7 +24,7 @@ from typing import Final
 
 import hiredis
 
-from node.server.log_scan import command_end
+from node.log.scan import command_end
 
 _CHUNK: Final = 4 * 1024 * 1024
 _INCOMPLETE: Final = -1

@@ -24,6 +24,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Final
 
+from node.persistence.files import remove_quietly
+
 _PR_SET_PDEATHSIG: Final = 1
 
 
@@ -124,3 +126,35 @@ def _result(job: ChildJob, status: int) -> tuple[bool, str]:
     if os.WIFSIGNALED(status):
         return False, message or f"killed by signal {os.WTERMSIG(status)}"
     return False, message or f"exited with status {os.WEXITSTATUS(status)}"
+
+
+class ChildSlot:
+    """The one background child the node runs at a time (a BGSAVE or an AOF rewrite: Redis
+    allows one fork at a time too)."""
+
+    __slots__ = ("job",)
+
+    def __init__(self) -> None:
+        self.job: ChildJob | None = None
+
+    def running(self, kind: str | None = None) -> bool:
+        """Whether a child runs (of `kind`, when given)."""
+        return self.job is not None and (kind is None or self.job.kind == kind)
+
+    def abandon(self) -> None:
+        """Kills the child and removes its temporary file (its work is not needed)."""
+        job, self.job = self.job, None
+        if job is not None:
+            kill_job(job)
+            remove_quietly(job.temp_path)
+
+    def poll(self) -> None:
+        """Reaps a finished child and calls its `on_done(ok, message)`."""
+        job = self.job
+        if job is None:
+            return
+        result = poll_job(job)
+        if result is not None:
+            self.job = None
+            if job.on_done is not None:
+                job.on_done(*result)

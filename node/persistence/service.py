@@ -1,8 +1,11 @@
-"""The node's persistence service: loads the data at start-up, keeps the AOF of the effect
-log (group commit, fsync policy, write errors), takes snapshots (SAVE, BGSAVE, `save`
-points), rewrites the AOF (BGREWRITEAOF, automatic), answers WAITAOF and reports INFO
-persistence. The server holds one `Persistence` and calls it at its edges; the command
-layer reaches it as `ctx.node.persistence`.
+"""The node's persistence service: the AOF's multi-part files and the service's lifecycle.
+At start-up it loads the data (node/persistence/loading.py) and opens the AOF; it keeps the
+manifest, its base and incr files and the replication identity they record, rewrites the AOF
+(BGREWRITEAOF, automatic), turns the AOF on and off, runs the periodic work (serverCron's
+persistence part) and makes everything durable at shutdown. The open file's writing and
+fsyncing is `AofLog` (node/persistence/aof_log.py), the RDB file's `Snapshots`
+(node/persistence/snapshots.py). node/app/ builds one `Persistence` over the node's server;
+the command layer reaches it as `ctx.node.persistence`.
 
 Rewrite protocol (multi-part AOF, as Redis 7), each step crash-safe:
 1. write and fsync the buffered effects into the current incr file;
@@ -24,32 +27,30 @@ import gc
 import logging
 import os
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final, Protocol
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, Final
 
-from node.commands.context import Block, Node, Session
-from node.commands.reply import CommandError, ReplyError
-from node.commands.streams import append_logged_block, append_logged_xadd
+from node.commands.reply import CommandError
 from node.persistence import aof as aofmod
-from node.persistence.aof import AofWriter, FsyncThread, ReplyGate
-from node.persistence.aof_reader import ReplayRefused, read_aof
-from node.persistence.background import ChildJob, fork_job, kill_job, poll_job
+from node.persistence.aof import AofWriter
+from node.persistence.aof_log import AofLog
+from node.persistence.background import ChildSlot, fork_job
 from node.persistence.files import fsync_dir, remove_quietly, replace_durably
+from node.persistence.loading import PersistenceError, load_aof, load_rdb
 from node.persistence.manifest import (
     TEMP_PREFIX,
     AofFile,
     Manifest,
-    ManifestError,
-    load_manifest,
-    manifest_name,
     write_manifest,
 )
-from node.persistence.snapshot import SnapshotError, SnapshotMeta, load_snapshot, write_snapshot
-from node.server.log_scan import command_at
+from node.persistence.snapshot import SnapshotMeta, write_snapshot
+from node.persistence.snapshots import Snapshots
 
 if TYPE_CHECKING:
     import asyncio
+
+    from node.server.server import Server
 
 log = logging.getLogger("rill.persistence")
 
@@ -58,88 +59,24 @@ AOF_ON: Final = "on"
 AOF_WAIT_REWRITE: Final = "wait_rewrite"  # enabled, the first base is being written
 
 _CRON_SECONDS: Final = 0.1
-# Redis CONFIG_BGSAVE_RETRY_DELAY: a failed periodic save is retried after this long.
-_BGSAVE_RETRY_DELAY: Final = 5
 # After this many failed rewrites in a row, automatic ones back off (Redis aofRewriteLimited).
 _REWRITE_FAILURES_BEFORE_BACKOFF: Final = 3
 _REWRITE_BACKOFF_MAX: Final = 3600
 
-# shared.bgsaveerr (server.c), without the leading '-'.
-_BGSAVE_ERR: Final = (
-    "MISCONF Redis is configured to save RDB snapshots, but it's currently unable to persist to disk. "
-    "Commands that may modify the data set are disabled, because this instance is configured to report "
-    "errors during writes if RDB snapshotting fails (stop-writes-on-bgsave-error option). Please check "
-    "the Redis logs for details about the RDB error."
-)
-
-
-class PersistenceError(Exception):
-    """The node cannot start (or continue) with the data on disk: the text says which file,
-    where, and what to do."""
-
-
-class EffectLogView(Protocol):
-    replid: str
-    replid2: str
-    second_offset: int
-    offset: int
-
-    def add_listener(self, listener: Callable[[bytes, int], None]) -> None: ...
-    def remove_listener(self, listener: Callable[[bytes, int], None]) -> None: ...
-    def force_select(self) -> None: ...
-
-
-class DispatcherView(Protocol):
-    write_denial: str | None
-
-
-class PersistenceHost(Node, Protocol):
-    """What the service needs from the server."""
-
-    dirty: int
-
-    @property
-    def effects(self) -> EffectLogView: ...
-    @property
-    def dispatcher(self) -> DispatcherView: ...
-
-
-@dataclass(slots=True)
-class _AofWaiter:
-    """A client blocked in WAITAOF until the local AOF is fsynced up to `offset`."""
-
-    session: Session
-    block: Block
-    offset: int
-    numreplicas: int
-
-
 class Persistence:
-    def __init__(self, host: PersistenceHost) -> None:
-        self.host = host
-        self.config = host.config
-        self.gate = ReplyGate()
+    def __init__(self, server: Server) -> None:
+        self.server = server
+        self.config = server.config
+        self.gate = server.reply_gate
         self.aof_state = AOF_OFF
-        self._writer: AofWriter | None = None
-        self._effects_listener = self._on_effects  # kept: the effect log also removes it
-        self.syncer: FsyncThread | None = None
+        self.aof = AofLog(server.effects, self.gate, self.config, self._update_denial)
         self.manifest: Manifest | None = None
-        self.child: ChildJob | None = None
+        self.child = ChildSlot()  # the background save or rewrite, one at a time
+        self.snapshots = Snapshots(server, self.child, self._meta, self._update_denial)
         self.loop: asyncio.AbstractEventLoop | None = None
         self._cron: asyncio.TimerHandle | None = None
-        self._commit_scheduled = False
-        self._loading = False
-        self._waiters: list[_AofWaiter] = []
         self._sizes: dict[str, int] = {}  # closed base/incr files of the manifest -> bytes
-        self._save_points = _parse_save(self.config.get("save"))
         # Status, for MISCONF and INFO.
-        self.write_failure: str | None = None  # strerror of a failed AOF write
-        self.fsync_failure: str | None = None  # strerror of a failed AOF fsync
-        self.bgsave_ok = True
-        self.last_bgsave_try = 0.0
-        self.last_bgsave_seconds = -1
-        self.rdb_saves = 0
-        self.bgsave_scheduled = False
         self.rewrite_scheduled = False
         self.rewrite_ok = True
         self.rewrites = 0
@@ -154,20 +91,6 @@ class Persistence:
         self._recorded_replid = ""
         self.config.on_change(self._on_config_change)
 
-    @property
-    def writer(self) -> AofWriter | None:
-        """The open AOF incr file, if any. The effect log encodes its units for the AOF only
-        while one is open."""
-        return self._writer
-
-    @writer.setter
-    def writer(self, writer: AofWriter | None) -> None:
-        self._writer = writer
-        if writer is not None:
-            self.host.effects.add_listener(self._effects_listener)
-        else:
-            self.host.effects.remove_listener(self._effects_listener)
-
     # -- paths ---------------------------------------------------------------------------
 
     def _dir(self) -> str:
@@ -179,12 +102,6 @@ class Persistence:
     def _aof_name(self) -> str:
         return self.config.get("appendfilename")
 
-    def _rdb_path(self) -> str:
-        return os.path.join(self._dir(), self.config.get("dbfilename"))
-
-    @property
-    def policy(self) -> str:
-        return self.config.get("appendfsync")
 
     # -- start-up ------------------------------------------------------------------------
 
@@ -192,172 +109,59 @@ class Persistence:
         """Load the data set from disk and open the AOF; raises PersistenceError when the
         files cannot be used (the message names the file and the offset)."""
         started = time.monotonic()
-        self._loading = True
+        self.aof.loading = True
         # Loading creates objects in bulk and none of them is garbage: collections during
         # it would only cost time (the server freezes them out of the GC's view afterwards).
         collecting = gc.isenabled()
         gc.disable()
         try:
             if self.config.get("appendonly") == "yes":
-                loaded = self._load_aof()
-                if not loaded and os.path.exists(self._rdb_path()):
+                loaded = load_aof(self.server, self._aof_dir(), self._aof_name(), self.config.get("aof-load-truncated") == "yes")
+                if loaded is not None:
+                    self.manifest = loaded.manifest
+                    self._sizes.update(loaded.sizes)
+                    self.rewrite_base_size = loaded.base_size
+                    self._restore_position(loaded.meta, loaded.offset)
+                elif os.path.exists(self.snapshots.path()):
                     # An AOF is being turned on for a data set saved as a snapshot: start from it
                     # rather than from nothing (Redis would ignore the snapshot here).
-                    self._load_rdb(self._rdb_path())
+                    self._load_rdb(self.snapshots.path())
                 self._open_aof_at_start()
-            elif os.path.exists(self._rdb_path()):
-                self._load_rdb(self._rdb_path())
+            elif os.path.exists(self.snapshots.path()):
+                self._load_rdb(self.snapshots.path())
         finally:
-            self._loading = False
+            self.aof.loading = False
             if collecting:
                 gc.enable()
-        self.host.dirty = 0
-        self.host.reset_stats()
-        self.keys_loaded = self.host.keyspace.key_count()
+        self.server.dirty = 0
+        self.server.reset_stats()
+        self.keys_loaded = self.server.keyspace.key_count()
         self.load_seconds = time.monotonic() - started
         if self.keys_loaded or self.aof_state != AOF_OFF:
-            log.info("DB loaded from disk: %.3f seconds (%d keys, offset=%d)", self.load_seconds, self.keys_loaded, self.host.effects.offset)
+            log.info("DB loaded from disk: %.3f seconds (%d keys, offset=%d)", self.load_seconds, self.keys_loaded, self.server.effects.offset)
 
     def start(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = loop
-        self.gate.reset(self.host.effects.offset)
-        self._start_syncer()
+        self.aof.loop = loop
+        self.gate.reset(self.server.effects.offset)
+        self.aof.start_syncer()
         self._cron = loop.call_later(_CRON_SECONDS, self._tick)
 
     def _load_rdb(self, path: str) -> None:
-        started = time.monotonic()
-        try:
-            loaded = load_snapshot(path, self.host.keyspace.dbs)
-        except SnapshotError as exc:
-            raise PersistenceError(f"{exc}. The snapshot is damaged: restore a backup or move it away to start empty.") from None
-        except OSError as exc:
-            raise PersistenceError(f"Can't read the snapshot file {path}: {exc.strerror}") from None
-        self._restore_position(loaded.meta, loaded.meta.offset)
-        self.host.lastsave = loaded.meta.created or int(time.time())
-        log.info("Snapshot %s loaded: %d keys in %.3f seconds", os.path.basename(path), loaded.keys, time.monotonic() - started)
-
-    def _load_aof(self) -> bool:
-        """Load base + incr files named by the manifest; False when there is no AOF yet."""
-        aofdir = self._aof_dir()
-        mpath = os.path.join(aofdir, manifest_name(self._aof_name()))
-        if not os.path.exists(mpath):
-            return False
-        try:
-            manifest = load_manifest(mpath)
-        except ManifestError as exc:
-            raise PersistenceError(f"*** FATAL AOF MANIFEST FILE ERROR *** {exc}") from None
-        except OSError as exc:
-            raise PersistenceError(f"Fatal error: can't open the AOF manifest file {mpath} for reading: {exc.strerror}") from None
-        for f in manifest.files():
-            if not os.path.exists(os.path.join(aofdir, f.name)):
-                raise PersistenceError(f"The AOF file {f.name} named by the manifest {os.path.basename(mpath)} doesn't exist")
-        meta: SnapshotMeta | None = None
-        if manifest.base is not None:
-            started = time.monotonic()
-            path = os.path.join(aofdir, manifest.base.name)
-            try:
-                loaded = load_snapshot(path, self.host.keyspace.dbs)
-            except SnapshotError as exc:
-                raise PersistenceError(f"{exc}. Restore a backup of the AOF directory.") from None
-            except OSError as exc:
-                raise PersistenceError(f"Can't read the AOF base file {path}: {exc.strerror}") from None
-            meta = loaded.meta
-            self._sizes[manifest.base.name] = loaded.size
-            self.rewrite_base_size = loaded.size
-            log.info("DB loaded from base file %s: %.3f seconds", manifest.base.name, time.monotonic() - started)
-        offset = meta.offset if meta is not None else (manifest.incrs[0].start_offset if manifest.incrs else 0)
-        for i, incr in enumerate(manifest.incrs):
-            if incr.start_offset != offset:
-                raise PersistenceError(
-                    f"The AOF file {incr.name} starts at offset {incr.start_offset} but the files before it end at "
-                    f"{offset}: part of the AOF is missing. Restore a backup of the AOF directory."
-                )
-            size = self._replay_incr(os.path.join(aofdir, incr.name), last=i == len(manifest.incrs) - 1)
-            self._sizes[incr.name] = size
-            offset += size
-        self.manifest = manifest
-        recorded = manifest.recorded_identity()
-        if recorded is not None:
-            meta = SnapshotMeta(
-                recorded.replid, recorded.replid2, recorded.second_offset, offset, meta.created if meta else 0
-            )
-        self._restore_position(meta, offset)
-        return True
-
-    def _replay_incr(self, path: str, last: bool) -> int:
-        """Replay one incr file; returns its usable size (after cutting a truncated tail)."""
-        name = os.path.basename(path)
-        started = time.monotonic()
-        session = Session(self.host, 0)
-        session.authenticated = True
-        session.flags.add("replay")
-        errors = 0
-
-        def execute(argv: list[bytes]) -> None:
-            nonlocal errors
-            # Statistics are reset after loading, and nobody watches or blocks yet: the
-            # direct XADD path needs nothing of the dispatcher here.
-            if append_logged_xadd(session, argv):
-                return
-            reply = self.host.execute(session, argv)
-            if type(reply) is ReplyError:
-                if reply.message.startswith("ERR unknown command"):
-                    raise ReplayRefused(f"Unknown command '{argv[0].decode('utf-8', 'replace')}'")
-                errors += 1
-                if errors <= 5:
-                    log.warning("AOF %s: %s replayed with an error: %s", name, argv[0].decode("utf-8", "replace"), reply.message)
-
-        def execute_at(data: bytes, pos: int) -> None:
-            execute(command_at(data, pos))
-
-        def append_block(data: bytes, pos: int) -> tuple[int, int]:
-            # XADDs go stream by stream, in C from the file's bytes (a replica's path).
-            end, taken, _ = append_logged_block(session, data, pos, execute_at)
-            return end, taken
-
-        try:
-            result = read_aof(path, execute, append_block)
-        except OSError as exc:
-            raise PersistenceError(f"Unrecoverable error reading the append only file {name}: {exc.strerror}") from None
-        session.multi = None  # a MULTI left open at the end was only queued, never run
-        fix = f"make a backup of your AOF file, then use `rill check-aof --fix {manifest_name(self._aof_name())}`"
-        if result.status == "corrupt":
-            raise PersistenceError(
-                f"Bad file format reading the append only file {name} at offset {result.error_offset} "
-                f"({result.error}): {fix}"
-            )
-        size = result.size
-        if result.status == "truncated":
-            if result.open_multi:
-                log.warning("Revert incomplete MULTI/EXEC transaction in AOF file %s", name)
-            if not last or self.config.get("aof-load-truncated") != "yes":
-                raise PersistenceError(
-                    f"Unexpected end of file reading the append only file {name} at offset {result.valid_up_to}"
-                    f"{'' if last else ' (it is not the last file)'}. You can: 1) {fix}. 2) Alternatively you can set "
-                    "the 'aof-load-truncated' configuration option to yes and restart the server."
-                )
-            log.warning("!!! Warning: short read while loading the AOF file %s!!!", name)
-            log.warning("!!! Truncating the AOF %s at offset %d (%d bytes cut) !!!", name, result.valid_up_to, result.size - result.valid_up_to)
-            try:
-                os.truncate(path, result.valid_up_to)
-            except OSError as exc:
-                raise PersistenceError(f"Error truncating the AOF file {name}: {exc.strerror}") from None
-            log.warning("AOF %s loaded anyway because aof-load-truncated is enabled", name)
-            size = result.valid_up_to
-        if errors:
-            log.warning("AOF %s: %d command(s) replayed with an error", name, errors)
-        log.info("DB loaded from incr file %s: %.3f seconds (%d commands)", name, time.monotonic() - started, result.commands)
-        return size
+        meta = load_rdb(self.server, path)
+        self._restore_position(meta, meta.offset)
+        self.snapshots.lastsave = meta.created or int(time.time())
 
     def _restore_position(self, meta: SnapshotMeta | None, offset: int) -> None:
-        effects = self.host.effects
-        if meta is not None:
-            self._recorded_replid = meta.replid
-            effects.replid = meta.replid
-            effects.replid2 = meta.replid2
-            effects.second_offset = meta.second_offset
-        effects.offset = offset
-        effects.force_select()
+        effects = self.server.effects
+        if meta is None:
+            effects.move_to(offset)
+            return
+        self._recorded_replid = meta.replid
+        try:
+            effects.restore(meta.replid, meta.replid2, meta.second_offset, offset)
+        except ValueError as exc:
+            raise PersistenceError(f"The replication id recorded on disk is unusable: {exc}") from None
 
     def _open_aof_at_start(self) -> None:
         aofdir = self._aof_dir()
@@ -371,7 +175,7 @@ class Persistence:
                 base_name, base_seq = manifest.new_base_name(name)
                 temp = os.path.join(aofdir, TEMP_PREFIX + base_name)
                 meta = self._meta()
-                size = write_snapshot(temp, self.host.keyspace.dbs, meta)
+                size = write_snapshot(temp, self.server.keyspace.dbs, meta)
                 self._recorded_replid = meta.replid
                 replace_durably(temp, os.path.join(aofdir, base_name))
                 log.info("Creating AOF base file %s on server start", base_name)
@@ -379,13 +183,13 @@ class Persistence:
                 self._sizes[base_name] = size
                 self.rewrite_base_size = size
             if not manifest.incrs:
-                manifest, incr = manifest.with_new_incr(name, self.host.effects.offset)
+                manifest, incr = manifest.with_new_incr(name, self.server.effects.offset)
                 AofWriter(os.path.join(aofdir, incr.name), incr.start_offset).close()
                 fsync_dir(aofdir)
                 write_manifest(aofdir, name, manifest)
                 log.info("Creating AOF incr file %s on server start", incr.name)
             current = manifest.incrs[-1]
-            self.writer = AofWriter(os.path.join(aofdir, current.name), current.start_offset)
+            writer = self.aof.writer = AofWriter(os.path.join(aofdir, current.name), current.start_offset)
             self._sizes.pop(current.name, None)
             self.manifest = manifest
         except OSError as exc:
@@ -394,10 +198,10 @@ class Persistence:
             self._drop_history()
         except OSError as exc:  # left for the next rewrite; the AOF itself is usable
             log.warning("Can't remove the AOF history files: %s", exc.strerror or exc)
-        if self.writer.written_offset != self.host.effects.offset:
+        if writer.written_offset != self.server.effects.offset:
             raise PersistenceError(
-                f"The AOF file {current.name} ends at offset {self.writer.written_offset}, "
-                f"the loaded data at {self.host.effects.offset}"
+                f"The AOF file {current.name} ends at offset {writer.written_offset}, "
+                f"the loaded data at {self.server.effects.offset}"
             )
         self.aof_state = AOF_ON
 
@@ -420,257 +224,56 @@ class Persistence:
         self.manifest = clean
 
     def _meta(self) -> SnapshotMeta:
-        effects = self.host.effects
+        effects = self.server.effects
         return SnapshotMeta(effects.replid, effects.replid2, effects.second_offset, effects.offset, int(time.time()))
 
-    # -- the AOF: group commit -----------------------------------------------------------
+    # -- the AOF: writing (node/persistence/aof_log.py) -------------------------------------
 
-    def _on_effects(self, data: bytes, offset: int) -> None:
-        writer = self.writer
-        if writer is None or self._loading:
-            return
-        writer.append(data)
-        self.gate.required = offset
-        if not self._commit_scheduled and self.loop is not None:
-            self._commit_scheduled = True
-            self.loop.call_soon(self.commit)
+    @property
+    def writer(self) -> AofWriter | None:
+        """The open AOF incr file, if any."""
+        return self.aof.writer
 
     def commit(self) -> None:
-        """Write the buffered effects, once per event-loop iteration at most. Under
-        `everysec`/`no` the replies that waited for them go out now; under `always` the fsync
-        thread is asked for an fsync and they go out when it reports (the loop meanwhile runs
-        the next batch, whose fsync follows: a pipelined group commit)."""
-        self._commit_scheduled = False
-        writer = self.writer
-        if writer is None:
-            self.gate.stalled = False
-            self.gate.release(self.gate.required)
-            return
-        try:
-            writer.write()
-        except OSError as exc:
-            self._aof_failed("write", exc)
-            return
-        if self.write_failure is not None:
-            log.warning("AOF write error looks solved, Redis can write again.")
-            self.write_failure = None
-            self._refresh_failure()
-        if self.syncer is not None and self.syncer.interval is None:
-            self.syncer.request()
-        else:
-            self.gate.release(writer.written_offset)
+        self.aof.commit()
 
-    def _aof_failed(self, what: str, exc: OSError) -> None:
-        reason = exc.strerror or str(exc)
-        if what == "fsync" and self.policy == aofmod.ALWAYS:
-            # After a failed fsync the kernel may have dropped the dirty pages, so a retry
-            # that succeeds proves nothing about the writes held for it: like Redis (aof.c,
-            # "Can't persist append-only file"), exit rather than acknowledge them.
-            log.critical("Can't persist append-only file %s (fsync: %s). Exiting...",
-                         self.writer.path if self.writer else "?", reason)
-            logging.shutdown()
-            os._exit(1)
-        first = (self.write_failure if what == "write" else self.fsync_failure) is None
-        if what == "write":
-            self.write_failure = reason
-        else:
-            self.fsync_failure = reason
-        if first:
-            log.warning("Error %s the AOF file %s: %s; writes are refused (MISCONF) until it succeeds again",
-                        "writing to" if what == "write" else "fsyncing", self.writer.path if self.writer else "?", reason)
-        self._refresh_failure()
+    def add_durability_listener(self, listener: Callable[[], None]) -> None:
+        """See `AofLog.add_durability_listener`."""
+        self.aof.add_durability_listener(listener)
 
-    def _refresh_failure(self) -> None:
-        """After a change of write/fsync status: replies held for the failed part wait for
-        the retry while other connections' replies flow (a stalled gate), and writes are
-        refused while anything fails."""
-        self.gate.stalled = self.write_failure is not None or (
-            self.fsync_failure is not None and self.policy == aofmod.ALWAYS
-        )
-        self._update_denial()
+    def _switch_writer(self, writer: AofWriter | None) -> None:
+        old = self.aof.switch(writer)
+        if old is not None:
+            self._sizes[os.path.basename(old.path)] = old.size
 
     def _update_denial(self) -> None:
         """What the dispatcher answers write commands with while persistence fails."""
         text: str | None = None
-        if not self.bgsave_ok and self._save_points:
-            text = _BGSAVE_ERR
-        elif self.aof_state != AOF_OFF and (self.write_failure or self.fsync_failure):
-            text = f"MISCONF Errors writing to the AOF file: {self.write_failure or self.fsync_failure}"
-        self.host.dispatcher.write_denial = text
+        rdb_refusal = self.snapshots.refusal()
+        if rdb_refusal is not None:
+            text = rdb_refusal
+        elif self.aof_state != AOF_OFF and (self.aof.write_failure or self.aof.fsync_failure):
+            text = f"MISCONF Errors writing to the AOF file: {self.aof.write_failure or self.aof.fsync_failure}"
+        self.server.dispatcher.write_denial = text
 
-    def _start_syncer(self) -> None:
-        """The fsync thread the policy needs: on request (always), every second (everysec),
-        none (no)."""
-        writer = self.writer
-        loop = self.loop
-        policy = self.policy
-        if writer is None or loop is None or policy == aofmod.NO:
-            return
+    # -- the RDB file (node/persistence/snapshots.py) ----------------------------------------
 
-        def report(offset: int, error: OSError | None) -> None:
-            loop.call_soon_threadsafe(self._fsync_reported, writer, offset, error)
-
-        self.syncer = FsyncThread(writer, report, None if policy == aofmod.ALWAYS else 1.0)
-
-    def _stop_syncer(self) -> None:
-        if self.syncer is not None:
-            self.syncer.stop()
-            self.syncer = None
-
-    def _fsync_reported(self, writer: AofWriter, offset: int, error: OSError | None) -> None:
-        if writer is not self.writer:
-            return
-        if error is not None:
-            self._aof_failed("fsync", error)
-            return
-        writer.synced_offset = max(writer.synced_offset, offset)
-        if self.fsync_failure is not None:
-            log.warning("AOF fsync error looks solved, Redis can write again.")
-            self.fsync_failure = None
-            self._refresh_failure()
-        self.gate.release(writer.synced_offset)
-        self._fsynced(writer.synced_offset)
-
-    def _write_and_sync(self) -> None:
-        """Everything buffered, written and fsynced now, on the loop (a file switch, a
-        change of policy, shutdown)."""
-        writer = self.writer
-        if writer is not None:
-            writer.write()
-            writer.fsync()
-            self.gate.release(writer.synced_offset)
-            self._fsynced(writer.synced_offset)
-
-    def _switch_writer(self, writer: AofWriter | None) -> None:
-        self._stop_syncer()
-        old = self.writer
-        self.writer = writer
-        if old is not None:
-            self._sizes[os.path.basename(old.path)] = old.size
-            old.close()
-        if writer is not None:
-            self._start_syncer()
-
-    # -- WAITAOF ---------------------------------------------------------------------------
-
-    def waitaof(self, session: Session, numlocal: int, numreplicas: int, timeout_ms: int) -> Any:
-        """WAITAOF's local part: [1, 0] once the AOF is fsynced up to the node's offset at
-        the time of the call (which covers this client's writes), or [0, 0] on timeout.
-        Replicas are not counted yet (replication will add them)."""
-        if numlocal and self.aof_state == AOF_OFF:
-            raise CommandError("ERR WAITAOF cannot be used when numlocal is set but appendonly is disabled.")
-        target = self.host.effects.offset
-        writer = self.writer
-        acklocal = 1 if writer is not None and self.aof_state == AOF_ON and writer.synced_offset >= target else 0
-        if (acklocal >= numlocal and numreplicas == 0) or session.in_exec or "replay" in session.flags:
-            return [acklocal, 0]
-        block = Block([], timeout_ms, _never_ready, [acklocal, 0])
-        if acklocal < numlocal:
-            self._waiters.append(_AofWaiter(session, block, target, numreplicas))
-        return block
-
-    def _fsynced(self, offset: int) -> None:
-        # Until the first base is in a manifest (AOF_WAIT_REWRITE) an fsynced incr file
-        # would not be loaded after a crash: it does not count for WAITAOF.
-        if not self._waiters or self.aof_state != AOF_ON:
-            return
-        waiting: list[_AofWaiter] = []
-        for w in self._waiters:
-            if w.session.blocked_on is not w.block:
-                continue  # timed out or disconnected
-            if w.offset > offset:
-                waiting.append(w)
-            elif w.numreplicas == 0:
-                self.host.unblock_session(w.session, [1, 0])
-            else:
-                w.block.timeout_reply = [1, 0]
-        self._waiters = waiting
-
-    # -- snapshots -------------------------------------------------------------------------
+    @property
+    def lastsave(self) -> int:
+        return self.snapshots.lastsave
 
     def save(self) -> None:
-        """SAVE: a snapshot written on the event loop (clients wait, as in Redis)."""
-        if self.child is not None and self.child.kind == "rdb":
-            raise CommandError("ERR Background save already in progress")
-        self.rdb_saves += 1
-        if not self._save_now():
-            raise CommandError("ERR")
-
-    def _save_now(self) -> bool:
-        path = self._rdb_path()
-        temp = os.path.join(self._dir(), f"temp-{os.getpid()}.rdb")
-        try:
-            write_snapshot(temp, self.host.keyspace.dbs, self._meta())
-            replace_durably(temp, path)
-        except OSError as exc:
-            remove_quietly(temp)
-            log.warning("Write error saving DB on disk: %s", exc.strerror or exc)
-            return False
-        self.host.dirty = 0
-        self.host.lastsave = int(time.time())
-        self.bgsave_ok = True
-        self._update_denial()
-        log.info("DB saved on disk")
-        return True
+        self.snapshots.save()
 
     def bgsave(self, schedule: bool, in_exec: bool) -> str:
-        if self.child is not None and self.child.kind == "rdb":
-            raise CommandError("ERR Background save already in progress")
-        if self.child is not None or in_exec:
-            if schedule or in_exec:
-                self.bgsave_scheduled = True
-                return "Background saving scheduled"
-            raise CommandError(
-                "ERR Another child process is active (AOF?): can't BGSAVE right now. "
-                "Use BGSAVE SCHEDULE in order to schedule a BGSAVE whenever possible."
-            )
-        if not self._start_bgsave():
-            raise CommandError("ERR")
-        return "Background saving started"
-
-    def _start_bgsave(self) -> bool:
-        self.last_bgsave_try = time.time()
-        self.rdb_saves += 1
-        temp = os.path.join(self._dir(), f"temp-bgsave-{os.getpid()}.rdb")
-        dbs = self.host.keyspace.dbs
-        meta = self._meta()
-        try:
-            job = fork_job("rdb", temp, lambda: write_snapshot(temp, dbs, meta))
-        except OSError as exc:
-            log.warning("Can't save in background: fork: %s", exc.strerror)
-            self._bgsave_finished(False, time.monotonic())
-            return False
-        job.on_done = functools.partial(self._bgsave_done, temp, self.host.dirty, job.started)
-        self.child = job
-        log.info("Background saving started by pid %d", job.pid)
-        return True
-
-    def _bgsave_done(self, temp: str, dirty_before: int, started: float, ok: bool, message: str) -> None:
-        if ok:
-            try:
-                replace_durably(temp, self._rdb_path())
-            except OSError as exc:
-                ok, message = False, f"rename: {exc.strerror}"
-        if ok:
-            self.host.dirty = max(0, self.host.dirty - dirty_before)
-            self.host.lastsave = int(time.time())
-            log.info("Background saving terminated with success")
-        else:
-            remove_quietly(temp)
-            log.warning("Background saving error: %s", message)
-        self._bgsave_finished(ok, started)
-
-    def _bgsave_finished(self, ok: bool, started: float) -> None:
-        self.bgsave_ok = ok
-        self.last_bgsave_seconds = int(time.monotonic() - started)
-        self._update_denial()
+        return self.snapshots.bgsave(schedule, in_exec)
 
     # -- AOF rewrite ---------------------------------------------------------------------
 
     def bgrewriteaof(self, in_exec: bool) -> str:
-        if self.child is not None and self.child.kind == "aof":
+        if self.child.running("aof"):
             raise CommandError("ERR Background append only file rewriting already in progress")
-        if self.child is not None or in_exec:
+        if self.child.running() or in_exec:
             self.rewrite_scheduled = True
             self.rewrite_failures = 0
             return "Background append only file rewriting scheduled"
@@ -687,8 +290,8 @@ class Persistence:
         stays open and no new one is left behind."""
         aofdir = self._aof_dir()
         name = self._aof_name()
-        self._write_and_sync()
-        manifest, incr = manifest.with_new_incr(name, self.host.effects.offset, replid, replid2, second_offset)
+        self.aof.write_and_sync()
+        manifest, incr = manifest.with_new_incr(name, self.server.effects.offset, replid, replid2, second_offset)
         writer = AofWriter(os.path.join(aofdir, incr.name), incr.start_offset)
         try:
             fsync_dir(aofdir)
@@ -700,7 +303,7 @@ class Persistence:
             raise
         self._switch_writer(writer)
         # The new file is replayed on its own: its first unit must say its database.
-        self.host.effects.force_select()
+        self.server.effects.force_select()
         return manifest, incr
 
     def _start_rewrite(self) -> bool:
@@ -716,7 +319,7 @@ class Persistence:
             self.manifest = manifest
             base_name, base_seq = manifest.new_base_name(name)
             temp = os.path.join(aofdir, f"{TEMP_PREFIX}rewriteaof-bg-{os.getpid()}.rill")
-            dbs = self.host.keyspace.dbs
+            dbs = self.server.keyspace.dbs
             meta = self._meta()
             job = fork_job("aof", temp, lambda: write_snapshot(temp, dbs, meta))
         except OSError as exc:
@@ -724,7 +327,7 @@ class Persistence:
             self._rewrite_finished(False, time.monotonic())
             return False
         job.on_done = functools.partial(self._rewrite_done, temp, base_name, base_seq, covered, meta.replid, job.started)
-        self.child = job
+        self.child.job = job
         self.rewrite_scheduled = False
         log.info("Background append only file rewriting started by pid %d", job.pid)
         return True
@@ -761,8 +364,6 @@ class Persistence:
         if self.aof_state == AOF_WAIT_REWRITE:
             self.aof_state = AOF_ON
             self._update_denial()
-            if self.writer is not None:
-                self._fsynced(self.writer.synced_offset)
         try:
             self._drop_history()
         except OSError as exc:
@@ -770,6 +371,9 @@ class Persistence:
         self.rewrite_base_size = self.current_size()
         self.rewrites += 1
         self._rewrite_finished(True, started)
+        # A first base makes the AOF count for WAITAOF; any new base ends a replica's "no
+        # fsynced offset" while the AOF did not follow its history.
+        self.aof.durability_changed()
         log.info("Background AOF rewrite finished successfully (base %s, %d bytes)", base_name, self._sizes[base_name])
 
     def _rewrite_finished(self, ok: bool, started: float) -> None:
@@ -810,27 +414,19 @@ class Persistence:
             log.exception("persistence cron failed")
 
     def _tick_once(self) -> None:
-        child = self.child
-        if child is not None:
-            result = poll_job(child)
-            if result is not None:
-                self.child = None
-                if child.on_done is not None:
-                    child.on_done(*result)
-        if self.write_failure is not None or (self.fsync_failure is not None and self.policy == aofmod.ALWAYS):
-            self.commit()  # retry: a write denied by MISCONF resumes once this succeeds
-        if self._waiters:
-            self._waiters = [w for w in self._waiters if w.session.blocked_on is w.block]
-        if self.child is not None:
+        self.child.poll()
+        if self.aof.write_failure is not None or (self.aof.fsync_failure is not None and self.aof.policy == aofmod.ALWAYS):
+            self.aof.commit()  # retry: a write denied by MISCONF resumes once this succeeds
+        if self.child.running():
             return
         self._follow_log_identity()
         if self.rewrite_scheduled and not self._rewrite_limited():
             self._start_rewrite()
-        elif self.bgsave_scheduled:
-            self.bgsave_scheduled = False
-            self._start_bgsave()
-        elif self._save_point_reached():
-            self._start_bgsave()
+        elif self.snapshots.bgsave_scheduled:
+            self.snapshots.bgsave_scheduled = False
+            self.snapshots.start_bgsave()
+        elif self.snapshots.save_point_reached():
+            self.snapshots.start_bgsave()
         elif self._auto_rewrite_due():
             growth = self._growth()
             log.info("Starting automatic rewriting of AOF on %d%% growth", growth)
@@ -851,7 +447,7 @@ class Persistence:
         writer = self.writer
         if self.aof_state != AOF_ON or writer is None or self.rewrite_scheduled:
             return
-        effects = self.host.effects
+        effects = self.server.effects
         if writer.written_offset + len(writer.buf) != effects.offset:
             log.warning("The effect log is at offset %d but the AOF at %d: rewriting the AOF",
                         effects.offset, writer.written_offset + len(writer.buf))
@@ -865,7 +461,7 @@ class Persistence:
         position belongs to changed). Should the cron be the one to record it, units logged
         under the new id meanwhile stay in the previous file, which is harmless: a restart
         takes the identity of the end."""
-        effects = self.host.effects
+        effects = self.server.effects
         try:
             manifest = (self.manifest or Manifest()).past_seqs_on_disk(self._aof_dir(), self._aof_name())
             manifest, incr = self._start_next_incr(manifest, effects.replid, effects.replid2, effects.second_offset)
@@ -877,20 +473,6 @@ class Persistence:
         self.manifest = manifest
         self._recorded_replid = effects.replid
         log.info("Replication id changed to %s: recorded by the new AOF incr file %s", effects.replid, incr.name)
-
-    def _save_point_reached(self) -> bool:
-        if not self._save_points:
-            return False
-        now = time.time()
-        if not self.bgsave_ok and now - self.last_bgsave_try < _BGSAVE_RETRY_DELAY:
-            return False
-        dirty = self.host.dirty
-        since = now - self.host.lastsave
-        for seconds, changes in self._save_points:
-            if dirty >= changes and since > seconds:
-                log.info("%d changes in %d seconds. Saving...", changes, seconds)
-                return True
-        return False
 
     def _growth(self) -> int:
         base = self.rewrite_base_size or 1
@@ -913,14 +495,27 @@ class Persistence:
             else:
                 self._disable_aof()
         elif name == "appendfsync":
-            self._stop_syncer()
-            self._start_syncer()
+            self.aof.stop_syncer()
+            self.aof.start_syncer()
             if self.writer is not None:
-                self._refresh_failure()
+                self.aof.refresh_failure()
                 self.commit()  # releases or re-requests what waited under the old policy
-        elif name == "save":
-            self._save_points = _parse_save(value)
-            self._update_denial()
+
+    @contextmanager
+    def replacing_data_set(self) -> Iterator[None]:
+        """Wraps replacing the whole data set (a replica loading its primary's snapshot). As
+        Redis (stopAppendOnly / restartAOFAfterSYNC): the AOF of the old data set is closed
+        first, and a new one starts from a base of the new data once it is in place; until
+        that base is written the old AOF stays what a restart loads. The log may then end
+        at a lower offset than before (a longer, divergent history was replaced): what the
+        reply gate counts as required and durable restarts there."""
+        aof = self.config.get("appendonly") == "yes"
+        if aof:
+            self._disable_aof()
+        yield
+        self.gate.reset(self.server.effects.offset)
+        if aof:
+            self._enable_aof()
 
     def _enable_aof(self) -> None:
         """CONFIG SET appendonly yes: a base of the current data first (in the background);
@@ -928,7 +523,7 @@ class Persistence:
         if self.aof_state != AOF_OFF:
             return
         self.aof_state = AOF_WAIT_REWRITE
-        if self.child is not None:
+        if self.child.running():
             self.rewrite_scheduled = True
             log.info("AOF was enabled but there is already another background operation. "
                      "An AOF background was scheduled to start when possible.")
@@ -940,19 +535,16 @@ class Persistence:
     def _disable_aof(self) -> None:
         if self.aof_state == AOF_OFF:
             return
-        if self.child is not None and self.child.kind == "aof":
-            kill_job(self.child)
-            remove_quietly(self.child.temp_path)
-            self.child = None
+        if self.child.running("aof"):
+            self.child.abandon()
         try:
-            self._write_and_sync()
+            self.aof.write_and_sync()
         except OSError as exc:
             log.warning("Error flushing the AOF before turning it off: %s", exc.strerror or exc)
         self._switch_writer(None)
         self.aof_state = AOF_OFF
         self.rewrite_scheduled = False
-        self.write_failure = self.fsync_failure = None
-        self._refresh_failure()
+        self.aof.clear_failures()
         self.gate.release(self.gate.required)
 
     # -- shutdown ------------------------------------------------------------------------
@@ -964,23 +556,20 @@ class Persistence:
         if self._cron is not None:
             self._cron.cancel()
             self._cron = None
-        if self.child is not None:
-            # As Redis: a background save or rewrite in progress is abandoned (the AOF and
-            # the final snapshot below are complete without it).
-            kill_job(self.child)
-            remove_quietly(self.child.temp_path)
-            self.child = None
+        # As Redis: a background save or rewrite in progress is abandoned (the AOF and the
+        # final snapshot below are complete without it).
+        self.child.abandon()
         if self.writer is not None:
             try:
-                self._write_and_sync()
+                self.aof.write_and_sync()
                 log.info("Calling fsync() on the AOF file.")
             except OSError as exc:
                 log.warning("Error writing the AOF at shutdown: %s (acknowledged writes are on disk; "
                             "the unacknowledged tail is lost)", exc.strerror or exc)
             self._switch_writer(None)
-        if ("save" in flags or self._save_points) and "nosave" not in flags:
+        if ("save" in flags or self.snapshots.save_points) and "nosave" not in flags:
             log.info("Saving the final RDB snapshot before exiting.")
-            self._save_now()
+            self.snapshots.save_now()
 
     # -- INFO ------------------------------------------------------------------------------
 
@@ -994,14 +583,6 @@ class Persistence:
             ("aof_base_size", self.rewrite_base_size),
             ("aof_pending_rewrite", int(self.rewrite_scheduled)),
             ("aof_buffer_length", len(writer.buf) if writer is not None else 0),
-            ("aof_pending_bio_fsync", int(self.syncer is not None and self.syncer.in_progress)),
+            ("aof_pending_bio_fsync", int(self.aof.syncer is not None and self.aof.syncer.in_progress)),
             ("aof_delayed_fsync", 0),
         ]
-
-def _never_ready(session: Session) -> None:
-    return None
-
-
-def _parse_save(value: str) -> list[tuple[int, int]]:
-    words = value.split()
-    return [(int(words[i]), int(words[i + 1])) for i in range(0, len(words) - 1, 2)]

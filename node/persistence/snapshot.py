@@ -13,7 +13,7 @@ Layout (all integers little-endian):
 
     string record: u8 0 | key | value                    (strings are u32 length + bytes)
     stream record: u8 1 | key | u64 length | u128 last_id | u128 max_deleted_id
-                   | u64 entries_added | the packed nodes (`Stream.dump_nodes`)
+                   | u64 entries_added | the packed nodes (`stream_snapshot.dump_nodes`)
                    | u32 groups, each: name | u128 last_id | i64 entries_read | u32 consumers,
                      each: name | i64 seen_time | i64 active_time;
                      then u32 pending and five arrays of that length: ID high u64, ID low
@@ -38,7 +38,7 @@ from typing import BinaryIO, Final
 from node.engine.groups import Consumer, ConsumerGroup
 from node.engine.keyspace import Value
 from node.engine.sorted_ids import PendingMap
-from node.engine.stream import array_from_le, le_bytes
+from node.engine.stream_snapshot import array_from_le, dump_nodes, le_bytes, load_nodes
 from node.engine.stream_value import StreamValue
 
 MAGIC: Final = b"RILLSNAP"
@@ -181,7 +181,7 @@ def _dump_key(parts: list[bytes], key: bytes, value: Value) -> None:
             value.max_deleted_id >> 64, value.max_deleted_id & _M64, value.entries_added,
         )
     )
-    value.dump_nodes(parts)
+    dump_nodes(value, parts)
     groups = value.groups or {}
     parts.append(_U32.pack(len(groups)))
     for name, group in groups.items():
@@ -343,7 +343,7 @@ def _load_keys(payload: bytes, dbs: list[dict[bytes, Value]]) -> int:
 def _load_stream(view: memoryview, pos: int) -> tuple[StreamValue, int]:
     stream = StreamValue()
     length, last_hi, last_lo, del_hi, del_lo, added = _STREAM_HEAD.unpack_from(view, pos)
-    pos = stream.load_nodes(view, pos + _STREAM_HEAD.size)
+    pos = load_nodes(stream, view, pos + _STREAM_HEAD.size)
     stream.length = length
     stream.last_id = (last_hi << 64) | last_lo
     stream.max_deleted_id = (del_hi << 64) | del_lo

@@ -204,12 +204,12 @@ class ClientConnection(asyncio.Protocol):
     def _flush(self, out: list[bytes]) -> None:
         if self.transport is None or self._closed:
             return
-        gate = self.server.persistence.gate
+        gate = self.server.reply_gate
         if out:
             data = out[0] if len(out) == 1 else b"".join(out)
             self.server.stats_net_output += len(data)
             if gate.must_hold(self):
-                # Effects are not in the AOF yet: the reply waits (node.persistence.aof).
+                # Effects are not in the AOF yet: the reply waits (node.server.reply_gate).
                 gate.hold(self, data)
             else:
                 self._send(data)

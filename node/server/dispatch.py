@@ -13,7 +13,7 @@ from typing import Any, Final
 from node.commands.context import Session
 from node.commands.reply import QUEUED, CommandError, ReplyError
 from node.commands.table import TABLE, CommandSpec, queues_write
-from node.server.effects import EffectLog
+from node.log.effect_log import EffectLog
 
 # Commands that run immediately even inside MULTI (processCommand's exec/discard/multi/
 # watch/quit/reset exception).
@@ -159,7 +159,7 @@ class Dispatcher:
             # rejectCommand: a refused EXEC discards the transaction (open or not) and says why.
             session.multi = None
             session.multi_error = False
-            session.node.unwatch_all(session)
+            session.node.watches.unwatch_all(session)
             message = "EXECABORT Transaction discarded because of: " + message.removeprefix("ERR ")
         self.count_error(message)
         return ReplyError(message)
@@ -179,27 +179,47 @@ class Dispatcher:
                 return self._run(session, spec, st, argv, unit)
         return self._execute_checked(session, argv, role, from_master)
 
-    def _execute_checked(self, session: Session, argv: list[bytes], role: str, from_master: bool) -> Any:
+    def _checked_spec(self, argv: list[bytes]) -> tuple[CommandSpec | None, str | None]:
+        """The spec that runs argv, and the error it is refused with before anything else is
+        checked (unknown command or subcommand, wrong arity), if any."""
         spec = self.resolve(argv)
         if spec is None:
-            return self.reject(session, None, unknown_command_text(argv))
+            return None, unknown_command_text(argv)
         if spec.subcommands:
             # A container with a handler of its own (COMMAND) also runs without a subcommand.
             if len(argv) < 2 and spec.handler is None:
-                return self.reject(session, spec, f"ERR wrong number of arguments for '{spec.name}' command")
+                return spec, f"ERR wrong number of arguments for '{spec.name}' command"
             sub = spec.subcommands.get(argv[1].decode("utf-8", "replace").lower()) if len(argv) > 1 else None
             if sub is None:
                 if spec.handler is None:
-                    return self.reject(
-                        session,
-                        spec,
-                        "ERR unknown subcommand '%s'. Try %s HELP."
-                        % (_printable(argv[1])[:128], spec.name.upper()),
+                    return spec, "ERR unknown subcommand '%s'. Try %s HELP." % (
+                        _printable(argv[1])[:128], spec.name.upper()
                     )
             else:
                 spec = sub
         if not spec.arity_ok(len(argv)):
-            return self.reject(session, spec, f"ERR wrong number of arguments for '{spec.name}' command")
+            return spec, f"ERR wrong number of arguments for '{spec.name}' command"
+        return spec, None
+
+    def refusal(self, argv: list[bytes], in_multi: bool) -> str | None:
+        """For a command read from a log, before anything of its batch runs: the error
+        `execute` would refuse it with whatever the data (unknown command or subcommand,
+        wrong arity, not allowed inside MULTI), counted as a rejected call; None if none."""
+        spec, error = self._checked_spec(argv)
+        if error is None and spec is not None and in_multi and "no_multi" in spec.flags:
+            if argv[0].lower() not in _MULTI_IMMEDIATE:
+                error = "ERR Command not allowed inside a transaction"
+        if error is not None:
+            if spec is not None:
+                self._stat(spec).rejected += 1
+            self.count_error(error)
+        return error
+
+    def _execute_checked(self, session: Session, argv: list[bytes], role: str, from_master: bool) -> Any:
+        spec, error = self._checked_spec(argv)
+        if error is not None:
+            return self.reject(session, spec, error)
+        assert spec is not None
         flags = spec.flags
         if not session.authenticated and "no_auth" not in flags:
             return self.reject(session, spec, "NOAUTH Authentication required.")

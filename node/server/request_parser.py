@@ -19,7 +19,7 @@ from typing import Any, Final
 
 import hiredis
 
-from node.server.resp import decimal_digits
+from node.log.encode import decimal_digits
 from node.text import split_inline_args
 
 MAX_MULTIBULK: Final = 1024 * 1024

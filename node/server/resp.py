@@ -1,4 +1,5 @@
-"""RESP2/RESP3 encoding of reply values (see `node.commands.reply` for the value model).
+"""RESP2/RESP3 encoding of reply values (see `node.commands.reply` for the value model;
+commands, as the log carries them, are encoded by `node.log.encode`).
 
 Encoding appends byte strings to a list that the connection joins once per batch, so a
 pipelined batch of replies costs one `transport.write`.
@@ -6,10 +7,10 @@ pipelined batch of replies costs one `transport.write`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
 from typing import Any, Final
 
 from node.commands.reply import NULL_ARRAY, Raw, ReplyError, RSet, Verbatim
+from node.log.encode import array_header, bulk_header
 
 _CRLF: Final = b"\r\n"
 _NULL2: Final = b"$-1\r\n"
@@ -17,16 +18,6 @@ _NULL_ARRAY2: Final = b"*-1\r\n"
 _NULL3: Final = b"_\r\n"
 # Small integers are encoded very often (XLEN, XACK, DEL counts, array headers).
 _INT_CACHE: Final = [b":%d\r\n" % i for i in range(1024)]
-_ARRAY_HEADERS: Final = [b"*%d\r\n" % i for i in range(1024)]
-_BULK_HEADERS: Final = [b"$%d\r\n" % i for i in range(1024)]
-
-
-def _array_header(n: int) -> bytes:
-    return _ARRAY_HEADERS[n] if n < 1024 else b"*%d\r\n" % n
-
-
-def _bulk_header(n: int) -> bytes:
-    return _BULK_HEADERS[n] if n < 1024 else b"$%d\r\n" % n
 
 
 def _error_line(message: str) -> bytes:
@@ -59,7 +50,7 @@ def encode(reply: Any, proto: int, out: list[bytes]) -> None:
     t = type(reply)
     if t is bytes:
         # Three parts joined once per batch: cheaper than formatting each bulk string.
-        out.append(_bulk_header(len(reply)))
+        out.append(bulk_header(len(reply)))
         out.append(reply)
         out.append(_CRLF)
     elif t is Raw:
@@ -70,7 +61,7 @@ def encode(reply: Any, proto: int, out: list[bytes]) -> None:
         else:
             out.append(b":%d\r\n" % reply)
     elif t is list or t is tuple:
-        out.append(_array_header(len(reply)))
+        out.append(array_header(len(reply)))
         for item in reply:
             encode(item, proto, out)
     elif reply is None:
@@ -116,61 +107,3 @@ def encode_one(reply: Any, proto: int) -> bytes:
     out: list[bytes] = []
     encode(reply, proto, out)
     return b"".join(out)
-
-
-def _native_encoder() -> Callable[[Sequence[bytes]], bytes] | None:
-    """The C encoder of the native build (node/server/_resp_encode.c), if built."""
-    try:
-        from node.server._resp_encode import encode_command as native
-    except ImportError:
-        return None
-    return native
-
-
-_NATIVE_ENCODE: Final = _native_encoder()
-
-
-def encode_command(argv: Sequence[bytes]) -> bytes:
-    """A command as a RESP multibulk (for the effect log, AOF and replication). With the
-    native build, C does it (3-5x faster: 0.3-0.4 us for an XADD or XCLAIM effect); the
-    Python below joins cached headers (compiled, that beats hiredis.pack_command, which
-    formats with sprintf)."""
-    if _NATIVE_ENCODE is not None:
-        try:
-            return _NATIVE_ENCODE(argv)
-        except TypeError:
-            pass  # C takes a list or tuple of bytes or bytearray: anything else goes below
-    parts = [_array_header(len(argv))]
-    for arg in argv:
-        parts.append(_bulk_header(len(arg)))
-        parts.append(arg)
-        parts.append(_CRLF)
-    return b"".join(parts)
-
-
-def decimal_digits(n: int) -> int:
-    """Digits of n >= 0 in decimal: the length of a RESP length header's number."""
-    if n < 10:
-        return 1
-    if n < 100:
-        return 2
-    if n < 1000:
-        return 3
-    return len(str(n))
-
-
-def encoded_size(argv: Sequence[bytes]) -> int:
-    """len(encode_command(argv)) without building it: the effect log counts offsets even
-    when nothing records its bytes (no AOF, no replica yet). Every ``$<len>\\r\\n<arg>\\r\\n``
-    is 6 bytes plus the argument while its length has one digit; compiled, over a list (every
-    effect is one) this is ~3x cheaper than summing per-argument headers (an XREADGROUP of 10
-    entries sizes 11 effects)."""
-    items = argv if isinstance(argv, list) else list(argv)
-    n = len(items)
-    size = 3 + decimal_digits(n) + 6 * n  # *<n>\r\n, and each argument's fixed bytes
-    for arg in items:
-        length = len(arg)
-        size += length
-        if length >= 10:
-            size += decimal_digits(length) - 1
-    return size

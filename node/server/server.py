@@ -1,57 +1,53 @@
-"""The node's server shell: owns the event loop's listening socket, the clients, the
-keyspace, the effect log and the blocking manager; implements the `Node` services that
-command handlers use; starts up, and shuts down gracefully on SIGTERM/SIGINT or SHUTDOWN.
+"""The node's server shell: the listening socket, the clients, command dispatch, blocking and
+WATCH, and the write path that turns a command's effects into log units and wakes whoever
+waits on the keys they touch. It implements the `Watches` and `Clients` protocols command
+handlers use; node/app/ builds it with the rest of the node and runs its lifecycle.
 """
 
 from __future__ import annotations
 
 import asyncio
-import gc
 import logging
-import os
 import secrets
-import signal
 import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Final
 
-from node import REDIS_VERSION, __version__
-from node.commands import load_all
-from node.commands.context import Session
+from node.commands.context import Node, Session
 from node.commands.table import lookup
 from node.config import Config
 from node.engine.keyspace import Keyspace
-from node.persistence.service import Persistence
+from node.log.effect_log import EffectLog
 from node.server.blocking import BlockingManager
 from node.server.connection import ClientConnection
 from node.server.dispatch import Dispatcher
-from node.server.effects import EffectLog
-from node.server.info import InstantaneousMetrics, current_rss, memory_stats, render_info
-from node.server.replication_node import ReplicationNode
+from node.server.reply_gate import ReplyGate
 from node.server.resp import encode_error
 
 log = logging.getLogger("rill.server")
 
 
 class Server:
-    """One Rill node. `serve()` runs until shutdown; `execute()` runs one command."""
+    """The clients and command execution of one node. `execute()` runs one command."""
 
-    def __init__(self, config: Config, clock: Callable[[], int] | None = None) -> None:
-        load_all()
+    def __init__(self, config: Config, keyspace: Keyspace, effects: EffectLog, clock: Callable[[], int]) -> None:
         self.config = config
         # Milliseconds since the epoch; tests drive the server with a fake clock.
-        self.clock: Callable[[], int] = clock if clock is not None else _wall_clock_ms
-        self.keyspace = Keyspace(config.databases)
+        self.clock = clock
+        self.keyspace = keyspace
         self.role = "master"
-        self.effects = EffectLog()
+        self.effects = effects
+        # The node as commands see it (node/app/ sets it before any session exists).
+        self.node: Node | None = None
         self.dispatcher = Dispatcher(self.effects)
         self.blocking = BlockingManager(self.effects.unit)
+        # Replies waiting for the AOF to have their effects (the persistence releases them).
+        self.reply_gate = ReplyGate()
         self.clients: dict[int, ClientConnection] = {}
         self.monitors: list[ClientConnection] = []
         self._output_pending: list[ClientConnection] = []
         self._next_client_id = 1
         self._watchers: dict[tuple[int, bytes], set[Session]] = {}
-        self._shutdown: asyncio.Event | None = None
         self._server: asyncio.AbstractServer | None = None
         self.start_time = time.time()
         self.port = 0
@@ -64,17 +60,10 @@ class Server:
         self.stats_keyspace_hits = 0
         self.stats_keyspace_misses = 0
         self.dirty = 0  # writes since the last save (Redis's server.dirty)
-        self.lastsave = int(time.time())
         self.run_id = secrets.token_hex(20)
-        self.startup_rss = 0  # RSS once listening: INFO's used_memory_startup
-        self.metrics = InstantaneousMetrics()
-        self.shutdown_reason = ""
-        self.shutdown_flags: frozenset[str] = frozenset()
         config.on_change(self._on_config_change)
-        self.persistence = Persistence(self)
-        self.replication = ReplicationNode(self)
 
-    # -- Node services used by command handlers -----------------------------------------
+    # -- the write path, as commands reach it through their Node ----------------------------
 
     def now_ms(self) -> int:
         return self.clock()
@@ -116,6 +105,8 @@ class Server:
         self._output_pending = []
         for conn in pending:
             conn.write_unsent()
+
+    # -- Watches ---------------------------------------------------------------------------
 
     def touch(self, db_index: int, key: bytes) -> None:
         """A key changed: invalidate WATCHes and wake clients blocked on it."""
@@ -168,6 +159,8 @@ class Server:
         self.blocking.signal_db(a)
         self.blocking.signal_db(b)
 
+    # -- Clients ---------------------------------------------------------------------------
+
     def sessions(self) -> Iterable[Session]:
         return [c.session for c in self.clients.values() if c.session is not None]
 
@@ -179,14 +172,7 @@ class Server:
         if conn is not None:
             conn.close()
 
-    def info(self, sections: list[str]) -> str:
-        return render_info(self, sections)
-
-    def memory_stats(self) -> dict[bytes, Any]:
-        return memory_stats(self)
-
-    def replication_offset(self) -> int:
-        return self.effects.offset
+    # -- statistics ------------------------------------------------------------------------
 
     def reset_stats(self) -> None:
         self.dispatcher.reset_stats()
@@ -203,14 +189,6 @@ class Server:
     def command_stats(self) -> dict[str, Any]:
         return self.dispatcher.stats
 
-    def request_shutdown(self, session: Session | None, flags: frozenset[str] = frozenset()) -> None:
-        words = " ".join(["SHUTDOWN", *sorted(f.upper() for f in flags)])
-        who = f"client id={session.id} addr={session.addr}" if session is not None else "the node"
-        self.shutdown_reason = f"{words} from {who}"
-        self.shutdown_flags = flags
-        if self._shutdown is not None:
-            self._shutdown.set()
-
     def add_monitor(self, session: Session) -> None:
         conn = self.clients.get(session.id)
         if conn is not None and conn not in self.monitors:
@@ -225,10 +203,6 @@ class Server:
         if conn is not None and conn in self.monitors:
             self.monitors.remove(conn)
             conn.output_class = "normal"
-
-    def sleep(self, seconds: float) -> None:
-        # DEBUG SLEEP blocks the whole server, as in Redis.
-        time.sleep(seconds)
 
     # -- executing commands --------------------------------------------------------------
 
@@ -253,6 +227,10 @@ class Server:
             # WAIT and WAITAOF wait for the offset just after the client's last write (c->woff).
             session.woff = self.effects.offset
         return reply
+
+    def monitored(self) -> bool:
+        """Whether MONITOR clients watch: every command must then go through the dispatcher."""
+        return bool(self.monitors)
 
     def after_batch(self) -> None:
         """Serve clients woken by the batch before going back to the event loop."""
@@ -280,7 +258,8 @@ class Server:
             return None
         client_id = self._next_client_id
         self._next_client_id += 1
-        session = Session(self, client_id, addr, laddr, fd)
+        assert self.node is not None
+        session = Session(self.node, client_id, addr, laddr, fd)
         self.clients[client_id] = conn
         return session
 
@@ -297,20 +276,16 @@ class Server:
         self.blocking.unblock(conn.waiter, reply)
         return True
 
-    # -- lifecycle -------------------------------------------------------------------------
+    # -- listening ---------------------------------------------------------------------------
 
-    async def start(self) -> None:
+    async def listen(self) -> None:
+        """Accepts clients on the configured addresses (`port` is then the bound port)."""
         loop = asyncio.get_running_loop()
-        self._shutdown = asyncio.Event()
         binds = self.config.get("bind").split() or ["127.0.0.1"]
-        port = self.config.get_int("port")
-        # The data is loaded before listening, so no client ever sees a partial data set.
-        self.persistence.load()
-        self.replication.attach()
         self._server = await loop.create_server(
             lambda: ClientConnection(self),
             host=binds,
-            port=port,
+            port=self.config.get_int("port"),
             backlog=self.config.get_int("tcp-backlog"),
             reuse_address=True,
         )
@@ -318,37 +293,28 @@ class Server:
         # types: read it untyped.
         sock = getattr(self._server, "sockets")[0]  # noqa: B009
         self.port = sock.getsockname()[1]
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            try:
-                loop.add_signal_handler(sig, self._on_signal, sig)
-            except (NotImplementedError, RuntimeError):
-                pass
-        await self.replication.start()
-        # Long-lived data (command table, config) is frozen out of the GC's view, and the
-        # young-generation threshold raised: per-command garbage is acyclic, so frequent
-        # collections would only cost time on the hot path.
-        gc.collect()
-        gc.freeze()
-        gc.set_threshold(50_000, 50, 100)
-        self.startup_rss = current_rss()
-        self.metrics.start(loop, self._metric_counters)
-        self.persistence.start(loop)
-        log.info(
-            "Rill %s (Redis %s compatible) ready: pid=%d port=%d",
-            __version__, REDIS_VERSION, os.getpid(), self.port,
-        )
 
-    def _on_signal(self, sig: int) -> None:
-        self.shutdown_reason = signal.Signals(sig).name
-        if self._shutdown is not None:
-            self._shutdown.set()
+    def stop_listening(self) -> None:
+        if self._server is not None:
+            self._server.close()
 
-    def _metric_counters(self) -> dict[str, int]:
-        return {
-            "commands": self.dispatcher.total_commands,
-            "net_input": self.stats_net_input,
-            "net_output": self.stats_net_output,
-        }
+    async def close_clients(self, deadline: float) -> tuple[int, int]:
+        """Closes every client once the replies already produced are written (blocked clients
+        get none, as on a Redis shutdown), waiting until `deadline` (time.monotonic) at most
+        for clients that do not read (their unsent output is dropped then). Returns (clients,
+        dropped)."""
+        clients = len(self.clients)
+        for conn in list(self.clients.values()):
+            conn.close()
+        # transport.close() flushes asynchronously: wait for it.
+        while self.clients and time.monotonic() < deadline:
+            await asyncio.sleep(0.005)
+        dropped = len(self.clients)
+        for conn in list(self.clients.values()):
+            conn.abort()
+        if self._server is not None:
+            await self._server.wait_closed()
+        return clients, dropped
 
     def _on_config_change(self, name: str, value: str) -> None:
         if name == "proto-max-bulk-len":
@@ -363,50 +329,9 @@ class Server:
                     conn.session.authenticated = True
                 conn.parser.authenticated = True
 
-    async def serve(self) -> None:
-        await self.start()
-        assert self._shutdown is not None
-        await self._shutdown.wait()
-        await self.stop()
-
-    async def stop(self) -> None:
-        """Stop accepting, close every client once the replies already produced are written
-        (blocked clients get none, as on a Redis shutdown), then log one line."""
-        started = time.monotonic()
-        self.metrics.stop()
-        if self._server is not None:
-            self._server.close()
-        # The replication link stops first: nothing is applied once the shutdown began.
-        await self.replication.stop()
-        # The AOF is made durable (and replies waiting for it released) before clients close.
-        self.persistence.shutdown(self.shutdown_flags)
-        clients = len(self.clients)
-        for conn in list(self.clients.values()):
-            conn.close()
-        # transport.close() flushes asynchronously; wait for it, but never for a client that
-        # does not read: after the grace period its unsent output is dropped.
-        deadline = started + _SHUTDOWN_FLUSH_GRACE
-        while self.clients and time.monotonic() < deadline:
-            await asyncio.sleep(0.005)
-        dropped = len(self.clients)
-        for conn in list(self.clients.values()):
-            conn.abort()
-        if self._server is not None:
-            await self._server.wait_closed()
-        log.warning(
-            "Shutdown (%s): closed %d client connection(s)%s in %.0f ms, offset=%d; Rill is now ready to exit, bye bye...",
-            self.shutdown_reason or "requested", clients,
-            f", {dropped} with unsent output dropped" if dropped else "",
-            (time.monotonic() - started) * 1000, self.effects.offset,
-        )
-
 
 # Redis does not show admin commands (CONFIG, DEBUG, MONITOR, ...) to monitors.
 _HIDDEN_FROM_MONITOR: Final = frozenset({"admin", "skip_monitor"})
-
-# How long a shutdown waits for clients to take the replies already written to them.
-_SHUTDOWN_FLUSH_GRACE: Final = 2.0
-
 
 def _redacted(argv: list[bytes]) -> list[bytes]:
     """The arguments MONITOR may show: AUTH's, and HELLO's AUTH user and password, are
@@ -424,7 +349,8 @@ def _redacted(argv: list[bytes]) -> list[bytes]:
     return argv
 
 
-def _wall_clock_ms() -> int:
+def wall_clock_ms() -> int:
+    """Milliseconds since the epoch: the node's clock (compiled here: XADD * reads it)."""
     return time.time_ns() // 1_000_000
 
 

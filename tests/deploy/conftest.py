@@ -19,14 +19,13 @@ from collections.abc import Iterator
 
 import pytest
 
+from chaos.topology import toxiproxy_binary
 from tests.deploy.base_image import ensure_base_image
-from tests.deploy.engine import Engine, EngineError, docker_engine
+from tests.deploy.engine import Engine, docker_engine
 from tests.deploy.project import NODES, ROOT, Project
 
 log = logging.getLogger("deploy")
 
-# `make deploy-deps` builds it; the `chaos` profile's image is made from it.
-TOXIPROXY_SERVER = os.path.join(ROOT, "build", "toxiproxy-v2.12.0", "server")
 HERE = os.path.dirname(os.path.abspath(__file__))
 _BUILD_TIMEOUT_S = 1500.0  # the compiled build is 1-3 minutes of CPU on 2 cores
 
@@ -56,10 +55,10 @@ def base_image(engine: Engine) -> str:
 
 
 def _build_toxiproxy_image(engine: Engine, base: str, tag: str) -> None:
-    if not os.access(TOXIPROXY_SERVER, os.X_OK):
-        raise EngineError(f"{TOXIPROXY_SERVER} is missing: `make deploy-deps` builds it")
+    """The `chaos` profile's image, from the toxiproxy-server the chaos lab uses (`make
+    deploy-deps` builds it; chaos.topology says where it is)."""
     with tempfile.TemporaryDirectory(prefix="rill-toxiproxy-") as context:
-        shutil.copy(TOXIPROXY_SERVER, os.path.join(context, "toxiproxy-server"))
+        shutil.copy(toxiproxy_binary(), os.path.join(context, "toxiproxy-server"))
         engine.docker("build", "--quiet", "--file", os.path.join(ROOT, "deploy", "toxiproxy.Dockerfile"),
                       "--build-arg", f"BASE={base}", "--tag", tag, context, timeout=600)
 

@@ -29,13 +29,13 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
+from node.app.rill_node import RillNode
 from node.commands.context import Session
 from node.config import Config
 from node.engine.digest import digest_keyspace
 from node.engine.ids import format_id
 from node.engine.stream import Stream
 from node.server.resp import encode_one
-from node.server.server import Server
 
 KEYS = [b"s1", b"s2"]
 GROUPS = [b"g1", b"g2"]
@@ -103,8 +103,9 @@ class Node:
     """A Server driven in-process with a fake clock; collects its effects as RESP bytes."""
 
     def __init__(self, clock: list[int], lag: int = 0, replay: bool = False) -> None:
-        self.server = Server(Config(), clock=lambda: clock[0] - lag)
-        self.session = Session(self.server, 1)
+        node = RillNode(Config(), clock=lambda: clock[0] - lag)
+        self.server = node.server
+        self.session = Session(node, 1)
         if replay:
             self.session.flags.add("replay")
         self.effects: list[bytes] = []

@@ -13,23 +13,25 @@ from typing import Any
 
 import pytest
 
+from node.app.rill_node import RillNode
 from node.commands.context import Session
 from node.config import Config
 from node.engine.digest import digest_keyspace
 from node.engine.keyspace import Keyspace
-from node.engine.stream import logged_xadd_block
+from node.engine.logged_run import logged_xadd_block
 from node.engine.stream_value import StreamValue
+from node.log.encode import encode_command
 from node.persistence.aof_reader import read_aof
 from node.persistence.manifest import AofFile, Manifest, ManifestError, parse_manifest
 from node.persistence.snapshot import SnapshotError, SnapshotMeta, load_snapshot, read_meta, write_snapshot
-from node.server.resp import encode_command
 from node.server.server import Server
 
 
 @pytest.fixture
 def server() -> Iterator[tuple[Server, Session]]:
-    srv = Server(Config())
-    session = Session(srv, 1)
+    node = RillNode(Config())
+    srv = node.server
+    session = Session(node, 1)
     yield srv, session
 
 

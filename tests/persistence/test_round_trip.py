@@ -203,3 +203,20 @@ def test_automatic_rewrite_when_the_aof_grows(nodes: Nodes) -> None:
     node.kill()
     node = nodes.start("--appendonly", "yes")
     assert digest(_clients(node)[0]) == before
+
+
+def test_writes_after_a_swapdb_load_into_the_database_they_went_to(nodes: Nodes) -> None:
+    """The AOF load applies SWAPDB as a replica does: the commands after it (logged without a
+    SELECT: the database number did not change) go to the swapped database."""
+    node = nodes.start("--appendonly", "yes", "--appendfsync", "always")
+    client, other = _clients(node)
+    client.set("before", "1")
+    client.swapdb(0, 3)
+    client.set("after", "2")
+    other.set("in-3", "3")
+    before = (sorted(client.keys()), sorted(other.keys()))
+    assert before == ([b"after"], [b"before", b"in-3"])
+    node.kill()
+    node = nodes.start("--appendonly", "yes")
+    client, other = _clients(node)
+    assert (sorted(client.keys()), sorted(other.keys())) == before

@@ -5,6 +5,7 @@ sync once it is not; a replica restarted from its AOF continues partially from i
 from __future__ import annotations
 
 import threading
+import time
 
 from tests.conftest import Proc
 from tests.replication_node.nodes import (
@@ -21,15 +22,22 @@ from tests.replication_node.workload import Workload
 
 
 class _Writer:
-    """XADDs in batches on its own connection until stopped: load during the outage."""
+    """XADDs in batches of 20 on its own connection until stopped: a steady load during the
+    outage, paced at `per_second` XADDs (about 105 bytes of log each). Paced, because a
+    partial resync needs the frozen replica's offset to still be in the primary's backlog
+    when it comes back: unpaced, a quiet host wrote 22 MB in a 3 s outage, more than the
+    16 MB backlog (repl-backlog-size), and the replica rightly needed a full sync. At 2,000
+    XADDs a second an outage would have to last over a minute to write that much."""
 
-    def __init__(self, node: Proc) -> None:
+    def __init__(self, node: Proc, per_second: int = 2000) -> None:
         self.node = node
+        self.per_second = per_second
         self.stop = threading.Event()
         self.written = 0
         self.thread = threading.Thread(target=self._run, daemon=True)
 
     def _run(self) -> None:
+        started = time.monotonic()
         with raw_client(self.node) as c:
             while not self.stop.is_set():
                 pipe = c.pipeline(transaction=False)
@@ -37,6 +45,9 @@ class _Writer:
                     pipe.execute_command("XADD", "load", "*", "payload", "x" * 40)
                 pipe.execute()
                 self.written += 20
+                ahead = started + self.written / self.per_second - time.monotonic()
+                if ahead > 0:
+                    self.stop.wait(ahead)
 
     def __enter__(self) -> _Writer:
         self.thread.start()

@@ -10,9 +10,10 @@ from collections.abc import Iterator
 
 import pytest
 
+from node.app.rill_node import RillNode
 from node.config import Config
+from node.log.encode import encode_command
 from node.server.connection import ClientConnection
-from node.server.resp import encode_command
 from node.server.server import Server
 
 
@@ -66,7 +67,7 @@ def _connect(server: Server) -> tuple[ClientConnection, _Transport]:
 @pytest.mark.usefixtures("gc_saving_garbage")
 def test_blocked_xread_and_xreadgroup_served_by_writes_leave_no_cycles() -> None:
     async def scenario() -> tuple[int, list[bytes]]:
-        server = Server(Config())
+        server = RillNode(Config()).server
         producer, _ = _connect(server)
         readers = [_connect(server) for _ in range(3)]
         producer.data_received(encode_command([b"XGROUP", b"CREATE", b"s", b"g", b"$", b"MKSTREAM"]))

@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import time
 
-from node.server.loop_load import CpuContention, LoopLoad, host_steal_ticks, thread_run_wait_seconds
+from node.replication.loop_load import CpuContention, LoopLoad, host_steal_ticks, thread_run_wait_seconds
 from tests.conftest import start_spinner, stop_process
 
 

@@ -10,8 +10,8 @@ import pytest
 
 import node
 import node.engine.stream
+import node.log.encode
 import node.server.dispatch
-import node.server.resp
 from node import StaleNativeBuild, check_native_build
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(node.__file__)))
@@ -47,13 +47,13 @@ def test_a_source_newer_than_the_build_is_refused_naming_it(tmp_path: os.PathLik
 
 def test_a_c_source_newer_than_its_extension_is_refused(tmp_path: os.PathLike[str]) -> None:
     here = _checkout(tmp_path)
-    os.mkdir(os.path.join(here, "server"))
+    os.mkdir(os.path.join(here, "log"))
     _touch(os.path.join(here, "_native__mypyc.cpython-311-x86_64-linux-gnu.so"), 1000)
-    _touch(os.path.join(here, "server", "_resp_encode.cpython-311-x86_64-linux-gnu.so"), 1000)
-    _touch(os.path.join(here, "server", "_resp_encode.c"), 900)
+    _touch(os.path.join(here, "log", "_resp_encode.cpython-311-x86_64-linux-gnu.so"), 1000)
+    _touch(os.path.join(here, "log", "_resp_encode.c"), 900)
     check_native_build(here)
-    os.utime(os.path.join(here, "server", "_resp_encode.c"), (1100, 1100))
-    with pytest.raises(StaleNativeBuild, match=r"server/_resp_encode\.c changed after the native build"):
+    os.utime(os.path.join(here, "log", "_resp_encode.c"), (1100, 1100))
+    with pytest.raises(StaleNativeBuild, match=r"log/_resp_encode\.c changed after the native build"):
         check_native_build(here)
 
 
@@ -78,5 +78,5 @@ def test_the_suite_runs_the_compiled_modules_when_a_build_exists() -> None:
     if not glob.glob(os.path.join(ROOT, "node", "_native__mypyc.*")):
         pytest.fail("no native build: `make test` builds it (make native) before running the suite")
     assert node.server.dispatch.__file__.endswith(".so")
-    assert node.server.resp._NATIVE_ENCODE is not None  # the C encoder was built too
+    assert node.log.encode._NATIVE_ENCODE is not None  # the C encoder was built too
     assert node.engine.stream.__file__.endswith(".so")

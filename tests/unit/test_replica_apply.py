@@ -8,20 +8,23 @@ from collections.abc import Iterator
 
 import pytest
 
+from node.app.rill_node import RillNode
 from node.commands.context import Session
 from node.config import Config
-from node.server.replication_node import ApplyError, NodeStateMachine
-from node.server.resp import encode_command, encode_one
-from node.server.server import Server
+from node.log.applier import ApplyError
+from node.log.encode import encode_command
+from node.replication.state_machine import NodeStateMachine
+from node.server.resp import encode_one
 
 
 class _Replica:
     """A real server with the state machine a replica link drives."""
 
     def __init__(self) -> None:
-        self.server = Server(Config())
-        self.machine = NodeStateMachine(self.server.replication, "127.0.0.1:6379")
-        self.client = Session(self.server, 0, addr="test")
+        node = RillNode(Config())
+        self.server = node.server
+        self.machine = NodeStateMachine(node.replication, "127.0.0.1:6379")
+        self.client = Session(node, 0, addr="test")
         self.client.authenticated = True
 
     def apply(self, *commands: list[bytes]) -> None:
@@ -149,3 +152,38 @@ def test_interleaved_streams_are_appended_stream_by_stream_as_the_log_has_them(r
     assert direct.server.dispatcher.total_commands == dispatched.server.dispatcher.total_commands
     for probe in ([b"DEBUG", b"DIGEST"], *([b"XINFO", b"STREAM", key, b"FULL"] for key in [*keys, b"z"])):
         assert direct.call(*probe) == dispatched.call(*probe)
+
+
+@pytest.mark.parametrize(
+    ("bad", "error"),
+    [
+        ([b"NOSUCHCOMMAND", b"x"], "unknown command"),
+        ([b"SET", b"k"], "wrong number of arguments"),
+        ([b"XGROUP", b"NOSUCH", b"s"], "unknown subcommand"),
+    ],
+)
+def test_a_batch_with_a_command_the_dispatcher_would_refuse_is_refused_with_nothing_applied(
+    replicas: tuple[_Replica, _Replica], bad: list[bytes], error: str
+) -> None:
+    """Every command is checked before any runs: a bad one anywhere refuses the whole batch."""
+    replica, _ = replicas
+    replica.apply([b"XADD", b"s", b"1-1", b"f", b"v"])
+    before, offset = replica.call(b"DEBUG", b"DIGEST"), replica.server.effects.offset
+    with pytest.raises(ApplyError, match=error):
+        replica.apply(*_xadds(b"XADD", b"s", 5, 20), [b"SET", b"k", b"v"], bad, *_xadds(b"XADD", b"t", 5, 3))
+    assert replica.call(b"DEBUG", b"DIGEST") == before
+    assert replica.server.effects.offset == offset
+    assert replica.machine.session.multi is None
+
+
+def test_a_command_that_fails_once_applying_began_stops_the_batch_there(replicas: tuple[_Replica, _Replica]) -> None:
+    """A valid command can only fail on a replica that diverged: the commands before it stay
+    applied (docs/safety.md), nothing after it runs, and the log does not advance."""
+    replica, _ = replicas
+    replica.apply([b"SET", b"s", b"a string"])
+    offset = replica.server.effects.offset
+    with pytest.raises(ApplyError, match="WRONGTYPE"):
+        replica.apply([b"SET", b"first", b"1"], [b"XADD", b"s", b"1-1", b"f", b"v"], [b"SET", b"after", b"2"])
+    assert replica.call(b"GET", b"first") == b"$1\r\n1\r\n"
+    assert replica.call(b"EXISTS", b"after") == b":0\r\n"
+    assert replica.server.effects.offset == offset

@@ -11,9 +11,9 @@ from collections.abc import Callable
 import hiredis
 import pytest
 
-from node.server import log_scan
-from node.server.effects import EffectLog
-from node.server.resp import encode_command
+from node.log import scan as log_scan
+from node.log.effect_log import EffectLog
+from node.log.encode import encode_command
 
 # The C scanner of the native build (make test builds it) and the Python fallback: the same
 # rules, so both must give the same answers.

@@ -10,7 +10,8 @@ import hiredis
 import pytest
 
 from node.commands.reply import NULL_ARRAY, OK, QUEUED, Raw, ReplyError, RSet, Verbatim
-from node.server.resp import encode, encode_command, encode_error, encode_one, encoded_size, format_double
+from node.log.encode import encode_command, encoded_size
+from node.server.resp import encode, encode_error, encode_one, format_double
 
 
 @pytest.mark.parametrize(

@@ -11,20 +11,21 @@ from collections.abc import Iterator
 
 import pytest
 
+from node.app.rill_node import RillNode
 from node.commands.context import Session
 from node.commands.reply import OK, ReplyError
 from node.config import Config
+from node.log.encode import encode_command
 from node.server.request_parser import RequestParser
-from node.server.resp import encode_command
-from node.server.server import Server
 
 
 class Node:
     """A server with one client session and the list of committed effect units."""
 
     def __init__(self) -> None:
-        self.server = Server(Config())
-        self.session = Session(self.server, 1)
+        node = RillNode(Config())
+        self.server = node.server
+        self.session = Session(node, 1)
         self.units: list[bytes] = []
         self.server.effects.add_listener(lambda data, offset: self.units.append(data))
 

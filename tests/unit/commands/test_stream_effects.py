@@ -11,20 +11,21 @@ from typing import Any
 import hiredis
 import pytest
 
+from node.app.rill_node import RillNode
 from node.commands.context import Session
 from node.commands.reply import ReplyError
 from node.config import Config
 from node.engine.digest import digest_keyspace
 from node.engine.stream_value import StreamValue
-from node.server.server import Server
 
 
 class Node:
     """An in-process server with one client session and its effect log as argv lists."""
 
     def __init__(self, replay: bool = False) -> None:
-        self.server = Server(Config())
-        self.session = Session(self.server, 1)
+        node = RillNode(Config())
+        self.server = node.server
+        self.session = Session(node, 1)
         if replay:
             self.session.flags.add("replay")
         self.log: list[list[bytes]] = []

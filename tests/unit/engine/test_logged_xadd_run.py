@@ -14,25 +14,25 @@ from typing import Any
 
 import pytest
 
-from node.engine import stream as stream_module
+from node.engine import logged_run as stream_module
 from node.engine import stream_ops
 from node.engine.ids import parse_id
 from node.engine.stream_value import StreamValue
-from node.server.log_scan import command_at
-from node.server.resp import encode_command
+from node.log.encode import encode_command
+from node.log.scan import command_at
 
 
 def test_the_native_appender_is_built() -> None:
-    assert stream_module._NATIVE_BLOCK is not None and stream_module._NATIVE_APPEND_RUN is not None
+    assert stream_module.NATIVE_BLOCK is not None and stream_module.NATIVE_APPEND_RUN is not None
 
 
 def _state(value: StreamValue) -> Any:
     nodes = [
         (n.master, n.base_ms, n.master_seq, n.wide, list(n.keys), list(n.offsets), bytes(n.data),
          n.fields, n.long, n.dead, n.own, n.live, n.tombs, n.lp_base)
-        for n in value._nodes
+        for n in value.nodes
     ]
-    return (nodes, list(value._masters), value.length, value.last_id, value.last_ms, value.last_seq,
+    return (nodes, list(value.masters), value.length, value.last_id, value.last_ms, value.last_seq,
             value.entries_added, value.max_deleted_id)
 
 
@@ -148,7 +148,7 @@ def test_runs_in_c_leave_the_stream_the_ordinary_path_leaves(seed: int, max_entr
         assert _state(fast_value) == _state(ordinary_value)
     # Wide nodes (IDs 2**32 ms apart) take the ordinary way: with no node limit, the first
     # such ID makes the rest of the stream one wide node.
-    assert fast_total > 0 or any(n.wide for n in fast_value._nodes)
+    assert fast_total > 0 or any(n.wide for n in fast_value.nodes)
 
 
 def test_most_entries_of_a_plain_workload_go_in_c() -> None:

@@ -30,7 +30,8 @@ from node.engine.ids import (
     parse_id,
     parse_id_parts,
 )
-from node.engine.stream import Stream, _lp_str_size
+from node.engine.listpack_size import lp_str_size
+from node.engine.stream import Stream
 
 FV = [b"f", b"v"]
 
@@ -374,7 +375,7 @@ def test_node_byte_limit_matches_redis_listpack_sizes(value: bytes, max_bytes: i
     ],
 )
 def test_listpack_element_sizes(value: bytes, size: int) -> None:
-    assert _lp_str_size(value) == size
+    assert lp_str_size(value) == size
 
 
 def test_count_element_growth_moves_the_byte_split_like_redis() -> None:

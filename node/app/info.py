@@ -22,11 +22,12 @@ from typing import TYPE_CHECKING, Any, Final
 
 from node import REDIS_VERSION, __version__
 from node.persistence.service import AOF_OFF
+from node.replication import info as replication_info
 
 if TYPE_CHECKING:
     import asyncio
 
-    from node.server.server import Server
+    from node.app.rill_node import RillNode
 
 _SECTION_ORDER: Final = (
     "server", "clients", "memory", "persistence", "stats", "replication", "cpu", "modules",
@@ -56,9 +57,9 @@ def wanted_sections(args: list[str]) -> set[str]:
     return wanted
 
 
-def render_info(server: Server, sections: list[str]) -> str:
+def render_info(node: RillNode, sections: list[str]) -> str:
     wanted = wanted_sections(sections)
-    return "\r\n".join(_RENDERERS[name](server) for name in _SECTION_ORDER if name in wanted)
+    return "\r\n".join(_RENDERERS[name](node) for name in _SECTION_ORDER if name in wanted)
 
 
 def _section(title: str, fields: Iterable[tuple[str, object]]) -> str:
@@ -143,13 +144,13 @@ class InstantaneousMetrics:
 # -- sections -------------------------------------------------------------------------------
 
 
-def _server(server: Server) -> str:
+def _server(node: RillNode) -> str:
     uname = os.uname()
-    uptime = int(time.time() - server.start_time)
+    uptime = int(time.time() - node.server.start_time)
     compiler = platform.python_compiler().split()
     cc_version = compiler[1] if len(compiler) > 1 and compiler[1][:1].isdigit() else "0.0.0"
-    config_file = server.config.config_file
-    binds = server.config.get("bind").split() or ["127.0.0.1"]
+    config_file = node.server.config.config_file
+    binds = node.server.config.get("bind").split() or ["127.0.0.1"]
     now_us = time.time_ns() // 1000
     return _section("Server", [
         ("redis_version", REDIS_VERSION),
@@ -165,34 +166,34 @@ def _server(server: Server) -> str:
         ("gcc_version", cc_version),
         ("process_id", os.getpid()),
         ("process_supervised", "no"),
-        ("run_id", server.run_id),
-        ("tcp_port", server.port),
+        ("run_id", node.server.run_id),
+        ("tcp_port", node.server.port),
         ("server_time_usec", now_us),
         ("uptime_in_seconds", uptime),
         ("uptime_in_days", uptime // 86400),
-        ("hz", server.config.get_int("hz")),
-        ("configured_hz", server.config.get_int("hz")),
+        ("hz", node.server.config.get_int("hz")),
+        ("configured_hz", node.server.config.get_int("hz")),
         ("lru_clock", (now_us // 1_000_000) & ((1 << 24) - 1)),
         ("executable", os.path.abspath(sys.argv[0]) if sys.argv and sys.argv[0] else ""),
         ("config_file", os.path.abspath(config_file) if config_file else ""),
         ("io_threads_active", 0),
-        ("listener0", "name=tcp," + ",".join(f"bind={b}" for b in binds) + f",port={server.port}"),
+        ("listener0", "name=tcp," + ",".join(f"bind={b}" for b in binds) + f",port={node.server.port}"),
         ("rill_version", __version__),
     ])
 
 
-def _clients(server: Server) -> str:
-    sessions = list(server.sessions())
-    waiters = server.blocking.waiters()
+def _clients(node: RillNode) -> str:
+    sessions = list(node.server.sessions())
+    waiters = node.server.blocking.waiters()
     blocked_keys = {ref for waiter in waiters for ref in waiter.keys}
     return _section("Clients", [
         # Replicas are not clients here (Redis counts server.clients minus server.slaves).
         ("connected_clients", sum(1 for s in sessions if "replica" not in s.flags or "monitor" in s.flags)),
         ("cluster_connections", 0),
-        ("maxclients", server.config.get_int("maxclients")),
+        ("maxclients", node.server.config.get_int("maxclients")),
         ("client_recent_max_input_buffer", 0),
         ("client_recent_max_output_buffer", max((s.output_size for s in sessions), default=0)),
-        ("blocked_clients", server.blocking.blocked_count),
+        ("blocked_clients", node.server.blocking.blocked_count),
         ("tracking_clients", 0),
         ("clients_in_timeout_table", sum(1 for w in waiters if w.timer is not None)),
         ("total_blocking_keys", len(blocked_keys)),
@@ -200,13 +201,13 @@ def _clients(server: Server) -> str:
     ])
 
 
-def _memory(server: Server) -> str:
+def _memory(node: RillNode) -> str:
     rss = current_rss()
     peak = max(peak_rss(), rss)
-    startup = min(server.startup_rss or rss, rss)
+    startup = min(node.startup_rss or rss, rss)
     dataset = rss - startup
     system = _total_system_memory()
-    maxmemory = server.config.get_int("maxmemory")
+    maxmemory = node.server.config.get_int("maxmemory")
     return _section("Memory", [
         ("used_memory", rss),
         ("used_memory_human", bytes_to_human(rss)),
@@ -239,7 +240,7 @@ def _memory(server: Server) -> str:
         ("used_memory_scripts_human", "0B"),
         ("maxmemory", maxmemory),
         ("maxmemory_human", bytes_to_human(maxmemory)),
-        ("maxmemory_policy", server.config.get("maxmemory-policy")),
+        ("maxmemory_policy", node.server.config.get("maxmemory-policy")),
         ("allocator_frag_ratio", "1.00"),
         ("allocator_frag_bytes", 0),
         ("allocator_rss_ratio", "1.00"),
@@ -249,10 +250,10 @@ def _memory(server: Server) -> str:
         ("mem_fragmentation_ratio", "1.00"),
         ("mem_fragmentation_bytes", 0),
         ("mem_not_counted_for_evict", 0),
-        ("mem_replication_backlog", server.replication.backlog_memory()),
-        ("mem_total_replication_buffers", server.replication.backlog_memory()),
+        ("mem_replication_backlog", replication_info.backlog_memory(node.replication)),
+        ("mem_total_replication_buffers", replication_info.backlog_memory(node.replication)),
         ("mem_clients_slaves", 0),
-        ("mem_clients_normal", sum(s.output_size for s in server.sessions())),
+        ("mem_clients_normal", sum(s.output_size for s in node.server.sessions())),
         ("mem_cluster_links", 0),
         ("mem_aof_buffer", 0),
         ("mem_allocator", "pymalloc"),
@@ -262,9 +263,10 @@ def _memory(server: Server) -> str:
     ])
 
 
-def _persistence(server: Server) -> str:
-    p = server.persistence
-    child = p.child
+def _persistence(node: RillNode) -> str:
+    p = node.persistence
+    rdb = p.snapshots
+    child = p.child.job
     rdb_child = child is not None and child.kind == "rdb"
     aof_child = child is not None and child.kind == "aof"
     running = int(time.monotonic() - child.started) if child is not None else -1
@@ -278,13 +280,13 @@ def _persistence(server: Server) -> str:
         ("current_fork_perc", "0.00"),
         ("current_save_keys_processed", 0),
         ("current_save_keys_total", 0),
-        ("rdb_changes_since_last_save", server.dirty),
+        ("rdb_changes_since_last_save", node.server.dirty),
         ("rdb_bgsave_in_progress", int(rdb_child)),
-        ("rdb_last_save_time", server.lastsave),
-        ("rdb_last_bgsave_status", "ok" if p.bgsave_ok else "err"),
-        ("rdb_last_bgsave_time_sec", p.last_bgsave_seconds),
+        ("rdb_last_save_time", node.persistence.lastsave),
+        ("rdb_last_bgsave_status", "ok" if rdb.bgsave_ok else "err"),
+        ("rdb_last_bgsave_time_sec", rdb.last_bgsave_seconds),
         ("rdb_current_bgsave_time_sec", running if rdb_child else -1),
-        ("rdb_saves", p.rdb_saves),
+        ("rdb_saves", rdb.rdb_saves),
         ("rdb_last_cow_size", 0),
         ("rdb_last_load_keys_expired", 0),
         ("rdb_last_load_keys_loaded", p.keys_loaded),
@@ -296,7 +298,7 @@ def _persistence(server: Server) -> str:
         ("aof_last_bgrewrite_status", "ok" if p.rewrite_ok else "err"),
         ("aof_rewrites", p.rewrites),
         ("aof_rewrites_consecutive_failures", p.rewrite_failures),
-        ("aof_last_write_status", "ok" if p.write_failure is None and p.fsync_failure is None else "err"),
+        ("aof_last_write_status", "ok" if p.aof.write_failure is None and p.aof.fsync_failure is None else "err"),
         ("aof_last_cow_size", 0),
         ("module_fork_in_progress", 0),
         ("module_fork_last_cow_size", 0),
@@ -304,23 +306,23 @@ def _persistence(server: Server) -> str:
     ])
 
 
-def _stats(server: Server) -> str:
-    metrics = server.metrics
-    dispatcher = server.dispatcher
+def _stats(node: RillNode) -> str:
+    metrics = node.metrics
+    dispatcher = node.server.dispatcher
     return _section("Stats", [
-        ("total_connections_received", server.stats_connections),
+        ("total_connections_received", node.server.stats_connections),
         ("total_commands_processed", dispatcher.total_commands),
         ("instantaneous_ops_per_sec", round(metrics.rate("commands"))),
-        ("total_net_input_bytes", server.stats_net_input),
-        ("total_net_output_bytes", server.stats_net_output),
+        ("total_net_input_bytes", node.server.stats_net_input),
+        ("total_net_output_bytes", node.server.stats_net_output),
         ("total_net_repl_input_bytes", 0),
         ("total_net_repl_output_bytes", 0),
         ("instantaneous_input_kbps", f"{metrics.rate('net_input') / 1024:.2f}"),
         ("instantaneous_output_kbps", f"{metrics.rate('net_output') / 1024:.2f}"),
         ("instantaneous_input_repl_kbps", "0.00"),
         ("instantaneous_output_repl_kbps", "0.00"),
-        ("rejected_connections", server.stats_rejected_connections),
-        *server.replication.sync_stats(),
+        ("rejected_connections", node.server.stats_rejected_connections),
+        *replication_info.sync_stats(node.replication),
         ("expired_keys", 0),
         ("expired_stale_perc", "0.00"),
         ("expired_time_cap_reached_count", 0),
@@ -329,8 +331,8 @@ def _stats(server: Server) -> str:
         ("evicted_clients", 0),
         ("total_eviction_exceeded_time", 0),
         ("current_eviction_exceeded_time", 0),
-        ("keyspace_hits", server.stats_keyspace_hits),
-        ("keyspace_misses", server.stats_keyspace_misses),
+        ("keyspace_hits", node.server.stats_keyspace_hits),
+        ("keyspace_misses", node.server.stats_keyspace_misses),
         ("pubsub_channels", 0),
         ("pubsub_patterns", 0),
         ("pubsubshard_channels", 0),
@@ -354,8 +356,8 @@ def _stats(server: Server) -> str:
         ("total_writes_processed", 0),
         ("io_threaded_reads_processed", 0),
         ("io_threaded_writes_processed", 0),
-        ("client_query_buffer_limit_disconnections", server.stats_query_limit_disconnections),
-        ("client_output_buffer_limit_disconnections", server.stats_output_limit_disconnections),
+        ("client_query_buffer_limit_disconnections", node.server.stats_query_limit_disconnections),
+        ("client_output_buffer_limit_disconnections", node.server.stats_output_limit_disconnections),
         ("reply_buffer_shrinks", 0),
         ("reply_buffer_expands", 0),
         ("eventloop_cycles", 0),
@@ -370,11 +372,11 @@ def _stats(server: Server) -> str:
     ])
 
 
-def _replication(server: Server) -> str:
-    return _section("Replication", server.replication.info_fields())
+def _replication(node: RillNode) -> str:
+    return _section("Replication", replication_info.info_fields(node.replication))
 
 
-def _cpu(server: Server) -> str:
+def _cpu(node: RillNode) -> str:
     me = resource.getrusage(resource.RUSAGE_SELF)
     children = resource.getrusage(resource.RUSAGE_CHILDREN)
     thread = resource.getrusage(getattr(resource, "RUSAGE_THREAD", resource.RUSAGE_SELF))
@@ -388,7 +390,7 @@ def _cpu(server: Server) -> str:
     ])
 
 
-def _modules(server: Server) -> str:
+def _modules(node: RillNode) -> str:
     return _section("Modules", [])
 
 
@@ -397,9 +399,9 @@ def _float32(value: float) -> float:
     return float(struct.unpack("f", struct.pack("f", value))[0])
 
 
-def _commandstats(server: Server) -> str:
+def _commandstats(node: RillNode) -> str:
     lines = []
-    for name, st in server.dispatcher.stats.items():
+    for name, st in node.server.dispatcher.stats.items():
         if st.calls or st.failed or st.rejected:
             per_call = _float32(st.nsec / 1000 / st.calls) if st.calls else 0.0
             lines.append((
@@ -410,25 +412,25 @@ def _commandstats(server: Server) -> str:
     return _section("Commandstats", lines)
 
 
-def _errorstats(server: Server) -> str:
-    return _section("Errorstats", [(f"errorstat_{code}", f"count={n}") for code, n in sorted(server.dispatcher.errors.items())])
+def _errorstats(node: RillNode) -> str:
+    return _section("Errorstats", [(f"errorstat_{code}", f"count={n}") for code, n in sorted(node.server.dispatcher.errors.items())])
 
 
-def _latencystats(server: Server) -> str:
+def _latencystats(node: RillNode) -> str:
     return _section("Latencystats", [])  # Rill keeps no per-command latency histograms
 
 
-def _cluster(server: Server) -> str:
+def _cluster(node: RillNode) -> str:
     return _section("Cluster", [("cluster_enabled", 0)])
 
 
-def _keyspace(server: Server) -> str:
+def _keyspace(node: RillNode) -> str:
     return _section("Keyspace", [
-        (f"db{i}", f"keys={len(db)},expires=0,avg_ttl=0") for i, db in enumerate(server.keyspace.dbs) if db
+        (f"db{i}", f"keys={len(db)},expires=0,avg_ttl=0") for i, db in enumerate(node.server.keyspace.dbs) if db
     ])
 
 
-_RENDERERS: Final[dict[str, Callable[[Server], str]]] = {
+_RENDERERS: Final[dict[str, Callable[[RillNode], str]]] = {
     "server": _server,
     "clients": _clients,
     "memory": _memory,
@@ -448,26 +450,26 @@ _RENDERERS: Final[dict[str, Callable[[Server], str]]] = {
 # -- MEMORY STATS ---------------------------------------------------------------------------
 
 
-def memory_stats(server: Server) -> dict[bytes, Any]:
+def memory_stats(node: RillNode) -> dict[bytes, Any]:
     """MEMORY STATS in Redis's field names, from the same process figures as INFO memory."""
     rss = current_rss()
     peak = max(peak_rss(), rss)
-    startup = min(server.startup_rss or rss, rss)
+    startup = min(node.startup_rss or rss, rss)
     dataset = rss - startup
-    keys = server.keyspace.key_count()
+    keys = node.server.keyspace.key_count()
     out: dict[bytes, Any] = {
         b"peak.allocated": peak,
         b"total.allocated": rss,
         b"startup.allocated": startup,
-        b"replication.backlog": server.replication.backlog_memory(),
+        b"replication.backlog": replication_info.backlog_memory(node.replication),
         b"clients.slaves": 0,
-        b"clients.normal": sum(s.output_size for s in server.sessions()),
+        b"clients.normal": sum(s.output_size for s in node.server.sessions()),
         b"cluster.links": 0,
         b"aof.buffer": 0,
         b"lua.caches": 0,
         b"functions.caches": 0,
     }
-    for i, db in enumerate(server.keyspace.dbs):
+    for i, db in enumerate(node.server.keyspace.dbs):
         if db:
             out[b"db.%d" % i] = {
                 b"overhead.hashtable.main": sys.getsizeof(db),

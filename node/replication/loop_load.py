@@ -2,7 +2,7 @@
 window, running or waiting in the run queue (LoopLoad); and whether it has had to wait for
 one, that is whether other processes want its core (CpuContention).
 
-The replication flush (replication_node) batches more when the primary is saturated: each
+The replication flush (backlog_feed) batches more when the primary is saturated: each
 gRPC message to a replica costs the primary a fixed ~0.1-0.3 ms of CPU whatever it carries,
 so when the CPU is what limits the write rate, fewer and larger batches give it back to the
 clients; when it is not, batches go at the end of each loop turn and lag stays low.

@@ -2,7 +2,7 @@
  * (RESP arrays of bulk strings, MULTI/EXEC units closed) before a replica applies any of
  * it, and `command_end` finds where one command ends, so the replica parses only the
  * commands its C XADD path (node/engine/_logged_xadd.c) does not take. hiredis parsed every
- * command of the batch into Python objects for the same check. node/server/log_scan.py has
+ * command of the batch into Python objects for the same check. node/log/scan.py has
  * the Python fallbacks and says what each accepts. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>

@@ -1,6 +1,10 @@
 """The effect log: the ordered stream of fully specified write commands a node performed,
 with Redis-style replication offsets (bytes of RESP) under a replication id.
 
+The log owns the node's replication position: its `offset` (the end of the log) and its
+`history` (replid, replid2 and the switch offset), which the node's backlog shares (the same
+object, never a copy) and the AOF records.
+
 Effects of one command (or one EXEC) are a unit: when there are several they are wrapped
 in MULTI/EXEC so a replica or an AOF replay applies all or none. Listeners (AOF writer,
 replication) receive each committed unit as RESP bytes with the offset it ends at. A
@@ -11,11 +15,11 @@ offset still advances but no unit is encoded. (Redis keeps no backlog then eithe
 
 from __future__ import annotations
 
-import secrets
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 
-from node.server.resp import encode_command, encoded_size
+from node.log.encode import encode_command, encoded_size
+from replication.history import History
 
 Listener = Callable[[bytes, int], None]
 
@@ -23,16 +27,10 @@ _MULTI = encode_command([b"MULTI"])
 _EXEC = encode_command([b"EXEC"])
 
 
-def new_replid() -> str:
-    return secrets.token_hex(20)
-
-
 class EffectLog:
     def __init__(self) -> None:
-        self.replid = new_replid()
-        self.replid2 = "0" * 40
-        self.second_offset = -1
-        self.offset = 0
+        self.history = History()
+        self.offset = 0  # bytes of log since the history began (Redis's master_repl_offset)
         self._db = -1  # database of the last logged effect (a SELECT precedes a change)
         self._pending: list[tuple[int, Sequence[bytes]]] = []
         self._depth = 0
@@ -40,6 +38,36 @@ class EffectLog:
         # A replica applying its primary's units: its own re-encoding of their effects is
         # dropped, the primary's bytes are logged instead (`replicated`).
         self.muted = False
+
+    @property
+    def replid(self) -> str:
+        return self.history.replid
+
+    @property
+    def replid2(self) -> str:
+        return self.history.replid2
+
+    @property
+    def second_offset(self) -> int:
+        """Where replid2's history ends; -1 when there is none."""
+        return self.history.second_offset
+
+    def restore(self, replid: str, replid2: str, second_offset: int, offset: int) -> None:
+        """The position a node recorded on disk (loaded from its AOF or snapshot)."""
+        self.history.restore(replid, replid2, second_offset)
+        self.move_to(offset)
+
+    def restart(self, replid: str, offset: int) -> None:
+        """The log continues `replid`'s history from `offset`, with no previous one (a
+        replica loaded its primary's snapshot)."""
+        self.history.restart(replid)
+        self.move_to(offset)
+
+    def move_to(self, offset: int) -> None:
+        """The log's data set now corresponds to `offset` (it was loaded or replaced): the next
+        unit starts there, with a SELECT."""
+        self.offset = offset
+        self.force_select()
 
     def add_listener(self, listener: Listener) -> None:
         if listener not in self._listeners:

@@ -6,7 +6,7 @@ form (the effect log's encoder writes nothing else: lengths in plain digits, no 
 zero), and whole units: every MULTI closed by its EXEC, none nested. `check_units` says why
 a batch is not, before anything of it is applied; `command_end` finds where one command
 ends, so the replica (and the AOF load) parses only the commands its C XADD path does not
-take (`command_at`). With the native build both are C (node/server/_resp_scan.c, same rules);
+take (`command_at`). With the native build both are C (node/log/_resp_scan.c, same rules);
 the Python below is the fallback.
 """
 
@@ -71,7 +71,7 @@ def _check_units(data: bytes) -> str | None:
 
 def _native_check() -> Callable[[bytes], str | None] | None:
     try:
-        from node.server._resp_scan import check_units
+        from node.log._resp_scan import check_units
     except ImportError:
         return None
     return check_units
@@ -79,7 +79,7 @@ def _native_check() -> Callable[[bytes], str | None] | None:
 
 def _native_end() -> Callable[[bytes, int], int] | None:
     try:
-        from node.server._resp_scan import command_end
+        from node.log._resp_scan import command_end
     except ImportError:
         return None
     return command_end

@@ -1,4 +1,4 @@
-/* encode_command in C: the RESP multibulk of a command, as node/server/resp.py's Python
+/* encode_command in C: the RESP multibulk of a command, as node/log/encode.py's Python
  * encoder builds it (that one stays as the fallback without a native build). Every effect a
  * node logs for an AOF or a replica is encoded once; compiled Python spends most of ~1-2 us
  * per command appending and joining header pieces, this sizes the result once and copies.

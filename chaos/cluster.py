@@ -1,0 +1,210 @@
+"""The cluster's processes: nodes and sentinels started in their namespaces from config files,
+and the process faults (SIGKILL and restart, SIGSTOP/SIGCONT). Every process it starts it stops,
+also on exceptions (`stop_all` is called by the runner's `finally`).
+
+Nodes start as n1 primary and the others its replicas; the sentinels then monitor n1. A node is
+restarted from the same config file, which Sentinel may have rewritten meanwhile (CONFIG
+REWRITE in its promotion block), so it comes back in the role Sentinel last gave it.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import redis
+
+from chaos.targets import SERVICE, Settings, Target, node_argv, node_config, sentinel_argv, sentinel_config
+from chaos.topology import Lab, LabError, Member
+
+ADMIN_TIMEOUT = 1.0
+
+
+@dataclass
+class Process:
+    """One node or sentinel: how to start it, and the running process."""
+
+    member: Member
+    argv: list[str]
+    workdir: str
+    lab: Lab
+    popen: subprocess.Popen[bytes] | None = None
+    paused: bool = False
+    starts: int = 0
+
+    def start(self) -> None:
+        log = open(os.path.join(self.workdir, f"stdout-{self.starts}.log"), "wb")  # noqa: SIM115
+        self.popen = subprocess.Popen(self.lab.exec_argv(self.member, self.argv), stdout=log,
+                                      stderr=subprocess.STDOUT, start_new_session=True)
+        log.close()
+        self.paused = False
+        self.starts += 1
+
+    def alive(self) -> bool:
+        return self.popen is not None and self.popen.poll() is None
+
+    def kill(self) -> None:
+        """SIGKILL (a crash: nothing flushed that was not already written)."""
+        if self.popen is not None and self.popen.poll() is None:
+            self.popen.kill()
+            self.popen.wait()
+        self.paused = False
+
+    def pause(self) -> None:
+        if self.alive() and self.popen is not None:
+            self.popen.send_signal(signal.SIGSTOP)
+            self.paused = True
+
+    def resume(self) -> None:
+        if self.alive() and self.popen is not None:
+            self.popen.send_signal(signal.SIGCONT)
+        self.paused = False
+
+    def admin(self, timeout: float = ADMIN_TIMEOUT) -> redis.Redis:
+        """A client on the real address (around the proxies), for the lab's own use."""
+        self.lab.check_in_hub()
+        return redis.Redis(self.member.real_ip, self.member.ports[0], socket_timeout=timeout,
+                           socket_connect_timeout=timeout, decode_responses=True)
+
+
+@dataclass
+class Cluster:
+    lab: Lab
+    target: Target
+    settings: Settings
+    nodes: dict[str, Process] = field(default_factory=dict)
+    sentinels: dict[str, Process] = field(default_factory=dict)
+
+    def processes(self) -> list[Process]:
+        return [*self.nodes.values(), *self.sentinels.values()]
+
+    def start(self, ready_timeout: float = 30.0) -> None:
+        """Writes the configs, starts the nodes (n1 primary), waits until every replica is
+        in sync, starts the sentinels and waits until they know every replica and each other."""
+        members = self.lab.members.values()
+        node_members = [m for m in members if m.kind == "node"]
+        first = node_members[0]
+        for member in node_members:
+            workdir = self._workdir(member)
+            conf = os.path.join(workdir, "node.conf")
+            primary = None if member is first else first.address
+            with open(conf, "w", encoding="utf-8") as f:
+                f.write(node_config(self.target, self.settings, member.real_ip, member.announced_ip, workdir, primary))
+            self.nodes[member.name] = Process(member, node_argv(self.target, conf), workdir, self.lab)
+        for member in (m for m in members if m.kind == "sentinel"):
+            workdir = self._workdir(member)
+            conf = os.path.join(workdir, "sentinel.conf")
+            with open(conf, "w", encoding="utf-8") as f:
+                f.write(sentinel_config(self.target, self.settings, member.real_ip, member.announced_ip, workdir,
+                                        first.address))
+            self.sentinels[member.name] = Process(member, sentinel_argv(self.target, conf), workdir, self.lab)
+        for proc in self.nodes.values():
+            proc.start()
+        deadline = time.monotonic() + ready_timeout
+        for proc in self.nodes.values():
+            self._wait_ping(proc, deadline)
+        self._wait(deadline, lambda: self.in_sync(first.name), "the replicas to sync with n1")
+        for proc in self.sentinels.values():
+            proc.start()
+        for proc in self.sentinels.values():
+            self._wait_ping(proc, deadline)
+        self._wait(deadline, self._sentinels_know_everyone, "the sentinels to discover replicas and each other")
+
+    def _workdir(self, member: Member) -> str:
+        path = os.path.join(self.lab.workdir, member.name)
+        os.makedirs(path, exist_ok=True)
+        return path
+
+    def _wait_ping(self, proc: Process, deadline: float) -> None:
+        def answers() -> bool:
+            if not proc.alive():
+                raise LabError(f"{proc.member.name} exited (code {proc.popen.returncode if proc.popen else '?'}); "
+                               f"see {proc.workdir}")
+            return self._try(proc, lambda c: c.ping()) is True
+
+        self._wait(deadline, answers, f"{proc.member.name} to answer PING")
+
+    def _wait(self, deadline: float, ready: Any, what: str) -> None:
+        while not ready():
+            if time.monotonic() > deadline:
+                raise LabError(f"timed out waiting for {what}")
+            time.sleep(0.1)
+
+    @staticmethod
+    def _try(proc: Process, call: Any) -> Any:
+        client = proc.admin()
+        try:
+            return call(client)
+        except (redis.RedisError, OSError):
+            return None
+        finally:
+            client.close()
+
+    def _sentinels_know_everyone(self) -> bool:
+        for proc in self.sentinels.values():
+            info = self._try(proc, lambda c: c.sentinel_master(SERVICE))
+            if not info or int(info.get("num-slaves", 0)) < len(self.nodes) - 1 \
+                    or int(info.get("num-other-sentinels", 0)) < len(self.sentinels) - 1:
+                return False
+        return True
+
+    # -- what the cluster looks like -------------------------------------------------------
+
+    def name_of(self, host: str, port: int) -> str | None:
+        """The member announced at host:port."""
+        for member in self.lab.members.values():
+            if member.announced_ip == host and port in member.ports:
+                return member.name
+        return None
+
+    def role(self, name: str) -> list[Any] | None:
+        """ROLE of a node (None when it does not answer)."""
+        proc = self.nodes[name]
+        if proc.paused or not proc.alive():
+            return None
+        result = self._try(proc, lambda c: c.execute_command("ROLE"))
+        return list(result) if isinstance(result, (list, tuple)) else None
+
+    def sentinel_primary(self) -> str | None:
+        """The primary most answering sentinels name (None if none answers)."""
+        votes: dict[str, int] = {}
+        for proc in self.sentinels.values():
+            if proc.paused or not proc.alive():
+                continue
+            addr = self._try(proc, lambda c: c.sentinel_get_master_addr_by_name(SERVICE))
+            if addr:
+                name = self.name_of(str(addr[0]), int(addr[1]))
+                if name:
+                    votes[name] = votes.get(name, 0) + 1
+        return max(votes, key=lambda n: votes[n]) if votes else None
+
+    def in_sync(self, primary: str) -> bool:
+        """The primary says it is one, every other node is its connected replica at its offset."""
+        role = self.role(primary)
+        if not role or role[0] != "master":
+            return False
+        offset = int(role[1])
+        replicas = {self.name_of(str(r[0]), int(r[1])): int(r[2]) for r in role[2]}
+        for name in self.nodes:
+            if name == primary:
+                continue
+            mine = self.role(name)
+            if not mine or mine[0] != "slave" or mine[3] != "connected":
+                return False
+            if self.name_of(str(mine[1]), int(mine[2])) != primary or replicas.get(name) != offset:
+                return False
+        return True
+
+    def settled(self) -> str | None:
+        """The primary, once sentinels agree on it and every node follows it in sync."""
+        primary = self.sentinel_primary()
+        return primary if primary and self.in_sync(primary) else None
+
+    def stop_all(self) -> None:
+        for proc in self.processes():
+            proc.resume()
+            proc.kill()

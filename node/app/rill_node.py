@@ -1,0 +1,170 @@
+"""One Rill node, assembled: the one place that builds the node's parts, connects them and
+runs them.
+
+    Keyspace (node.engine) and EffectLog (node.log)
+      └─ Server (node.server): clients, dispatch, blocking, WATCH, the write path
+           └─ Persistence (node.persistence): load at start, AOF of the log, snapshots
+                └─ ReplicationNode (node.replication): backlog, primary and replica sides,
+                   WAIT and WAITAOF
+
+Each part is given the parts below it; none builds another. `RillNode` is also the `Node`
+that command handlers reach through their session (node.commands.context): the data and the
+write path are the server's, each narrow service belongs to the part that owns it, and the
+`Admin` one (INFO, MEMORY STATS, statistics, DEBUG SLEEP, SHUTDOWN), which spans them all,
+is the node's own. It runs the lifecycle: the data is loaded before the node listens, and it
+shuts down gracefully on SIGTERM/SIGINT or SHUTDOWN.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import logging
+import os
+import signal
+import time
+from collections.abc import Callable
+from typing import Any, Final
+
+from node import REDIS_VERSION, __version__
+from node.app.info import InstantaneousMetrics, current_rss, memory_stats, render_info
+from node.commands import load_all
+from node.commands.context import Admin, Clients, Session, Watches
+from node.config import Config
+from node.engine.keyspace import Keyspace
+from node.log.effect_log import EffectLog
+from node.persistence.service import Persistence
+from node.replication.role import ReplicationNode
+from node.server.server import Server, wall_clock_ms
+
+log = logging.getLogger("rill.server")
+
+# How long a shutdown waits for clients to take the replies already written to them.
+_SHUTDOWN_FLUSH_GRACE: Final = 2.0
+
+
+class RillNode:
+    """One node. `serve()` runs it until shutdown."""
+
+    def __init__(self, config: Config, clock: Callable[[], int] | None = None) -> None:
+        load_all()
+        self.config = config
+        # Milliseconds since the epoch; tests drive the node with a fake clock.
+        self.clock: Callable[[], int] = clock if clock is not None else wall_clock_ms
+        self.keyspace = Keyspace(config.databases)
+        self.effects = EffectLog()
+        self.server = Server(config, self.keyspace, self.effects, self.clock)
+        self.server.node = self
+        self.persistence = Persistence(self.server)
+        self.replication = ReplicationNode(self.server, self.persistence)
+        # The write path and the server's registries, as commands reach them.
+        self.now_ms = self.server.now_ms
+        self.propagate = self.server.propagate
+        self.propagate_many = self.server.propagate_many
+        self.appended_from_log = self.server.appended_from_log
+        self.execute = self.server.execute
+        self.watches: Watches = self.server
+        self.clients: Clients = self.server
+        self.admin: Admin = self
+        self.waits = self.replication.waits
+        self.metrics = InstantaneousMetrics()
+        self.startup_rss = 0  # RSS once listening: INFO's used_memory_startup
+        self.shutdown_reason = ""
+        self.shutdown_flags: frozenset[str] = frozenset()
+        self._shutdown: asyncio.Event | None = None
+
+    @property
+    def role(self) -> str:
+        return self.server.role
+
+    # -- Admin -------------------------------------------------------------------------------
+
+    def info(self, sections: list[str]) -> str:
+        return render_info(self, sections)
+
+    def memory_stats(self) -> dict[bytes, Any]:
+        return memory_stats(self)
+
+    def command_stats(self) -> dict[str, Any]:
+        return self.server.dispatcher.stats
+
+    def reset_stats(self) -> None:
+        self.server.reset_stats()
+
+    def request_shutdown(self, session: Session | None, flags: frozenset[str] = frozenset()) -> None:
+        words = " ".join(["SHUTDOWN", *sorted(f.upper() for f in flags)])
+        who = f"client id={session.id} addr={session.addr}" if session is not None else "the node"
+        self.shutdown_reason = f"{words} from {who}"
+        self.shutdown_flags = flags
+        if self._shutdown is not None:
+            self._shutdown.set()
+
+    def sleep(self, seconds: float) -> None:
+        # DEBUG SLEEP blocks the whole node, as in Redis.
+        time.sleep(seconds)
+
+    # -- lifecycle -----------------------------------------------------------------------------
+
+    async def serve(self) -> None:
+        await self.start()
+        assert self._shutdown is not None
+        await self._shutdown.wait()
+        await self.stop()
+
+    async def start(self) -> None:
+        loop = asyncio.get_running_loop()
+        self._shutdown = asyncio.Event()
+        # The data is loaded before listening, so no client ever sees a partial data set.
+        self.persistence.load()
+        self.replication.attach()
+        await self.server.listen()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            try:
+                loop.add_signal_handler(sig, self._on_signal, sig)
+            except (NotImplementedError, RuntimeError):
+                pass
+        await self.replication.start()
+        # Long-lived data (command table, config) is frozen out of the GC's view, and the
+        # young-generation threshold raised: per-command garbage is acyclic, so frequent
+        # collections would only cost time on the hot path.
+        gc.collect()
+        gc.freeze()
+        gc.set_threshold(50_000, 50, 100)
+        self.startup_rss = current_rss()
+        self.metrics.start(loop, self._metric_counters)
+        self.persistence.start(loop)
+        log.info(
+            "Rill %s (Redis %s compatible) ready: pid=%d port=%d",
+            __version__, REDIS_VERSION, os.getpid(), self.server.port,
+        )
+
+    async def stop(self) -> None:
+        """Stop accepting, close every client once the replies already produced are written
+        (blocked clients get none, as on a Redis shutdown), then log one line."""
+        started = time.monotonic()
+        self.metrics.stop()
+        self.server.stop_listening()
+        # The replication link stops first: nothing is applied once the shutdown began.
+        await self.replication.stop()
+        # The AOF is made durable (and replies waiting for it released) before clients close.
+        self.persistence.shutdown(self.shutdown_flags)
+        clients, dropped = await self.server.close_clients(started + _SHUTDOWN_FLUSH_GRACE)
+        log.warning(
+            "Shutdown (%s): closed %d client connection(s)%s in %.0f ms, offset=%d; Rill is now ready to exit, bye bye...",
+            self.shutdown_reason or "requested", clients,
+            f", {dropped} with unsent output dropped" if dropped else "",
+            (time.monotonic() - started) * 1000, self.effects.offset,
+        )
+
+    def _on_signal(self, sig: int) -> None:
+        self.shutdown_reason = signal.Signals(sig).name
+        if self._shutdown is not None:
+            self._shutdown.set()
+
+    def _metric_counters(self) -> dict[str, int]:
+        server = self.server
+        return {
+            "commands": server.dispatcher.total_commands,
+            "net_input": server.stats_net_input,
+            "net_output": server.stats_net_output,
+        }

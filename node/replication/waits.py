@@ -1,0 +1,135 @@
+"""WAIT and WAITAOF: clients parked until enough replicas acknowledged their writes (WAIT:
+applied; WAITAOF: fsynced, and with `numlocal` fsynced by this node's AOF too).
+
+One list of parked clients for both commands. It is re-checked whenever something it counts
+changes, and only then: a replica's ack (or its departure, `ReplicaRegistry` ack listeners),
+and this node's AOF becoming durable further (the persistence service's durability
+listeners: an fsync reported, a rewrite installed, the AOF turned off). A replica acks after
+every batch it applies and, on its side, whenever its own AOF's fsync advances, so nothing
+polls. A parked client's timeout reply follows the counts, so a timeout answers what was
+reached at that moment (Redis's replies and errors, replication.c waitCommand and
+waitaofCommand).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from node.commands.context import Block, Session
+from node.commands.reply import CommandError
+from node.persistence.service import AOF_OFF, AOF_ON, Persistence
+
+if TYPE_CHECKING:
+    from node.server.server import Server
+    from replication import Primary
+
+
+def _never_ready(session: Session) -> None:
+    return None
+
+
+@dataclass(eq=False)
+class _Wait:
+    session: Session
+    block: Block
+    offset: int  # the log offset to acknowledge
+    numreplicas: int
+    numlocal: int  # WAITAOF: 1 when this node's AOF must have it too
+    fsync: bool  # WAITAOF (fsynced), not WAIT (applied)
+
+
+class Waits:
+    """The node's parked WAIT and WAITAOF clients (`ctx.node.waits`)."""
+
+    def __init__(self, server: Server, persistence: Persistence, flush: Callable[[], None]) -> None:
+        self.server = server
+        self.persistence = persistence
+        # Ships the log's pending units to the replicas now (a waiting client's write must
+        # not wait for the next batch).
+        self._flush = flush
+        self._primary: Primary | None = None
+        self._waits: list[_Wait] = []
+        persistence.add_durability_listener(self.changed)
+
+    def attach(self, primary: Primary) -> None:
+        """Counts the replicas of `primary` from now on."""
+        self._primary = primary
+        primary.registry.add_ack_listener(self.changed)
+
+    def wait(self, session: Session, numreplicas: int, timeout_ms: int) -> Any:
+        """WAIT: the replicas that applied the client's last write (c->woff)."""
+        primary = self._primary
+        assert primary is not None
+        count = primary.waits.count_now(session.woff)
+        if count >= numreplicas or session.in_exec:
+            return count
+        self._flush()  # the client's write goes to the replicas now, not at the next tick
+        wait = _Wait(session, Block([], timeout_ms, _never_ready, count), session.woff, numreplicas, 0, False)
+        self._waits.append(wait)
+        return wait.block
+
+    def waitaof(self, session: Session, numlocal: int, numreplicas: int, timeout_ms: int) -> Any:
+        """WAITAOF: [1 if this node's AOF fsynced the offset, replicas that fsynced it]. With
+        replicas the offset is the client's last write (c->woff); without, the node's offset
+        at the call (which covers the client's writes), and only the local AOF counts."""
+        if numreplicas:
+            offset = session.woff
+        else:
+            if numlocal and self.persistence.aof_state == AOF_OFF:
+                raise CommandError("ERR WAITAOF cannot be used when numlocal is set but appendonly is disabled.")
+            offset = self.server.effects.offset
+        wait = _Wait(session, Block([], timeout_ms, _never_ready), offset, numreplicas, numlocal, True)
+        done, reply = self._state(wait)
+        if done or session.in_exec or "replay" in session.flags:
+            return reply
+        wait.block.timeout_reply = reply
+        self._waits.append(wait)
+        if numreplicas and self._primary is not None:
+            self._flush()
+            self._primary.request_acks()  # Redis's REPLCONF GETACK: a fresh ack from each replica
+        return wait.block
+
+    def _state(self, wait: _Wait) -> tuple[bool, Any]:
+        """Whether `wait` is satisfied, and the reply it gets now."""
+        registry = self._primary.registry if self._primary is not None else None
+        if not wait.fsync:
+            count = registry.count_acked(wait.offset) if registry is not None else 0
+            return count >= wait.numreplicas, count
+        local = self._local_fsynced(wait.offset)
+        count = registry.count_fsynced(wait.offset) if registry is not None and wait.numreplicas else 0
+        return local >= wait.numlocal and count >= wait.numreplicas, [local, count]
+
+    def _local_fsynced(self, offset: int) -> int:
+        # Until the first base is in a manifest (AOF_WAIT_REWRITE) an fsynced incr file would
+        # not be loaded after a crash: it does not count.
+        persistence = self.persistence
+        writer = persistence.writer
+        return int(persistence.aof_state == AOF_ON and writer is not None and writer.synced_offset >= offset)
+
+    def changed(self) -> None:
+        """Something counted changed (an ack, a replica left, the AOF's durable offset):
+        release the waits it satisfies; the others' timeout reply follows the counts."""
+        if not self._waits:
+            return
+        waits, self._waits = self._waits, []
+        keep: list[_Wait] = []
+        released = False
+        for wait in waits:
+            if wait.session.blocked_on is not wait.block:
+                continue  # timed out, unblocked or disconnected
+            done, reply = self._state(wait)
+            if done:
+                released = self.server.unblock_session(wait.session, reply) or released
+            else:
+                wait.block.timeout_reply = reply
+                keep.append(wait)
+        # Released clients may have run queued commands that parked new waits meanwhile.
+        self._waits = keep + self._waits
+        if released:
+            self.server.after_batch()
+
+    def forget_all(self) -> None:
+        """The node stopped being a primary: its clients were unblocked with an error."""
+        self._waits.clear()

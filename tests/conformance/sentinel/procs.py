@@ -1,0 +1,138 @@
+"""Real redis-server nodes and Debian's redis-sentinel for differential tests: each in its own
+temporary directory on a free loopback port, stopped by the caller (a context manager stops
+everything it started, whatever happens)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from bench.procs import free_port
+from tests.conftest import wait_for_port
+
+
+def binary(name: str) -> str:
+    path = shutil.which(name)
+    if path is None:
+        pytest.fail(f"{name} is not installed: `make test` installs Debian's redis-server and redis-sentinel")
+    return path
+
+
+@dataclass
+class Cluster:
+    """What a test started: processes by name, their ports and directories."""
+
+    procs: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+    ports: dict[str, int] = field(default_factory=dict)
+    dirs: dict[str, str] = field(default_factory=dict)
+
+    def node(self, name: str, replica_of: str | None = None) -> int:
+        port = free_port()
+        d = tempfile.mkdtemp(prefix=f"sentinel-diff-{name}-")
+        args = [binary("redis-server"), "--port", str(port), "--bind", "127.0.0.1", "--dir", d, "--save", "",
+                "--appendonly", "no", "--logfile", os.path.join(d, "server.log")]
+        if replica_of is not None:
+            args += ["--replicaof", "127.0.0.1", str(self.ports[replica_of])]
+        self._start(name, port, d, args)
+        return port
+
+    def sentinel(self, name: str, conf: str | Callable[[int, str], str]) -> int:
+        """A redis-sentinel with this sentinel.conf (or a function of its port and directory
+        returning it)."""
+        port = free_port()
+        d = os.path.realpath(tempfile.mkdtemp(prefix=f"sentinel-diff-{name}-"))
+        text = conf(port, d) if callable(conf) else conf
+        path = os.path.join(d, "sentinel.conf")
+        with open(path, "w") as f:
+            f.write(text)
+        self._start(name, port, d, [binary("redis-sentinel"), path])
+        return port
+
+    def _start(self, name: str, port: int, d: str, args: list[str]) -> None:
+        with open(os.path.join(d, "stderr.log"), "wb") as err:
+            proc = subprocess.Popen(args, cwd=d, stdout=subprocess.DEVNULL, stderr=err)
+        self.procs[name], self.ports[name], self.dirs[name] = proc, port, d
+        wait_for_port(port, proc)
+
+    def conf_path(self, name: str) -> str:
+        return os.path.join(self.dirs[name], "sentinel.conf")
+
+    def read_conf(self, name: str) -> str:
+        with open(self.conf_path(name)) as f:
+            return f.read()
+
+    def kill(self, name: str) -> None:
+        proc = self.procs[name]
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+    def stop(self) -> None:
+        for proc in self.procs.values():
+            if proc.poll() is None:
+                proc.terminate()
+        for proc in self.procs.values():
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        for d in self.dirs.values():
+            shutil.rmtree(d, ignore_errors=True)
+
+
+@contextmanager
+def cluster() -> Iterator[Cluster]:
+    c = Cluster()
+    try:
+        yield c
+    finally:
+        c.stop()
+
+
+def wait_until(predicate: Callable[[], Any], timeout: float, what: str) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+
+
+def watched_master(c: Cluster, down_after: int, failover_timeout: int | None = None) -> None:
+    """A master ("m") with two replicas ("r1", "r2") and three sentinels ("s0".."s2")
+    monitoring it as "mymaster" with quorum 2."""
+    c.node("m")
+    c.node("r1", replica_of="m")
+    c.node("r2", replica_of="m")
+    master = c.ports["m"]
+    extra = f"sentinel failover-timeout mymaster {failover_timeout}\n" if failover_timeout else ""
+    for i in range(3):
+        c.sentinel(f"s{i}", lambda port, d: (
+            f"port {port}\nbind 127.0.0.1\ndir {d}\nsentinel monitor mymaster 127.0.0.1 {master} 2\n"
+            f"sentinel down-after-milliseconds mymaster {down_after}\n{extra}"
+        ))
+
+
+def run_sentinel_expecting_failure(conf: str) -> str:
+    """Start redis-sentinel on a config it must refuse; return what it printed."""
+    d = tempfile.mkdtemp(prefix="sentinel-diff-bad-")
+    try:
+        path = os.path.join(d, "sentinel.conf")
+        with open(path, "w") as f:
+            f.write(conf)
+        done = subprocess.run([binary("redis-sentinel"), path], cwd=d, capture_output=True, timeout=20)
+        assert done.returncode != 0, "redis-sentinel accepted the configuration"
+        return done.stderr.decode() + done.stdout.decode()
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
