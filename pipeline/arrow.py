@@ -109,16 +109,25 @@ def _convert(values: pa.Array, column: Column, stream: str, entry_ids: Sequence[
 
 
 def _timestamps(values: pa.Array, target: pa.DataType) -> pa.Array:
-    """ISO-8601 (UTC when it has no zone) or epoch milliseconds."""
-    if len(values) and pc.all(pc.utf8_is_digit(values.fill_null("0"))).as_py():
-        return pc.multiply(pc.cast(values, pa.int64()), 1000).cast(pa.timestamp("us")).cast(target)
+    """Epoch milliseconds (all digits) or ISO-8601, UTC when it has no zone; value by value."""
+    digits = pc.utf8_is_digit(values).fill_null(False)
+    epoch = pc.multiply(pc.cast(pc.if_else(digits, values, "0"), pa.int64()), 1000).cast(pa.timestamp("us"))
+    iso = _iso(pc.if_else(digits, "1970-01-01T00:00:00", values))
+    return pc.if_else(digits, epoch, iso).cast(target)
+
+
+def _iso(values: pa.Array) -> pa.Array:
+    """ISO-8601 strings as UTC wall time (timestamp without zone)."""
     naive = pa.timestamp("us")
-    try:
-        return pc.cast(values, target if target.tz else naive)
-    except pa.ArrowInvalid:
-        if target.tz:
-            return pc.assume_timezone(pc.cast(values, naive), target.tz)
-        raise
+    for parse in (lambda v: pc.cast(v, pa.timestamp("us", tz="UTC")).cast(naive), lambda v: pc.cast(v, naive)):
+        try:
+            return parse(values)
+        except pa.ArrowInvalid:
+            pass
+    # zoned and zone-less values mixed: one at a time (raises on a value that is neither)
+    return pa.concat_arrays([_iso(pa.array([v], pa.string())) if v is not None else pa.nulls(1, naive)
+                             for v in values.to_pylist()]) if len(values) > 1 else \
+        pc.cast(values, pa.timestamp("us", tz="UTC")).cast(naive)
 
 
 def batch(projection: Projection, stream: str, entries: Sequence[Sequence[object]]) -> pa.RecordBatch:

@@ -71,9 +71,12 @@ class GroupPartition(InputPartition):
 
 
 def _entries(reply: object) -> list[list[object]]:
-    # [[stream, [[id, fields], ...]]] or None
+    """The entries of a one-stream XREADGROUP reply: RESP2 ``[[stream, entries]]``, RESP3
+    ``{stream: entries}``, or nil."""
     if not reply:
         return []
+    if isinstance(reply, dict):
+        return list(next(iter(reply.values())))
     return list(reply[0][1])  # type: ignore[index]
 
 

@@ -124,6 +124,11 @@ class RillStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 ends[stream] = max(begin[stream], min(ends[stream], self._target.get(stream, ids.MIN_ID)))
         listed: dict[str, list[int]] = {}
         if isinstance(limit, ReadMaxRows):
+            if self.opts.group:
+                # what the group has not delivered yet is what a limited batch can take
+                client = self._planner()
+                begin = {s: max(i, groups.group_position(client, s, self.opts.group)) for s, i in begin.items()}
+                ends = {s: max(ends[s], begin[s]) for s in ends}
             ends, listed = self._limit(begin, ends, limit.max_rows)
         elif not isinstance(limit, ReadAllAvailable):
             raise ValueError(f"unsupported read limit {limit!r}")
@@ -208,9 +213,10 @@ class RillStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         assert self._topology is not None and self.opts.group is not None
         parts: list[InputPartition] = []
         for stream in self.opts.streams:
+            # Every stream gets its consumers even when its offset did not move: a batch run
+            # again after a failure starts from an offset computed anew from the group, and
+            # its consumers must still deliver what they hold pending.
             hi = ids.parse(end[stream])
-            if hi <= begin[stream]:
-                continue
             # A limited batch knows its size: the consumers share it. Otherwise each reads
             # until it passes the batch's end.
             count = self._counts.get((stream, hi))

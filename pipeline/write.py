@@ -79,12 +79,21 @@ def _strings(column: pa.Array) -> list[bytes | None]:
     if pa.types.is_binary(t) or pa.types.is_large_binary(t):
         return column.to_pylist()  # type: ignore[no-any-return]
     if pa.types.is_timestamp(t):
-        column = pc.strftime(column.cast(pa.timestamp("us", tz="UTC")), format="%Y-%m-%dT%H:%M:%SZ")
+        column = _iso_utc(column)
     elif pa.types.is_nested(t):
         return [None if v is None else json.dumps(v, default=str).encode() for v in column.to_pylist()]
     elif not pa.types.is_string(t):
         column = pc.cast(column, pa.string())
     return [None if v is None else v.encode() for v in column.to_pylist()]
+
+
+def _iso_utc(column: pa.Array) -> pa.Array:
+    """ISO-8601 in UTC (``2024-05-01T10:00:00Z``), with microseconds only when a value has some."""
+    utc = column.cast(pa.timestamp("us", tz="UTC"))
+    whole = pc.floor_temporal(utc, unit="second")
+    if pc.all(pc.equal(utc, whole).fill_null(True)).as_py():
+        return pc.strftime(utc.cast(pa.timestamp("s", tz="UTC")), format="%Y-%m-%dT%H:%M:%SZ")
+    return pc.strftime(utc, format="%Y-%m-%dT%H:%M:%SZ")
 
 
 def _rows(batch: pa.RecordBatch, lay: Layout, default_stream: bytes | None) -> Iterator[tuple[bytes, list[bytes]]]:
