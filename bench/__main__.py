@@ -21,7 +21,7 @@ from bench.throughput import DEFAULT_TESTS, PIPELINED_SCALE, STREAM_READ_MAX_REQ
 
 DEFAULT_REQUESTS = 100_000
 QUICK_REQUESTS = 10_000
-SUITE_NAMES = ("throughput", "scaling", "latency", "memory", "replication")
+SUITE_NAMES = ("throughput", "scaling", "latency", "memory", "replication", "spark")
 
 
 def _parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -182,8 +182,15 @@ def _memory(args: argparse.Namespace) -> int:
     return done.returncode
 
 
+def _spark(args: argparse.Namespace) -> int:
+    # the Spark data source (needs `make spark-deps`)
+    from bench import spark_source
+
+    return spark_source.main([*(["--quick"] if args.quick else []), "--out", os.path.join(args.out, "spark")])
+
+
 _SUITES = {"throughput": _throughput, "scaling": _scaling, "latency": _latency, "memory": _memory,
-           "replication": _replication}
+           "replication": _replication, "spark": _spark}
 
 
 if __name__ == "__main__":

@@ -9,8 +9,9 @@ every other column takes the entry field of the same name (null when the entry l
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Final
 
 import pyarrow as pa
@@ -119,15 +120,18 @@ def _timestamps(values: pa.Array, target: pa.DataType) -> pa.Array:
 def _iso(values: pa.Array) -> pa.Array:
     """ISO-8601 strings as UTC wall time (timestamp without zone)."""
     naive = pa.timestamp("us")
-    for parse in (lambda v: pc.cast(v, pa.timestamp("us", tz="UTC")).cast(naive), lambda v: pc.cast(v, naive)):
-        try:
-            return parse(values)
-        except pa.ArrowInvalid:
-            pass
-    # zoned and zone-less values mixed: one at a time (raises on a value that is neither)
+    try:
+        return pc.cast(values, pa.timestamp("us", tz="UTC")).cast(naive)  # with a zone
+    except pa.ArrowInvalid:
+        pass
+    try:
+        return pc.cast(values, naive)  # without one: UTC
+    except pa.ArrowInvalid:
+        if len(values) <= 1:
+            raise
+    # both kinds mixed: one value at a time (raises on a value that is neither)
     return pa.concat_arrays([_iso(pa.array([v], pa.string())) if v is not None else pa.nulls(1, naive)
-                             for v in values.to_pylist()]) if len(values) > 1 else \
-        pc.cast(values, pa.timestamp("us", tz="UTC")).cast(naive)
+                             for v in values.to_pylist()])
 
 
 def batch(projection: Projection, stream: str, entries: Sequence[Sequence[object]]) -> pa.RecordBatch:
@@ -155,6 +159,36 @@ def batch(projection: Projection, stream: str, entries: Sequence[Sequence[object
             arrays.append(raw if column.arrow_type == pa.binary()
                           else _convert(_utf8(raw, stream, ids_), column, stream, ids_))
     return pa.RecordBatch.from_arrays(arrays, schema=projection.arrow_schema)
+
+
+def rows(projection: Projection, stream: str, entries: Sequence[Sequence[object]]) -> Iterator[tuple[object, ...]]:
+    """The same rows as `batch`, as Python tuples (option arrowBatches=false: the slower path
+    Spark also accepts, kept to measure the difference). Metadata columns are built directly;
+    a schema with entry-field columns goes through `batch`."""
+    names = [c.name for c in projection.columns]
+    if any(name not in RESERVED for name in names):
+        for row in batch(projection, stream, entries).to_pylist():
+            yield tuple(row.values())
+        return
+    for entry in entries:
+        raw_id: bytes = entry[0]  # type: ignore[assignment]
+        fv: list[bytes] = entry[1] or []  # type: ignore[assignment]
+        values = {
+            "stream": stream,
+            "id": raw_id.decode(),
+            "ts": datetime.fromtimestamp(int(raw_id.split(b"-", 1)[0]) / 1000, UTC),
+            "fields": {k.decode(): v.decode() for k, v in zip(fv[0::2], fv[1::2])} if "fields" in names else None,
+        }
+        yield tuple(values[name] for name in names)
+
+
+def output(projection: Projection, stream: str, entries: Sequence[Sequence[object]],
+           as_arrow: bool) -> Iterator[object]:
+    """What read() yields for a page of entries: one Arrow batch, or tuples."""
+    if as_arrow:
+        yield batch(projection, stream, entries)
+    else:
+        yield from rows(projection, stream, entries)
 
 
 def _lookup(fv: list[bytes], name: bytes) -> bytes | None:

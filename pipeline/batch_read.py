@@ -7,8 +7,8 @@ node (the primary, or the first replica with readFrom=replica) and cuts the rang
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
 
-import pyarrow as pa
 from pyspark.sql.datasource import DataSourceReader, InputPartition
 
 from pipeline import arrow, ids
@@ -29,7 +29,7 @@ class RillBatchReader(DataSourceReader):
     def __init__(self, options: Mapping[str, str], schema: object) -> None:
         self.conn = connection_options(options)
         self.opts = read_options(options, streaming=False)
-        self.spec = ReadSpec(self.conn, arrow.projection(schema), self.opts.batch_size)
+        self.spec = ReadSpec(self.conn, arrow.projection(schema), self.opts.batch_size, self.opts.arrow_batches)
 
     def partitions(self) -> Sequence[InputPartition]:
         nodes = read_nodes(self.conn, discover(self.conn))
@@ -48,7 +48,7 @@ class RillBatchReader(DataSourceReader):
         # Spark wants at least one partition; an empty range reads nothing.
         return parts or [RangePartition(self.opts.streams[0], 1, 0, nodes, self.spec)]
 
-    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+    def read(self, partition: InputPartition) -> Iterator[Any]:
         assert isinstance(partition, RangePartition)
         if partition.lo > partition.hi:
             return iter(())

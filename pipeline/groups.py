@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
+from typing import Any
 
-import pyarrow as pa
 import redis
 from pyspark.sql.datasource import InputPartition
 
@@ -80,7 +80,7 @@ def _entries(reply: object) -> list[list[object]]:
     return list(reply[0][1])  # type: ignore[index]
 
 
-def read_group(part: GroupPartition) -> Iterator[pa.RecordBatch]:
+def read_group(part: GroupPartition) -> Iterator[Any]:
     spec = part.spec
     client = part.primary.client(spec.conn.socket_timeout)
     try:
@@ -92,12 +92,12 @@ def read_group(part: GroupPartition) -> Iterator[pa.RecordBatch]:
                                                       spec.batch_size, "STREAMS", part.stream, cursor))
             if not entries:
                 break
-            gone = [e[0] for e in entries if e[1] is None]  # deleted while pending: nothing to deliver
+            gone = [bytes(e[0]) for e in entries if e[1] is None]  # type: ignore[call-overload]  # deleted while pending
             if gone:
                 client.xack(part.stream, part.group, *gone)
             live = [e for e in entries if e[1] is not None]
             if live:
-                yield arrow.batch(spec.projection, part.stream, live)
+                yield from arrow.output(spec.projection, part.stream, live, spec.arrow_batches)
             cursor = entries[-1][0].decode()  # type: ignore[attr-defined]
         # 2. new entries
         delivered = 0
@@ -107,7 +107,7 @@ def read_group(part: GroupPartition) -> Iterator[pa.RecordBatch]:
                                                       count, "STREAMS", part.stream, ">"))
             if not entries:
                 break
-            yield arrow.batch(spec.projection, part.stream, entries)
+            yield from arrow.output(spec.projection, part.stream, entries, spec.arrow_batches)
             delivered += len(entries)
             if ids.parse(entries[-1][0]) >= part.hi:  # type: ignore[arg-type]
                 break

@@ -61,6 +61,7 @@ class ReadOptions:
     fail_on_data_loss: bool
     group: str | None
     consumer: str
+    arrow_batches: bool
 
 
 @dataclass(frozen=True)
@@ -225,6 +226,7 @@ def read_options(options: Mapping[str, str], *, streaming: bool) -> ReadOptions:
         fail_on_data_loss=_bool(options, "failOnDataLoss", True),
         group=group,
         consumer=_get(options, "consumer") or "spark",
+        arrow_batches=_bool(options, "arrowBatches", True),
     )
 
 

@@ -14,8 +14,8 @@ import logging
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
-import pyarrow as pa
 import redis
 from pyspark.sql.datasource import InputPartition
 
@@ -36,6 +36,7 @@ class ReadSpec:
     conn: ConnectionOptions
     projection: arrow.Projection
     batch_size: int
+    arrow_batches: bool = True
 
 
 class RangePartition(InputPartition):
@@ -86,7 +87,7 @@ def candidates(first: tuple[Node, ...], conn: ConnectionOptions) -> Iterator[Nod
         yield topology.primary
 
 
-def read_range(part: RangePartition) -> Iterator[pa.RecordBatch]:
+def read_range(part: RangePartition) -> Iterator[Any]:
     spec = part.spec
     lo = part.lo
     last_error: Exception | None = None
@@ -99,7 +100,7 @@ def read_range(part: RangePartition) -> Iterator[pa.RecordBatch]:
                                                  "COUNT", spec.batch_size)
                 if not entries:
                     return
-                yield arrow.batch(spec.projection, part.stream, entries)
+                yield from arrow.output(spec.projection, part.stream, entries, spec.arrow_batches)
                 if len(entries) < spec.batch_size:
                     return
                 lo = ids.successor(ids.parse(entries[-1][0]))

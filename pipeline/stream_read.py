@@ -18,8 +18,8 @@ import heapq
 import logging
 import math
 from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
 
-import pyarrow as pa
 import redis
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows, SupportsTriggerAvailableNow
@@ -42,7 +42,7 @@ class RillStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def __init__(self, options: Mapping[str, str], schema: object) -> None:
         self.conn = connection_options(options)
         self.opts = read_options(options, streaming=True)
-        self.spec = ReadSpec(self.conn, arrow.projection(schema), self.opts.batch_size)
+        self.spec = ReadSpec(self.conn, arrow.projection(schema), self.opts.batch_size, self.opts.arrow_batches)
         # stream -> {offset ID: entries ever added up to it}, for offsets planned in this run
         self._ordinals: dict[str, dict[int, int]] = {s: {} for s in self.opts.streams}
         self._target: dict[str, int] | None = None  # Trigger.AvailableNow: where to stop
@@ -227,7 +227,7 @@ class RillStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                                                    hi, quota, self._topology.primary, self.spec))
         return parts
 
-    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+    def read(self, partition: InputPartition) -> Iterator[Any]:
         if isinstance(partition, groups.GroupPartition):
             return groups.read_group(partition)
         assert isinstance(partition, RangePartition)

@@ -32,6 +32,7 @@ from pipeline.options import ConnectionOptions, OptionError, WriteOptions, conne
 log = logging.getLogger("pipeline.rill")
 
 _RETRIES = 3
+_warned: set[Node] = set()  # nodes this process has warned about (the driver plans every batch)
 _FALLBACK = ("the server does not support XADD IDMP (Redis 8.6 idempotent production): writes are AT LEAST ONCE; "
              "a retried task or batch may add its entries again")
 
@@ -190,7 +191,9 @@ class _RillWriter:
             if not supported:
                 if self.opts.idempotence == "required":
                     raise OptionError(f"idempotence=required but {sink.node} lacks XADD IDMP (Redis 8.6)")
-                log.warning("%s: %s", sink.node, _FALLBACK)
+                if sink.node not in _warned:
+                    _warned.add(sink.node)
+                    log.warning("%s: %s", sink.node, _FALLBACK)
                 return False
             log.info("%s supports XADD IDMP: writes are exactly once", sink.node)
             if self.opts.stream is not None:
@@ -208,7 +211,7 @@ class _RillWriter:
         batch_id = (task.getLocalProperty("streaming.sql.batchId") if task else None) or "0"
         sink = _Sink(self.conn)
         idempotent = self.idempotent and idempotence.supports_idmp(sink.client)
-        if self.idempotent and not idempotent:
+        if self.idempotent and not idempotent:  # the primary changed since the driver looked
             if self.opts.idempotence == "required":
                 raise RuntimeError(f"idempotence=required but {sink.node} lacks XADD IDMP (Redis 8.6)")
             log.warning("%s: %s", sink.node, _FALLBACK)
