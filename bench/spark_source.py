@@ -11,7 +11,8 @@ process as the reference.
 - latency: a producer XADDs `--rate` entries/s carrying the send time; a streaming query
   (default trigger: next batch as soon as the last is done) copies them with the data source to
   another stream, where a reader (XREAD BLOCK) takes now - send time. `--seconds` long, the
-  first `--warmup` seconds not counted; p50/p90/p99/max.
+  first `--warmup` seconds not counted; p50/p90/p99/max. A discarded run comes first (the first
+  streaming query of a Spark session is slow until the JVM has warmed up).
 
 Spark runs `local[2]` in this process (the JVM and its Python workers share the cores with the
 servers). Each Spark figure is the median of `--rounds` runs after one warm-up run. Results:
@@ -47,16 +48,6 @@ def _fill(client: redis.Redis, stream: str, count: int) -> None:
         pipe.execute()
 
 
-def _timed(fn: Any, rounds: int) -> float:
-    fn()  # warm-up: JIT, Python workers, connections
-    times = []
-    for _ in range(rounds):
-        started = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - started)
-    return statistics.median(times)
-
-
 def _xrange_loop(client: redis.Redis, stream: str, batch: int) -> int:
     start, read = "-", 0
     while True:
@@ -77,40 +68,60 @@ def _xadd_loop(client: redis.Redis, stream: str, count: int, batch: int) -> None
         pipe.execute()
 
 
-def _throughput(spark: Any, server: Server, args: argparse.Namespace) -> dict[str, Any]:
-    url = f"redis://127.0.0.1:{server.port}/0"
-    client = redis.Redis(port=server.port)
-    _fill(client, "bench", args.entries)
+class _Target:
+    """One server and the Spark jobs measured against it."""
 
-    def read(arrow: bool) -> Any:
-        def run() -> None:
-            (spark.read.format("rill").option("url", url).option("streams", "bench")
-             .option("partitionsPerStream", str(args.partitions)).option("batchSize", str(args.batch))
-             .option("arrowBatches", str(arrow).lower()).load().write.format("noop").mode("overwrite").save())
-        return run
+    def __init__(self, spark: Any, server: Server, args: argparse.Namespace) -> None:
+        self.spark, self.server, self.args = spark, server, args
+        self.url = f"redis://127.0.0.1:{server.port}/0"
+        self.client = redis.Redis(port=server.port)
+        _fill(self.client, "bench", args.entries)
 
+    def read(self, arrow: bool) -> None:
+        (self.spark.read.format("rill").option("url", self.url).option("streams", "bench")
+         .option("partitionsPerStream", str(self.args.partitions)).option("batchSize", str(self.args.batch))
+         .option("arrowBatches", str(arrow).lower()).load().write.format("noop").mode("overwrite").save())
+
+    def write(self, frame: Any) -> None:
+        self.client.delete("bench-out")
+        frame.write.format("rill").option("url", self.url).option("stream", "bench-out") \
+            .option("batchSize", str(self.args.batch)).mode("append").save()
+        assert self.client.xlen("bench-out") == self.args.entries
+
+    def measurements(self, frame: Any) -> dict[str, Any]:
+        a = self.args
+        return {
+            "read_arrow": lambda: self.read(True),
+            "read_rows": lambda: self.read(False),
+            "read_xrange_loop": lambda: _xrange_loop(self.client, "bench", a.batch),
+            "write": lambda: self.write(frame),
+            "write_xadd_loop": lambda: _xadd_loop(self.client, "bench-ref", a.entries, a.batch),
+        }
+
+
+def _throughput(spark: Any, targets: dict[str, _Target], args: argparse.Namespace) -> dict[str, dict[str, Any]]:
+    """Every measurement on every server, rounds interleaved across the servers (a noisy
+    machine then slows both alike); the median of `--rounds` after one warm-up each."""
     frame = spark.createDataFrame([(FIELDS["user"], FIELDS["item"], FIELDS["qty"], str(n))
                                    for n in range(args.entries)], "user string, item string, qty string, n string") \
         .repartition(args.partitions).cache()
     frame.count()
-
-    def write() -> None:
-        client.delete("bench-out")
-        frame.write.format("rill").option("url", url).option("stream", "bench-out") \
-            .option("batchSize", str(args.batch)).mode("append").save()
-
-    result = {
-        "read_arrow_s": _timed(read(True), args.rounds),
-        "read_rows_s": _timed(read(False), args.rounds),
-        "read_xrange_loop_s": _timed(lambda: _xrange_loop(client, "bench", args.batch), args.rounds),
-        "write_s": _timed(write, args.rounds),
-        "write_xadd_loop_s": _timed(lambda: _xadd_loop(client, "bench-ref", args.entries, args.batch), args.rounds),
-    }
-    assert client.xlen("bench-out") == args.entries
+    jobs = {name: t.measurements(frame) for name, t in targets.items()}
+    results: dict[str, dict[str, Any]] = {name: {} for name in targets}
+    for measure in next(iter(jobs.values())):
+        times: dict[str, list[float]] = {name: [] for name in targets}
+        for name in targets:
+            jobs[name][measure]()  # warm-up: JIT, Python workers, connections
+        for r in range(args.rounds):
+            order = list(targets) if r % 2 == 0 else list(reversed(list(targets)))
+            for name in order:
+                started = time.perf_counter()
+                jobs[name][measure]()
+                times[name].append(time.perf_counter() - started)
+        for name in targets:
+            results[name][f"{measure}_entries_per_s"] = round(args.entries / statistics.median(times[name]))
     frame.unpersist()
-    client.delete("bench", "bench-out", "bench-ref")
-    client.close()
-    return {k.replace("_s", "_entries_per_s"): round(args.entries / v) for k, v in result.items()}
+    return results
 
 
 def _latency(spark: Any, server: Server, args: argparse.Namespace) -> dict[str, Any]:
@@ -209,21 +220,30 @@ def main(argv: list[str] | None = None) -> int:
              .config("spark.driver.bindAddress", "127.0.0.1").config("spark.driver.host", "127.0.0.1").getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
     spark.dataSource.register(RillDataSource)
-    rows: dict[str, dict[str, Any]] = {}
+    names = [n.strip() for n in args.servers.split(",") if n.strip()]
+    servers: dict[str, Server] = {}
+    load_before = os.getloadavg()
     try:
-        for name in args.servers.split(","):
-            server = start_rill() if name == "rill" else start_redis()
-            try:
-                rows[name] = {**_throughput(spark, server, args), **_latency(spark, server, args)}
-            finally:
-                server.stop()
+        for name in names:
+            servers[name] = start_rill() if name == "rill" else start_redis()
+        rows = _throughput(spark, {name: _Target(spark, s, args) for name, s in servers.items()}, args)
+        # The first streaming query of a session is slow for a while (JVM warm-up): one
+        # discarded run first, so neither server pays for it.
+        _latency(spark, next(iter(servers.values())), argparse.Namespace(**{**vars(args), "seconds": args.warmup * 2}))
+        for name, server in servers.items():
+            rows[name].update(_latency(spark, server, args))
     finally:
+        for server in servers.values():
+            server.stop()
         spark.stop()
+    load = [round(x, 1) for x in (*load_before, *os.getloadavg())]
     print(f"Spark data source, {args.entries} entries, {args.partitions} partitions, batchSize {args.batch}, "
           f"median of {args.rounds}:")
     print(_table(rows))
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    print(f"load average (1/5/15 min) before: {load[:3]}, after: {load[3:]}")
     document = {"suite": "spark", "time": stamp, "args": {k: v for k, v in vars(args).items() if k != "out"},
+                "loadavg_before_after": load,
                 "rill_native": any(f.startswith("_native__mypyc") for f in os.listdir(os.path.join(ROOT, "node"))),
                 "rows": [{"server": name, **values} for name, values in rows.items()]}
     for path in write_json(document, args.out, stamp):

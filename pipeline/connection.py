@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, replace
-from typing import Any
 from urllib.parse import unquote, urlparse
 
 import redis
@@ -102,7 +101,3 @@ def read_nodes(conn: ConnectionOptions, topology: Topology) -> tuple[Node, ...]:
         return (topology.primary,)
     return topology.replicas
 
-
-def call(client: redis.Redis, *args: Any) -> Any:
-    """One command; redis-py's retries stay off so an error reaches the caller once."""
-    return client.execute_command(*args)
