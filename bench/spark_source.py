@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import statistics
 import sys
 import tempfile
@@ -170,6 +171,7 @@ def _latency(spark: Any, server: Server, args: argparse.Namespace) -> dict[str, 
         stop.set()
         consumer.join(5)
         query.stop()
+        shutil.rmtree(checkpoint, ignore_errors=True)
     client.delete("lat-in", "lat-out")
     client.close()
     samples.sort()
