@@ -10,6 +10,7 @@ everything. ``--url`` (with ``--replica-url``) uses a running server instead of 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import random
 import shutil
@@ -77,6 +78,22 @@ def _progress(started: float, producers: list[Producer], queries: list[Any], pri
     print("  " + " | ".join(parts), flush=True)
 
 
+def _drain(queries: list[Any], primary: redis.Redis, timeout: float = 120) -> None:
+    """Until every query has read the last event and run a batch with no new input after it
+    (which is when the windows the watermark closed are written)."""
+    last = primary.xrevrange(EVENTS, count=1)
+    raw = last[0][0] if last else None
+    target = raw.decode() if isinstance(raw, bytes) else raw
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        progress = [q.lastProgress for q in queries]
+        if all(p and p["numInputRows"] == 0 and json.loads(p["sources"][0]["endOffset"] or "{}").get(EVENTS) == target
+               for p in progress):
+            return
+        time.sleep(1)
+    print(f"  (the job had not caught up after {timeout:.0f}s)")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m pipeline.example", description=__doc__.split("\n\n")[0])
     parser.add_argument("--seconds", type=float, default=60, help="how long the producers run (default 60)")
@@ -135,13 +152,7 @@ def main(argv: list[str] | None = None) -> int:
         for p in producers:
             p.stop()
         print("Producers stopped; letting the job catch up...", flush=True)
-        deadline = time.monotonic() + 30
-        target = primary.xlen(EVENTS)
-        while time.monotonic() < deadline:
-            progress = [q.lastProgress for q in queries]
-            if all(p and p["numInputRows"] == 0 for p in progress) and replica.xlen(EVENTS) == target:
-                break
-            time.sleep(2)
+        _drain(queries, primary)
         _progress(started, producers, queries, primary, replica)
         for q in queries:
             q.stop()

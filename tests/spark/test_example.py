@@ -12,7 +12,7 @@ from tests.conftest import ROOT
 
 
 def test_the_example_pipeline_runs_end_to_end() -> None:
-    done = subprocess.run([sys.executable, "-m", "pipeline.example", "--seconds", "20", "--rate", "200"],
+    done = subprocess.run([sys.executable, "-m", "pipeline.example", "--seconds", "30", "--rate", "200"],
                           cwd=ROOT, capture_output=True, text=True, timeout=280)
     out = done.stdout
     assert done.returncode == 0, out[-3000:] + done.stderr[-3000:]
