@@ -58,7 +58,8 @@ class ServerCore:
         self.clock = clock
         self.commands = commands
         self.mode = mode
-        self.role = "master"
+        # A node's replication role ("master" or "slave"); a sentinel's is "sentinel".
+        self.role = "sentinel" if mode == "sentinel" else "master"
         # The log whose units the dispatcher delimits (a write's effects form one unit). A
         # server without data gets one of its own: its commands log nothing, so it stays empty.
         self.effects = effects if effects is not None else EffectLog()
