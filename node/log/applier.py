@@ -13,6 +13,9 @@ Each command goes one of three ways, whatever its source:
 A command that fails is handed to the caller's `failed` (a replica stops, an AOF load counts
 it and goes on).
 
+A replica's batch may hold replication-only units (PUBLISH, SPUBLISH: always a unit of their
+own); `replica_only` lists where they are in the batch, which the replica keeps out of its AOF.
+
 A replica's batch is all-or-nothing as far as it can be checked without running it: every
 command is found and checked first (whole units, known commands, their arity, as the
 dispatcher would refuse them), and a batch that does not pass is refused with nothing
@@ -25,7 +28,7 @@ asks for a full sync, which replaces the whole state (docs/safety.md).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any, Final, Protocol
 
 import hiredis
 
@@ -35,6 +38,9 @@ from node.engine.keyspace import Keyspace
 from node.engine.logged_run import logged_xadd_block
 from node.log.logged_xadd import append_logged_groups, append_logged_xadd, group_sizes
 from node.log.scan import check_units, command_end
+
+# Commands the log carries for replicas only (Redis propagates them to replicas, never to the AOF).
+_REPLICA_ONLY: Final = frozenset({b"publish", b"spublish"})
 
 
 class ApplyError(Exception):
@@ -89,6 +95,8 @@ class LogApplier:
         self._reader = hiredis.Reader()
         # XADDs appended without the dispatcher and not yet counted in its statistics.
         self._appended = 0
+        # (start, end) in the last batch of each replication-only unit (see the module doc).
+        self.replica_only: list[tuple[int, int]] = []
 
     # -- a replica's batch ---------------------------------------------------------------
 
@@ -124,6 +132,8 @@ class LogApplier:
         steps: list[_XaddBlock | list[bytes]] = []
         dispatcher = self.runner.dispatcher
         reader = self._reader
+        replica_only: list[tuple[int, int]] = []
+        self.replica_only = replica_only
         in_multi = False
         pos = 0
         size = len(data)
@@ -146,6 +156,8 @@ class LogApplier:
                 in_multi = True
             elif len(name) == 4 and name.lower() == b"exec":
                 in_multi = False
+            elif not in_multi and 7 <= len(name) <= 8 and name.lower() in _REPLICA_ONLY:
+                replica_only.append((pos, end))
             steps.append(argv)
             pos = end
         return steps

@@ -11,6 +11,13 @@ replication) receive each committed unit as RESP bytes with the offset it ends a
 listener is registered only while it records the log (an open AOF, a backlog that has served
 a replica): with none, as on a primary without AOF that no replica ever synced from, the
 offset still advances but no unit is encoded. (Redis keeps no backlog then either.)
+
+Replication-only units (PUBLISH, as Redis propagates it with PROPAGATE_REPL: to replicas,
+never to the AOF) are units of their own, after the unit of the command or EXEC that
+produced them. They are logged only while the log is replicated (a listener that is not
+durable: the backlog), and then take offsets like any unit, so replicas, their backlogs and
+partial resyncs carry them. A durable listener (the AOF) gets them as empty data with the
+offset they end at: it learns the log moved on without bytes to keep.
 """
 
 from __future__ import annotations
@@ -35,6 +42,10 @@ class EffectLog:
         self._pending: list[tuple[int, Sequence[bytes]]] = []
         self._depth = 0
         self._listeners: list[Listener] = []
+        # Those of `_listeners` that keep only durable bytes (the AOF).
+        self._durable: list[Listener] = []
+        # Replication-only effects waiting for the end of the unit in progress.
+        self._replica_only: list[Sequence[bytes]] = []
         # A replica applying its primary's units: its own re-encoding of their effects is
         # dropped, the primary's bytes are logged instead (`replicated`).
         self.muted = False
@@ -69,13 +80,23 @@ class EffectLog:
         self.offset = offset
         self.force_select()
 
-    def add_listener(self, listener: Listener) -> None:
+    def add_listener(self, listener: Listener, durable: bool = False) -> None:
+        """`listener(data, end_offset)` for every unit from now on; a `durable` one gets a
+        replication-only unit as empty data (see the module's docstring)."""
         if listener not in self._listeners:
             self._listeners.append(listener)
+            if durable:
+                self._durable.append(listener)
 
     def remove_listener(self, listener: Listener) -> None:
         if listener in self._listeners:
             self._listeners.remove(listener)
+        if listener in self._durable:
+            self._durable.remove(listener)
+
+    def replicating(self) -> bool:
+        """Whether a listener other than a durable one (a backlog) records the log."""
+        return len(self._listeners) > len(self._durable)
 
     def force_select(self) -> None:
         """Start the next unit with a SELECT (a new AOF file, a new replica stream: a reader
@@ -103,8 +124,30 @@ class EffectLog:
 
     def end(self) -> None:
         self._depth -= 1
-        if self._depth == 0 and self._pending:
-            self.commit()
+        if self._depth == 0:
+            if self._pending:
+                self.commit()
+            if self._replica_only:
+                self._commit_replica_only()
+
+    def append_for_replicas(self, argv: Sequence[bytes]) -> None:
+        """A replication-only effect (PUBLISH): a unit of its own for replicas, none for the
+        AOF, logged only while the log is replicated; inside a unit it follows that unit."""
+        if self.muted or not self.replicating():
+            return
+        self._replica_only.append(argv)
+        if self._depth == 0:
+            self._commit_replica_only()
+
+    def _commit_replica_only(self) -> None:
+        waiting = self._replica_only
+        self._replica_only = []
+        durable = self._durable
+        for argv in waiting:
+            data = encode_command(argv)
+            self.offset += len(data)
+            for listener in self._listeners:
+                listener(b"" if listener in durable else data, self.offset)
 
     def commit(self) -> None:
         pending = self._pending
@@ -160,13 +203,29 @@ class EffectLog:
             # a restart, an AOF incr file): none depends on a SELECT in an earlier unit.
             self._db = -1
 
-    def replicated(self, data: bytes, end_offset: int) -> None:
+    def replicated(self, data: bytes, end_offset: int, replica_only: Sequence[tuple[int, int]] = ()) -> None:
         """Units a replica applied, logged as its primary cut them: the log continues at the
         primary's offsets with the primary's bytes, so the AOF holds exactly what the backlog
-        does and a restart resumes at an offset the primary knows."""
+        does (less the replication-only units, whose (start, end) positions in `data` are
+        `replica_only`) and a restart resumes at an offset the primary knows."""
         self.offset = end_offset
         # The primary's units follow its own rule (see commit): the next unit of this node,
         # once promoted, names its database whatever the replicated stream left selected.
         self._db = -1
         for listener in self._listeners:
-            listener(data, end_offset)
+            if replica_only and listener in self._durable:
+                _durable_parts(listener, data, end_offset, replica_only)
+            else:
+                listener(data, end_offset)
+
+
+def _durable_parts(listener: Listener, data: bytes, end_offset: int, skipped: Sequence[tuple[int, int]]) -> None:
+    """`data` (ending at `end_offset`) to a durable listener without the `skipped` ranges:
+    each stretch between them with the offset it ends at, then the end if data ends skipped."""
+    base = end_offset - len(data)
+    pos = 0
+    for start, end in skipped:
+        if start > pos:
+            listener(data[pos:start], base + start)
+        pos = end
+    listener(data[pos:], end_offset)

@@ -19,6 +19,13 @@ Policies and their loss windows (see docs/persistence.md):
              progress); a crash of the process alone loses nothing acknowledged.
 * no       — the kernel decides when to write back (typically within 30 s on Linux).
 
+Offsets. The file holds the effect log's bytes, except the replication-only units (PUBLISH),
+which Redis never writes to its AOF: where the log moved on without bytes to keep, the writer
+puts an annotation line `#OFFSET:<n>` ("the next byte is log offset n"), before the next unit
+it keeps and at the end of each write, so a reader knows the log offset at every unit
+boundary of the file (node/persistence/aof_reader.py), and a restart resumes at the offset
+the node had reached.
+
 Errors. A failed or short write is undone (ftruncate back to the last complete unit) and
 kept in the buffer; the held replies stay held and the caller refuses writes (-MISCONF)
 until a retry succeeds. A failed fsync is retried the same way. Nothing is acknowledged
@@ -38,29 +45,52 @@ EVERYSEC: Final = "everysec"
 NO: Final = "no"
 
 
+def offset_annotation(offset: int) -> bytes:
+    """The line that says the file's next byte is log offset `offset` (see the module doc)."""
+    return b"#OFFSET:%d\r\n" % offset
+
+
 class AofWriter:
     """The open incr file. `append` buffers; `write` empties the buffer into the file;
-    `fsync` makes what was written durable. Offsets are effect-log offsets."""
+    `fsync` makes what was written durable. Offsets are effect-log offsets: `end_offset` is
+    where the log stands as far as the writer was told, `written_offset` and
+    `synced_offset` how far the file has it written and fsynced. `end_offset` of an existing
+    file is given by whoever read it (annotations make it more than start + size)."""
 
-    def __init__(self, path: str, start_offset: int) -> None:
+    def __init__(self, path: str, start_offset: int, end_offset: int | None = None) -> None:
         self.path = path
         self.fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         self.size = os.fstat(self.fd).st_size  # bytes in the file, all whole units
         self.start_offset = start_offset
         self.buf = bytearray()
-        self.written_offset = start_offset + self.size
+        self.end_offset = start_offset + self.size if end_offset is None else end_offset
+        # The log offset a reader of the file and the buffer computes at their end: behind
+        # end_offset while replication-only units came after the last byte kept.
+        self._kept_offset = self.end_offset
+        self.written_offset = self.end_offset
         self.synced_offset = self.written_offset
         # Held by whoever uses the fd outside the event loop (the everysec thread), and by
         # the loop when it closes or switches it.
         self.lock = threading.Lock()
 
-    def append(self, data: bytes) -> None:
-        self.buf += data
+    def append(self, data: bytes, end_offset: int) -> None:
+        """The log's bytes up to `end_offset` (empty: replication-only units, none kept)."""
+        if data:
+            start = end_offset - len(data)
+            if start != self._kept_offset:
+                self.buf += offset_annotation(start)
+            self.buf += data
+            self._kept_offset = end_offset
+        self.end_offset = end_offset
 
     def write(self) -> None:
         """Write the whole buffer. On failure the file is cut back to its last whole unit
         (or, when it cannot be cut, the bytes that did reach it leave the buffer so the
         next write continues them) and OSError is raised."""
+        if self._kept_offset != self.end_offset:
+            # The file ends knowing the log's offset, even after replication-only units.
+            self.buf += offset_annotation(self.end_offset)
+            self._kept_offset = self.end_offset
         buf = self.buf
         if not buf:
             return
@@ -77,14 +107,15 @@ class AofWriter:
                 error = OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
         if error is None:
             self.size += written
-            self.written_offset += written
+            self.written_offset = self.end_offset
             self.buf = bytearray()
             return
         try:
             os.ftruncate(self.fd, self.size)
         except OSError:
+            # What reached the file stays; written_offset waits for the rest (the part
+            # written may end inside a unit or an annotation).
             self.size += written
-            self.written_offset += written
             del buf[:written]
         raise error
 

@@ -3,7 +3,8 @@ fsync errors, and what has become durable (node/persistence/aof.py has the write
 thread and the policies' loss windows).
 
 Every committed unit of the effect log is appended to the open incr file's buffer while one
-is open (the effect log encodes nothing for the AOF otherwise); the first unit of an
+is open (the effect log encodes nothing for the AOF otherwise), replication-only units
+(PUBLISH) as an offset annotation only (node/persistence/aof.py); the first unit of an
 event-loop turn schedules one `commit`, which writes them all. Replies wait in the server's
 reply gate until their effects are written (`everysec`, `no`) or fsynced (`always`). A
 failed write or fsync is retried (the service's cron calls `commit`) and refuses writes
@@ -55,7 +56,7 @@ class AofLog:
     def writer(self, writer: AofWriter | None) -> None:
         self._writer = writer
         if writer is not None:
-            self.effects.add_listener(self._effects_listener)
+            self.effects.add_listener(self._effects_listener, durable=True)
         else:
             self.effects.remove_listener(self._effects_listener)
 
@@ -72,8 +73,10 @@ class AofLog:
         writer = self.writer
         if writer is None or self.loading:
             return
-        writer.append(data)
-        self.gate.required = offset
+        writer.append(data, offset)
+        if data:
+            # Replies wait for what is kept; a replication-only unit (empty here) holds none.
+            self.gate.required = offset
         if not self._commit_scheduled and self.loop is not None:
             self._commit_scheduled = True
             self.loop.call_soon(self.commit)

@@ -11,6 +11,11 @@ chunk inside a command — an exact scan decides between *incomplete* (the next 
 continues it; at the end of the file, *truncated*: a crash in the middle of a write) and
 *corrupt* (the bytes can never become a command), and names the offset.
 
+Lines starting with `#` between units are annotations, as in Redis 7's AOF; Rill writes
+`#OFFSET:<n>` where the log moved on by replication-only units the AOF does not keep
+(node/persistence/aof.py): the next byte is log offset n. `AofReadResult.log_end` turns the
+file's valid length into the log offset it ends at.
+
 Like Redis's AOF, the format has no checksum: a changed byte inside a value is read as that
 value. Framing damage (a type byte, a count, a length) is detected.
 """
@@ -51,10 +56,22 @@ class AofReadResult:
     error: str = ""  # for "corrupt": what is wrong at `error_offset`
     error_offset: int = -1
     open_multi: bool = False  # the file ended inside a MULTI (treated as truncated)
+    # The last offset annotation up to valid_up_to: (file position after it, its log offset),
+    # and the bytes of other annotations after it (none of them are log bytes).
+    anchor: tuple[int, int] | None = None
+    annotation_bytes: int = 0
 
     @property
     def ok(self) -> bool:
         return self.status == "ok"
+
+    def log_end(self, start_offset: int) -> int:
+        """The log offset at valid_up_to of a file whose first byte is log offset
+        `start_offset` (annotations are not log bytes)."""
+        if self.anchor is None:
+            return start_offset + self.valid_up_to - self.annotation_bytes
+        position, offset = self.anchor
+        return offset + self.valid_up_to - position - self.annotation_bytes
 
 
 def read_aof(
@@ -75,6 +92,8 @@ def read_aof(
         before_multi = -1
         commands = 0
         unit_commands = 0
+        anchor: tuple[int, int] | None = None
+        annotated = 0
         while True:
             # At least as much as the command cut by the last chunk already holds: a command
             # larger than a chunk (a huge value) is then copied a logarithmic number of times.
@@ -85,6 +104,22 @@ def read_aof(
             buf = buf[at:] + chunk
             at = 0
             while at < len(buf):
+                if buf[at] == 0x23:  # '#': an annotation line
+                    nl = buf.find(b"\r\n", at)
+                    if nl < 0:
+                        break  # cut by the chunk's end (or the file's: truncated)
+                    if before_multi >= 0:
+                        return AofReadResult(name, size, valid, commands, "corrupt",
+                                             "annotation inside a transaction", base + at, anchor=anchor,
+                                             annotation_bytes=annotated)
+                    offset = _annotated_offset(buf[at + 1 : nl])
+                    if offset is None:
+                        annotated += nl + 2 - at
+                    at = nl + 2
+                    valid = base + at
+                    if offset is not None:
+                        anchor, annotated = (valid, offset), 0
+                    continue
                 if append_block is not None:
                     end, taken = append_block(buf, at)
                     if taken:
@@ -98,7 +133,8 @@ def read_aof(
                 end = command_end(buf, at)
                 if end < 0:
                     if scan_command(buf, at)[1]:
-                        return _diagnose(name, size, buf[at:] + f.read(), base + at, valid, commands, before_multi)
+                        return _diagnose(name, size, buf[at:] + f.read(), base + at, valid, commands, before_multi,
+                                         anchor, annotated)
                     break  # cut by the chunk's end: the next chunk completes it
                 reader.feed(buf, at, end - at)
                 item = reader.gets()
@@ -106,7 +142,8 @@ def read_aof(
                     try:
                         execute(item)
                     except ReplayRefused as exc:
-                        return AofReadResult(name, size, valid, commands, "corrupt", str(exc), base + at)
+                        return AofReadResult(name, size, valid, commands, "corrupt", str(exc), base + at, anchor=anchor,
+                                             annotation_bytes=annotated)
                 at = end
                 unit_commands += 1
                 word = item[0].lower()
@@ -120,27 +157,46 @@ def read_aof(
                     unit_commands = 0
         pos = base + at
         if pos == size and before_multi < 0:
-            return AofReadResult(name, size, valid, commands, "ok")
+            return AofReadResult(name, size, valid, commands, "ok", anchor=anchor, annotation_bytes=annotated)
         if pos < size:
-            return _diagnose(name, size, buf[at:], pos, valid, commands, before_multi)
-        return AofReadResult(name, size, before_multi, commands, "truncated", open_multi=True)
+            return _diagnose(name, size, buf[at:], pos, valid, commands, before_multi, anchor, annotated)
+        return AofReadResult(name, size, before_multi, commands, "truncated", open_multi=True, anchor=anchor,
+                             annotation_bytes=annotated)
+
+
+def _annotated_offset(text: bytes) -> int | None:
+    """The offset of an `#OFFSET:<n>` annotation; None for any other annotation (skipped, as
+    Redis skips the ones it does not know)."""
+    if not text.startswith(b"OFFSET:"):
+        return None
+    digits = text[7:]
+    return int(digits) if digits.isdigit() and len(digits) <= 19 else None
 
 
 def _diagnose(
-    name: str, size: int, rest: bytes, pos: int, valid: int, commands: int, before_multi: int
+    name: str, size: int, rest: bytes, pos: int, valid: int, commands: int, before_multi: int,
+    anchor: tuple[int, int] | None, annotated: int,
 ) -> AofReadResult:
     """hiredis stopped at `pos` (`rest` = the whole file from there on): scan exactly."""
     at = 0
     while at < len(rest):
+        if rest[at] == 0x23:  # an annotation line (a whole one, or the file ends in it)
+            nl = rest.find(b"\r\n", at)
+            if nl < 0:
+                break
+            at = nl + 2
+            continue
         end, error = scan_command(rest, at)
         if error:
-            return AofReadResult(name, size, valid, commands, "corrupt", error, pos + at)
+            return AofReadResult(name, size, valid, commands, "corrupt", error, pos + at, anchor=anchor,
+                                 annotation_bytes=annotated)
         if end == _INCOMPLETE:
             break
         at = end
     # A command (and so the file) ends in the middle: a short write.
     cut = before_multi if before_multi >= 0 else valid
-    return AofReadResult(name, size, cut, commands, "truncated", open_multi=before_multi >= 0)
+    return AofReadResult(name, size, cut, commands, "truncated", open_multi=before_multi >= 0, anchor=anchor,
+                         annotation_bytes=annotated)
 
 
 def scan_command(buf: bytes, pos: int) -> tuple[int, str]:

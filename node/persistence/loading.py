@@ -95,9 +95,8 @@ def load_aof(server: Server, aofdir: str, filename: str, truncated_tail_ok: bool
                 f"{offset}: part of the AOF is missing. Restore a backup of the AOF directory."
             )
         last = i == len(manifest.incrs) - 1
-        size = _replay_incr(server, os.path.join(aofdir, incr.name), filename, truncated_tail_ok and last, last)
+        size, offset = _replay_incr(server, os.path.join(aofdir, incr.name), filename, truncated_tail_ok and last, last, offset)
         sizes[incr.name] = size
-        offset += size
     recorded = manifest.recorded_identity()
     if recorded is not None:
         meta = SnapshotMeta(
@@ -106,12 +105,12 @@ def load_aof(server: Server, aofdir: str, filename: str, truncated_tail_ok: bool
     return LoadedAof(manifest, sizes, base_size, meta, offset)
 
 
-def _replay_incr(server: Server, path: str, filename: str, cut_truncated: bool, last: bool) -> int:
-    """Replays one incr file through the log applier; returns its usable size (after cutting
-    a truncated tail, when `cut_truncated`)."""
+def _replay_incr(server: Server, path: str, filename: str, cut_truncated: bool, last: bool, start_offset: int) -> tuple[int, int]:
+    """Replays one incr file, whose first byte is log offset `start_offset`, through the log
+    applier; returns its usable size (after cutting a truncated tail, when `cut_truncated`)
+    and the log offset it ends at."""
     name = os.path.basename(path)
     started = time.monotonic()
-    assert server.node is not None
     session = Session(server.node, 0)
     session.authenticated = True
     session.flags.add("replay")
@@ -162,4 +161,4 @@ def _replay_incr(server: Server, path: str, filename: str, cut_truncated: bool, 
     if errors:
         log.warning("AOF %s: %d command(s) replayed with an error", name, errors)
     log.info("DB loaded from incr file %s: %.3f seconds (%d commands)", name, time.monotonic() - started, result.commands)
-    return size
+    return size, result.log_end(start_offset)

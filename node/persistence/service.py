@@ -189,7 +189,11 @@ class Persistence:
                 write_manifest(aofdir, name, manifest)
                 log.info("Creating AOF incr file %s on server start", incr.name)
             current = manifest.incrs[-1]
-            writer = self.aof.writer = AofWriter(os.path.join(aofdir, current.name), current.start_offset)
+            # The last incr file was just loaded (or created empty at the log's offset): it
+            # ends where the loaded log does (its annotations are taken into account there).
+            self.aof.writer = AofWriter(
+                os.path.join(aofdir, current.name), current.start_offset, self.server.effects.offset
+            )
             self._sizes.pop(current.name, None)
             self.manifest = manifest
         except OSError as exc:
@@ -198,11 +202,6 @@ class Persistence:
             self._drop_history()
         except OSError as exc:  # left for the next rewrite; the AOF itself is usable
             log.warning("Can't remove the AOF history files: %s", exc.strerror or exc)
-        if writer.written_offset != self.server.effects.offset:
-            raise PersistenceError(
-                f"The AOF file {current.name} ends at offset {writer.written_offset}, "
-                f"the loaded data at {self.server.effects.offset}"
-            )
         self.aof_state = AOF_ON
 
     def _remove_temp_files(self, dirpath: str) -> None:
@@ -448,9 +447,9 @@ class Persistence:
         if self.aof_state != AOF_ON or writer is None or self.rewrite_scheduled:
             return
         effects = self.server.effects
-        if writer.written_offset + len(writer.buf) != effects.offset:
+        if writer.end_offset != effects.offset:
             log.warning("The effect log is at offset %d but the AOF at %d: rewriting the AOF",
-                        effects.offset, writer.written_offset + len(writer.buf))
+                        effects.offset, writer.end_offset)
             self.rewrite_scheduled = True
         elif effects.replid != self._recorded_replid:
             self._record_identity()

@@ -259,7 +259,7 @@ class ReplicationNode:
     def unblock_all(self, message: str) -> None:
         """Every blocked client (XREAD, XREADGROUP, WAIT, WAITAOF...) gets `message` as error."""
         server = self.server
-        for conn in list(server.clients.values()):
+        for conn in list(server.connections.values()):
             if conn.waiter is not None:
                 server.blocking.unblock(conn.waiter, ReplyError(message))
         self.waits.forget_all()
@@ -280,7 +280,7 @@ class ReplicationNode:
         backlog = self.backlog
         if persistence.aof_state != AOF_ON or writer is None or backlog is None or persistence.rewrite_scheduled:
             return -1
-        if writer.written_offset + len(writer.buf) != self.server.effects.offset:
+        if writer.end_offset != self.server.effects.offset:
             return -1
         return max(-1, min(writer.synced_offset, backlog.end))
 
