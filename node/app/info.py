@@ -288,7 +288,7 @@ def _persistence(node: RillNode) -> str:
         ("rdb_current_bgsave_time_sec", running if rdb_child else -1),
         ("rdb_saves", rdb.rdb_saves),
         ("rdb_last_cow_size", 0),
-        ("rdb_last_load_keys_expired", 0),
+        ("rdb_last_load_keys_expired", node.keys_expired_at_load),
         ("rdb_last_load_keys_loaded", p.keys_loaded),
         ("aof_enabled", int(p.aof_state != AOF_OFF)),
         ("aof_rewrite_in_progress", int(aof_child)),
@@ -323,10 +323,10 @@ def _stats(node: RillNode) -> str:
         ("instantaneous_output_repl_kbps", "0.00"),
         ("rejected_connections", node.server.stats_rejected_connections),
         *replication_info.sync_stats(node.replication),
-        ("expired_keys", 0),
-        ("expired_stale_perc", "0.00"),
-        ("expired_time_cap_reached_count", 0),
-        ("expire_cycle_cpu_milliseconds", 0),
+        ("expired_keys", node.server.expiry.expired_keys),
+        ("expired_stale_perc", f"{node.server.expiry.stale_perc * 100:.2f}"),
+        ("expired_time_cap_reached_count", node.server.expiry.time_cap_reached),
+        ("expire_cycle_cpu_milliseconds", node.server.expiry.cycle_ns // 1_000_000),
         ("evicted_keys", 0),
         ("evicted_clients", 0),
         ("total_eviction_exceeded_time", 0),
@@ -425,8 +425,11 @@ def _cluster(node: RillNode) -> str:
 
 
 def _keyspace(node: RillNode) -> str:
+    keyspace = node.server.keyspace
+    now = node.clock()
     return _section("Keyspace", [
-        (f"db{i}", f"keys={len(db)},expires=0,avg_ttl=0") for i, db in enumerate(node.server.keyspace.dbs) if db
+        (f"db{i}", f"keys={len(db)},expires={len(expires)},avg_ttl={expires.average_ttl(now)}")
+        for i, (db, expires) in enumerate(zip(keyspace.dbs, keyspace.expires)) if db
     ])
 
 
@@ -473,7 +476,7 @@ def memory_stats(node: RillNode) -> dict[bytes, Any]:
         if db:
             out[b"db.%d" % i] = {
                 b"overhead.hashtable.main": sys.getsizeof(db),
-                b"overhead.hashtable.expires": 0,
+                b"overhead.hashtable.expires": sys.getsizeof(node.server.keyspace.expires[i].deadlines),
                 b"overhead.hashtable.slot-to-keys": 0,
             }
     out.update({

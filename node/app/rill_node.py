@@ -35,6 +35,7 @@ from node.engine.keyspace import Keyspace
 from node.log.effect_log import EffectLog
 from node.persistence.service import Persistence
 from node.replication.role import ReplicationNode
+from node.server.expire_cron import ExpireCron
 from node.server.server import Server, wall_clock_ms
 
 log = logging.getLogger("rill.server")
@@ -62,11 +63,14 @@ class RillNode:
         self.propagate = self.server.propagate
         self.propagate_many = self.server.propagate_many
         self.appended_from_log = self.server.appended_from_log
+        self.expiry = self.server.expiry
         self.execute = self.server.execute
         self.watches: Watches = self.server
         self.clients: Clients = self.server
         self.admin: Admin = self
         self.waits = self.replication.waits
+        self.expire_cron = ExpireCron(self.server)
+        self.keys_expired_at_load = 0  # INFO rdb_last_load_keys_expired
         self.metrics = InstantaneousMetrics()
         self.startup_rss = 0  # RSS once listening: INFO's used_memory_startup
         self.shutdown_reason = ""
@@ -133,6 +137,7 @@ class RillNode:
         self.startup_rss = current_rss()
         self.metrics.start(loop, self._metric_counters)
         self.persistence.start(loop)
+        self.keys_expired_at_load = self.expire_cron.start(loop)
         log.info(
             "Rill %s (Redis %s compatible) ready: pid=%d port=%d",
             __version__, REDIS_VERSION, os.getpid(), self.server.port,
@@ -143,6 +148,7 @@ class RillNode:
         (blocked clients get none, as on a Redis shutdown), then log one line."""
         started = time.monotonic()
         self.metrics.stop()
+        self.expire_cron.stop()
         self.server.stop_listening()
         # The replication link stops first: nothing is applied once the shutdown began.
         await self.replication.stop()

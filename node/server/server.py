@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Final
 
 from node.commands.context import Node, Session
+from node.commands.expiry import Expiry, is_expired
 from node.commands.table import lookup
 from node.config import Config
 from node.engine.keyspace import Keyspace
@@ -41,6 +42,7 @@ class Server:
         self.node: Node | None = None
         self.dispatcher = Dispatcher(self.effects)
         self.blocking = BlockingManager(self.effects.unit)
+        self.expiry = Expiry()
         # Replies waiting for the AOF to have their effects (the persistence releases them).
         self.reply_gate = ReplyGate()
         self.clients: dict[int, ClientConnection] = {}
@@ -75,7 +77,7 @@ class Server:
             return  # nobody to tell that these keys changed
         # Subcommand effects (XGROUP DESTROY key ...) name their keys in the subcommand's spec.
         spec = lookup(argv)
-        if spec is not None and spec.first_key > 0:
+        if spec is not None and spec.first_key > 0 and spec.name not in _TOUCHES_ITS_KEYS:
             for key in spec.keys(argv):
                 self.touch(db_index, key)
 
@@ -114,23 +116,37 @@ class Server:
         watchers = self._watchers.get(ref)
         if watchers:
             for session in watchers:
+                if session.watched.get(ref):
+                    # Watched while logically expired (touchWatchedKey): its deletion is no
+                    # change, and it is then watched as a missing key.
+                    if key not in self.keyspace.dbs[db_index]:
+                        session.watched[ref] = False
+                    continue
                 session.watch_dirty = True
         self.blocking.signal(ref)
 
     def touch_all(self, db_index: int | None) -> None:
         """Database db_index (every one for None) is about to be emptied: call before
         clearing. As Redis's touchAllWatchedKeysInDb, only WATCHes of keys that exist now
-        are invalidated (a flush does not change a missing key); blocked clients wake."""
+        are invalidated (a flush does not change a missing key, nor one that was already
+        expired when watched); blocked clients wake."""
         dbs = self.keyspace.dbs
-        for (db, key), watchers in self._watchers.items():
+        for ref, watchers in self._watchers.items():
+            db, key = ref
             if (db_index is None or db == db_index) and key in dbs[db]:
                 for session in watchers:
-                    session.watch_dirty = True
+                    if session.watched.get(ref):
+                        session.watched[ref] = False
+                    else:
+                        session.watch_dirty = True
         self.blocking.signal_db(db_index)
 
     def watch(self, session: Session, key: bytes) -> None:
         ref = (session.db_index, key)
-        session.watched.add(ref)
+        if ref in session.watched:
+            return
+        # Whether it was logically expired when watched (watchForKey's `expired`).
+        session.watched[ref] = is_expired(session, key)
         self._watchers.setdefault(ref, set()).add(session)
 
     def unwatch_all(self, session: Session) -> None:
@@ -144,18 +160,36 @@ class Server:
         session.watch_dirty = False
 
     def swapdb(self, a: int, b: int) -> None:
-        dbs = self.keyspace.dbs
+        keyspace = self.keyspace
+        now = self.clock()
         # touchAllWatchedKeysInDb(a, b) and (b, a): a watched key changes when either
-        # database holds it before the swap.
-        for (db, key), watchers in self._watchers.items():
-            if db in (a, b) and (key in dbs[a] or key in dbs[b]):
+        # database holds it before the swap, unless it is expired on both sides of it.
+        for emptied, replaced in ((a, b), (b, a)):
+            for ref, watchers in self._watchers.items():
+                db, key = ref
+                if db != emptied:
+                    continue
+                was = key in keyspace.dbs[emptied]
+                will = key in keyspace.dbs[replaced]
+                if not (was or will):
+                    continue
+                will_be_expired = will and keyspace.expires[replaced].is_expired(key, now)
                 for session in watchers:
+                    if session.watched.get(ref):
+                        if not will:
+                            session.watched[ref] = False
+                            continue
+                        if will_be_expired:
+                            continue
+                    elif not was and will_be_expired:
+                        session.watched[ref] = True
+                        continue
                     session.watch_dirty = True
-        self.keyspace.swap(a, b)
+        keyspace.swap(a, b)
         for conn in self.clients.values():
             s = conn.session
             if s is not None and s.db_index in (a, b):
-                s.db = self.keyspace.dbs[s.db_index]
+                s.select(s.db_index)
         self.blocking.signal_db(a)
         self.blocking.signal_db(b)
 
@@ -185,6 +219,7 @@ class Server:
         self.stats_keyspace_hits = 0
         self.stats_keyspace_misses = 0
         self.dispatcher.total_commands = 0
+        self.expiry.reset_stats()
 
     def command_stats(self) -> dict[str, Any]:
         return self.dispatcher.stats
@@ -329,6 +364,10 @@ class Server:
                     conn.session.authenticated = True
                 conn.parser.authenticated = True
 
+
+# Effects whose command touches the keys it changes itself: COPY changes only its destination,
+# which may be in another database.
+_TOUCHES_ITS_KEYS: Final = frozenset({"copy"})
 
 # Redis does not show admin commands (CONFIG, DEBUG, MONITOR, ...) to monitors.
 _HIDDEN_FROM_MONITOR: Final = frozenset({"admin", "skip_monitor"})
