@@ -5,10 +5,10 @@ expireIfNeeded/keyIsExpired and expire.c activeExpireCycle).
 Rules:
 * A key is logically expired once the command's time (`Session.command_ms`: the clock, or
   the time EXEC started) is past its deadline.
-* Only a primary deletes expired keys. It logs each deletion as `DEL key`, in the unit of
-  the command that found the key expired (so a write on an expired key logs
-  `MULTI, DEL, <write>, EXEC`, as Redis 7.2 propagates it), or alone for the active cycle.
-  `INFO stats expired_keys` counts these deletions.
+* Only a primary deletes expired keys. It logs each deletion as `DEL key`: in the unit of
+  the write that found the key expired (a write on an expired key logs
+  `MULTI, DEL, <write>, EXEC`, as Redis 7.2 propagates it), as a unit of its own when a
+  read or the active cycle found it. `INFO stats expired_keys` counts these deletions.
 * A replica never deletes on its own: the key stays until its primary's DEL arrives. Its
   clients' commands see the key as gone once its time has passed: the dispatcher hides it
   from the command (removed from the database for the duration of the handler and put back
@@ -170,6 +170,22 @@ def expire_command_keys(ctx: Session, spec: CommandSpec, argv: Sequence[bytes]) 
     """Lazy expiry of the keys argv names, before its handler runs (the dispatcher calls it
     when ctx's database has volatile keys). On a replica, returns the keys hidden from the
     command, which `restore_hidden` puts back once it ran."""
+    first = spec.first_key
+    if first <= 0 and spec.name not in _KEYWORD_KEYED:
+        return None  # no key
+    now = ctx.command_ms()
+    expires = ctx.expires
+    if not now > expires.earliest():
+        return None  # no deadline of this database has passed: the usual case on a primary
+    if first > 0 and first == spec.last_key:
+        # One key (GET, SET, XADD, EXPIRE, ...): nothing to do unless its deadline passed.
+        if first >= len(argv):
+            return None
+        key = argv[first]
+        when = expires.deadlines.get(key)
+        if when is None or not now > when or not sees_expiry(ctx):
+            return None
+        return _expire_key(ctx, key)
     if not sees_expiry(ctx):
         return None
     keys = command_keys(spec, argv)
@@ -188,16 +204,24 @@ def expire_keys(ctx: Session, keys: Sequence[bytes]) -> Hidden | None:
             now = ctx.command_ms()
         if not now > when:
             continue
-        if ctx.node.role == "master":
-            _delete_expired(ctx.node, ctx.db_index, key, ctx)
-            continue
-        db = ctx.db
-        value = db.pop(key, None)
-        if value is not None:
+        more = _expire_key(ctx, key)
+        if more is not None:
             if hidden is None:
-                hidden = []
-            hidden.append((db, key, value))
+                hidden = more
+            else:
+                hidden += more
     return hidden
+
+
+def _expire_key(ctx: Session, key: bytes) -> Hidden | None:
+    """A key of ctx's database found expired: a primary deletes it; a replica hides it from
+    the command (returned, to be put back)."""
+    if ctx.node.role == "master":
+        _delete_expired(ctx.node, ctx.db_index, key, ctx)
+        return None
+    db = ctx.db
+    value = db.pop(key, None)
+    return None if value is None else [(db, key, value)]
 
 
 def restore_hidden(hidden: Hidden) -> None:

@@ -11,12 +11,14 @@ Rules (Redis 7.2, db.c and expire.c):
   keyIsExpired), so at `now == deadline` it still exists;
 * a key's deadline leaves with the key; which writes keep it is the command layer's rule.
 
-The deadlines are also kept in a min-heap of (deadline, key), which the active expiry cycle
-pops in deadline order: it reclaims exactly the keys that are due and never samples a live
-one. Setting a deadline pushes an entry; removing one leaves its entry behind, stale, to be
-skipped when it reaches the top; the heap is rebuilt from the dict (O(n), amortised O(1) per
-change) whenever it holds more than twice as many entries as there are volatile keys, plus a
-constant.
+The deadlines are also kept in a min-heap of (deadline, key). The active expiry cycle pops
+it in deadline order, so it reclaims exactly the keys that are due and never samples a live
+one; its top, the earliest deadline, tells every command at once whether any key at all can
+be expired, which spares a lookup per key while none can. Setting a deadline pushes an
+entry; removing or changing one leaves the old entry behind, stale, dropped as soon as it
+reaches the top (the top is always live); the heap is rebuilt from the dict (O(n), amortised
+O(1) per change) whenever it holds more than twice as many entries as there are volatile
+keys, plus a constant.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from typing import Final
 
 # The heap is rebuilt when it holds more than this many entries beyond twice the live ones.
 _STALE_SLACK: Final = 64
+_NEVER: Final = 1 << 63
 
 
 class Expires:
@@ -58,6 +61,8 @@ class Expires:
         heapq.heappush(heap, (when, key))
         if len(heap) > 2 * len(deadlines) + _STALE_SLACK:
             self._rebuild()
+        elif old is not None:
+            self._drop_stale_top()
 
     def remove(self, key: bytes) -> bool:
         """Forget key's deadline (PERSIST, a deletion, an overwrite); False if it had none."""
@@ -69,6 +74,8 @@ class Expires:
             self._heap.clear()
         elif len(self._heap) > 2 * len(self.deadlines) + _STALE_SLACK:
             self._rebuild()
+        else:
+            self._drop_stale_top()
         return True
 
     def clear(self) -> None:
@@ -82,6 +89,12 @@ class Expires:
         self.deadlines.update(other.deadlines)
         self._heap = list(other._heap)
         self._total = other._total
+
+    def earliest(self) -> int:
+        """The earliest deadline (the heap's top, kept live): until it has passed no key can
+        be expired, which spares commands a lookup per key. Large without deadlines."""
+        heap = self._heap
+        return heap[0][0] if heap else _NEVER
 
     def is_expired(self, key: bytes, now: int) -> bool:
         when = self.deadlines.get(key)
@@ -115,6 +128,16 @@ class Expires:
             return 0
         return max(self._total // count - now, 0)
 
+    def _drop_stale_top(self) -> None:
+        """Pop stale entries off the top, so that the top is always a live deadline."""
+        heap = self._heap
+        deadlines = self.deadlines
+        while heap:
+            when, key = heap[0]
+            if deadlines.get(key) == when:
+                return
+            heapq.heappop(heap)
+
     def _rebuild(self) -> None:
         heap = [(when, key) for key, when in self.deadlines.items()]
         heapq.heapify(heap)
@@ -130,3 +153,6 @@ class Expires:
         heap = self._heap
         for i in range(1, len(heap)):
             assert heap[(i - 1) // 2] <= heap[i], "heap order broken"
+        if heap:
+            assert self.deadlines.get(heap[0][1]) == heap[0][0], "a stale entry on top"
+            assert self.earliest() == min(self.deadlines.values())

@@ -270,9 +270,8 @@ class Dispatcher:
         mark = self._mark
         start = mark if mark else time.perf_counter_ns()
         # With volatile keys in the client's database, the keys the command names are expired
-        # first (node.commands.expiry); the DELs that logs are one unit with its effects.
+        # first (node.commands.expiry); for a write, the DELs that logs are in its unit.
         volatile = len(session.expires.deadlines) != 0
-        unit = unit or volatile
         hidden: Hidden | None = None
         if unit:
             self._effects.begin()

@@ -498,31 +498,22 @@ def test_watched_key_deleted_by_active_expiry_fails_the_transaction(pair_any: Pa
     pair_any.check("EXEC")
 
 
+def _exec_after_watching_an_expired_key(pair: Pair, other: Pair, *change: Arg) -> None:
+    """WATCH k once k sat expired, let `other` run `change`, and EXEC."""
+    pair.check("SET", "k", "v", "PX", 20)
+    _wait_expired()
+    pair.check("WATCH", "k")
+    other.check(*change)
+    pair.check("MULTI")
+    pair.check("PING")
+    pair.check("EXEC")
+
+
 def test_watching_an_already_expired_key(lazy: Pair, other: Pair) -> None:
-    pair = lazy
-    pair.check("SET", "k", "v", "PX", 20)
-    pair.check("SET", "j", "v", "PX", 20)
-    _wait_expired()
-    pair.check("WATCH", "k", "j")
-    other.check("GET", "k")  # its lazy deletion changes nothing logically
-    other.check("EXISTS", "j")
-    pair.check("MULTI")
-    pair.check("PING")
-    pair.check("EXEC")
-    pair.check("SET", "k", "v", "PX", 20)
-    _wait_expired()
-    pair.check("WATCH", "k")
-    other.check("SET", "k", "new")  # deleted, then written: a change
-    pair.check("MULTI")
-    pair.check("PING")
-    pair.check("EXEC")
-    pair.check("SET", "k", "v", "PX", 20)
-    _wait_expired()
-    pair.check("WATCH", "k")
-    other.check("FLUSHALL")  # flushing a key that was expired when watched changes nothing
-    pair.check("MULTI")
-    pair.check("PING")
-    pair.check("EXEC")
+    _exec_after_watching_an_expired_key(lazy, other, "GET", "k")  # its lazy deletion changes nothing
+    _exec_after_watching_an_expired_key(lazy, other, "EXISTS", "k")
+    _exec_after_watching_an_expired_key(lazy, other, "SET", "k", "new")  # deleted, then written: a change
+    _exec_after_watching_an_expired_key(lazy, other, "FLUSHALL")  # flushing it changes nothing either
 
 
 def test_expire_inside_multi_and_its_effects(pair_any: Pair) -> None:
