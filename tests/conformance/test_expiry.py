@@ -537,3 +537,12 @@ def test_expire_inside_multi_and_its_effects(pair_any: Pair) -> None:
 )
 def test_command_getkeys_of_expiry_commands(pair_any: Pair, args: tuple[str, ...]) -> None:
     pair_any.check("COMMAND", "GETKEYS", *args)
+
+
+def test_active_expire_effort_config(pair_any: Pair) -> None:
+    try:
+        for value in ("0", "11", "abc", "-1", "10", "1"):
+            pair_any.check("CONFIG", "SET", "active-expire-effort", value)
+            pair_any.check("CONFIG", "GET", "active-expire-effort")
+    finally:
+        pair_any.check("CONFIG", "SET", "active-expire-effort", "1")

@@ -267,3 +267,14 @@ def test_replaying_the_effects_rebuilds_the_same_keyspace_and_deadlines(node: No
     assert digest_keyspace(replica.server.keyspace) == digest_keyspace(node.server.keyspace)
     for ours, theirs in zip(node.server.keyspace.expires, replica.server.keyspace.expires):
         assert ours.deadlines == theirs.deadlines
+
+
+def test_a_read_that_deletes_an_expired_key_moves_the_clients_wait_offset(node: Node) -> None:
+    node.run("SET", "k", "v", "PX", 10)
+    other = Session(node.node, 3)
+    node.run("GET", "k", session=other)
+    assert other.woff == 0  # a plain read wrote nothing: WAIT would not wait for it
+    node.now += 11
+    assert node.run("GET", "k", session=other) is None
+    # The DEL it logged is this client's write: WAIT waits for replicas to have it (c->woff).
+    assert other.woff == node.server.effects.offset > 0
