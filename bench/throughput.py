@@ -85,6 +85,15 @@ def _setup_get(client: RespClient, requests: int) -> None:
     client.check("SET", "key:__rand_int__", "xxx")
 
 
+VOLATILE_KEYS = 100_000
+
+
+def _setup_volatile(client: RespClient, requests: int) -> None:
+    # Every key redis-benchmark's -r draws (key:000000000000 ..) exists with a time to live of
+    # an hour: each GET pays the lazy-expiry check on a database full of volatile keys.
+    client.pipeline(("SET", "key:%012d" % i, "xxx", "EX", "3600") for i in range(VOLATILE_KEYS))
+
+
 def _setup_range(client: RespClient, requests: int) -> None:
     _load_stream(client, "rangestream", 1000)
 
@@ -114,6 +123,8 @@ TESTS: dict[str, Test] = {
         Test("ping", ("-t", "ping_mbulk"), ("PING",)),
         Test("set", ("-t", "set"), ("SET", "bench:probe", "xxx")),
         Test("get", ("-t", "get"), ("GET", "key:__rand_int__"), _setup_get),
+        Test("get-volatile", ("GET", "key:__rand_int__"), ("GET", "key:000000000000"), _setup_volatile,
+             rand_range=lambda requests: VOLATILE_KEYS),
         Test("xadd", ("XADD", "mystream", "*", "field", "value"), ("XADD", "mystream", "*", "field", "value")),
         Test("xrange", ("XRANGE", "rangestream", "-", "+", "COUNT", "10"),
              ("XRANGE", "rangestream", "-", "+", "COUNT", "10"), _setup_range),

@@ -66,6 +66,8 @@ _DIRECTIVES: Final[tuple[Directive, ...]] = (
     Directive("tcp-backlog", "511", "int", mutable=False, minimum=0, maximum=_INT_MAX),
     # Redis accepts any int and clamps it to 1..500 (CONFIG_MIN_HZ, CONFIG_MAX_HZ).
     Directive("hz", "10", "int", minimum=0, maximum=_INT_MAX, clamp=(1, 500)),
+    # How much work the active expiry cycle may do per tick (node/commands/expiry.py).
+    Directive("active-expire-effort", "1", "int", minimum=1, maximum=10),
     Directive("proto-max-bulk-len", "536870912", "memory", minimum=1024 * 1024, maximum=_LLONG_MAX),
     Directive("client-query-buffer-limit", "1073741824", "memory", minimum=1024 * 1024, maximum=_LLONG_MAX),
     Directive(

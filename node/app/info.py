@@ -149,7 +149,7 @@ def _persistence(node: RillNode) -> Fields:
         ("rdb_current_bgsave_time_sec", running if rdb_child else -1),
         ("rdb_saves", rdb.rdb_saves),
         ("rdb_last_cow_size", 0),
-        ("rdb_last_load_keys_expired", 0),
+        ("rdb_last_load_keys_expired", node.keys_expired_at_load),
         ("rdb_last_load_keys_loaded", p.keys_loaded),
         ("aof_enabled", int(p.aof_state != AOF_OFF)),
         ("aof_rewrite_in_progress", int(aof_child)),
@@ -168,8 +168,11 @@ def _persistence(node: RillNode) -> Fields:
 
 
 def _keyspace(node: RillNode) -> Fields:
+    keyspace = node.server.keyspace
+    now = node.clock()
     return [
-        (f"db{i}", f"keys={len(db)},expires=0,avg_ttl=0") for i, db in enumerate(node.server.keyspace.dbs) if db
+        (f"db{i}", f"keys={len(db)},expires={len(expires)},avg_ttl={expires.average_ttl(now)}")
+        for i, (db, expires) in enumerate(zip(keyspace.dbs, keyspace.expires)) if db
     ]
 
 
@@ -209,7 +212,7 @@ def memory_stats(node: RillNode) -> dict[bytes, Any]:
         if db:
             out[b"db.%d" % i] = {
                 b"overhead.hashtable.main": sys.getsizeof(db),
-                b"overhead.hashtable.expires": 0,
+                b"overhead.hashtable.expires": sys.getsizeof(node.server.keyspace.expires[i].deadlines),
                 b"overhead.hashtable.slot-to-keys": 0,
             }
     out.update({

@@ -37,6 +37,7 @@ from node.log.effect_log import EffectLog
 from node.persistence.service import Persistence
 from node.replication import info as replication_info
 from node.replication.role import ReplicationNode
+from node.server.expire_cron import ExpireCron
 from node.server.server import Server, wall_clock_ms
 
 log = logging.getLogger("rill.server")
@@ -67,12 +68,15 @@ class RillNode:
         self.propagate_many = self.server.propagate_many
         self.propagate_to_replicas = self.server.propagate_to_replicas
         self.appended_from_log = self.server.appended_from_log
+        self.expiry = self.server.expiry
         self.execute = self.server.execute
         self.watches: Watches = self.server
         self.clients: Clients = self.server
         self.pubsub: PubSub = self.server.pubsub
         self.admin: Admin = self
         self.waits = self.replication.waits
+        self.expire_cron = ExpireCron(self.server, self)
+        self.keys_expired_at_load = 0  # INFO rdb_last_load_keys_expired
         self.startup_rss = 0  # RSS once listening: INFO's used_memory_startup
         self.shutdown_reason = ""
         self.shutdown_flags: frozenset[str] = frozenset()
@@ -145,6 +149,7 @@ class RillNode:
         gc.set_threshold(50_000, 50, 100)
         self.startup_rss = current_rss()
         self.persistence.start(loop)
+        self.keys_expired_at_load = self.expire_cron.start(loop)
         log.info(
             "Rill %s (Redis %s compatible) ready: pid=%d port=%d",
             __version__, REDIS_VERSION, os.getpid(), self.server.port,
@@ -154,6 +159,7 @@ class RillNode:
         """Stop accepting, close every client once the replies already produced are written
         (blocked clients get none, as on a Redis shutdown), then log one line."""
         started = time.monotonic()
+        self.expire_cron.stop()
         self.server.stop_listening()
         # The replication link stops first: nothing is applied once the shutdown began.
         await self.replication.stop()

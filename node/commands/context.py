@@ -17,9 +17,11 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Protocol, cast
 
+from node.engine.expires import Expires
 from node.engine.keyspace import Database, Keyspace
 
 if TYPE_CHECKING:
+    from node.commands.expiry import Expiry
     from node.commands.persistence_cmds import PersistenceControl
     from node.commands.replication_cmds import ReplicationControl, Waits
     from node.commands.table import CommandTable
@@ -31,6 +33,7 @@ class Watches(Protocol):
 
     def watch(self, session: Session, key: bytes) -> None: ...
     def unwatch_all(self, session: Session) -> None: ...
+    def touch(self, db_index: int, key: bytes) -> None: ...
     def touch_all(self, db_index: int | None) -> None: ...
     def swapdb(self, a: int, b: int) -> None: ...
 
@@ -108,6 +111,7 @@ class Node(Core, Protocol):
     """A Rill node: a Core with data and the services of its command families."""
 
     keyspace: Keyspace
+    expiry: Expiry  # key expiry's switch and statistics (node.commands.expiry)
 
     def propagate(self, db_index: int, argv: Sequence[bytes]) -> None: ...
     def propagate_many(self, db_index: int, effects: list[list[bytes]]) -> None: ...
@@ -169,7 +173,7 @@ class Session:
         "multi", "multi_error", "watched", "watch_dirty", "reply_mode", "addr", "laddr", "fd",
         "created_ms", "last_interaction_ms", "last_command", "flags", "closing", "no_evict",
         "no_touch", "user", "effects_in_command", "blocked_on", "output_size", "in_exec",
-        "woff", "subscriptions", "pushes", "send", "_clock", "_propagate",
+        "exec_ms", "woff", "expires", "subscriptions", "pushes", "send", "_clock", "_propagate",
     )
 
     def __init__(self, node: Core, client_id: int, addr: str = "", laddr: str = "", fd: int = -1) -> None:
@@ -185,6 +189,8 @@ class Session:
         self.id = client_id
         self.db_index = 0
         self.db: Database = keyspace.dbs[0] if keyspace is not None else {}
+        # The deadlines of db's volatile keys.
+        self.expires: Expires = keyspace.expires[0] if keyspace is not None else Expires()
         self.proto = 2
         self.name: bytes = b""
         self.lib_name: bytes = b""
@@ -192,7 +198,9 @@ class Session:
         self.authenticated = not node.config.requirepass
         self.multi: list[list[bytes]] | None = None  # queued commands while in MULTI
         self.multi_error = False  # a command failed to queue: EXEC must abort
-        self.watched: set[tuple[int, bytes]] = set()
+        # (db, key) watched -> whether it was logically expired when watched (Redis's
+        # watchedKey.expired: its deletion by expiry then changes nothing).
+        self.watched: dict[tuple[int, bytes], bool] = {}
         self.watch_dirty = False
         self.reply_mode = "on"  # CLIENT REPLY on|off|skip
         self.addr = addr
@@ -211,6 +219,9 @@ class Session:
         self.blocked_on: Block | None = None
         self.output_size = 0
         self.in_exec = False
+        # While EXEC runs: its start time, the time every queued command sees (Redis's
+        # commandTimeSnapshot), so no key expires half-way through a transaction.
+        self.exec_ms = 0
         # Log offset just after this client's last write (Redis's c->woff): what WAIT and
         # WAITAOF wait for. Set by the server when a command logged effects.
         self.woff = 0
@@ -225,7 +236,9 @@ class Session:
 
     def select(self, index: int) -> None:
         self.db_index = index
-        self.db = self.node.keyspace.dbs[index]
+        keyspace = self.node.keyspace
+        self.db = keyspace.dbs[index]
+        self.expires = keyspace.expires[index]
 
     def propagate(self, *argv: bytes) -> None:
         """Log one effect (a fully specified command) against this client's database."""
@@ -260,3 +273,8 @@ class Session:
             out.append(data)
         else:
             self.send(data)
+
+    def command_ms(self) -> int:
+        """The time the running command sees for key expiry (Redis's commandTimeSnapshot):
+        the clock, or inside EXEC the time EXEC started."""
+        return self.exec_ms if self.in_exec else self._clock()

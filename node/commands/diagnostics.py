@@ -63,9 +63,12 @@ def debug(ctx: Session, argv: list[bytes]) -> Any:
     if sub == b"digest" and argc == 2:
         return digest_keyspace(ctx.node.keyspace).decode()
     if sub == b"digest-value":
-        return [_value_digest(ctx.db.get(key)) for key in argv[2:]]
+        # Logically expired keys too: DEBUG reads the database as it is.
+        deadlines = ctx.expires.deadlines
+        return [_value_digest(ctx.db.get(key), key in deadlines) for key in argv[2:]]
     if sub == b"set-active-expire" and argc == 3:
-        return OK  # Rill keeps no keys with a TTL, so there is nothing to expire actively
+        ctx.node.expiry.active = _atoi(argv[2]) != 0
+        return OK
     if sub == b"log" and argc == 3:
         log.warning("DEBUG LOG: %s", argv[2].decode("utf-8", "replace"))
         return OK
@@ -74,8 +77,17 @@ def debug(ctx: Session, argv: list[bytes]) -> Any:
     raise CommandError(unknown_subcommand(argv))
 
 
-def _value_digest(value: Value | None) -> str:
-    return "0" * 40 if value is None else digest_value(value).decode()
+def _value_digest(value: Value | None, volatile: bool) -> str:
+    return "0" * 40 if value is None else digest_value(value, volatile).decode()
+
+
+_ATOI_PREFIX: Final = re.compile(rb"\s*[-+]?\d+")
+
+
+def _atoi(raw: bytes) -> int:
+    """C's atoi(): the leading integer, 0 when there is none."""
+    match = _ATOI_PREFIX.match(raw)
+    return int(match.group()) if match else 0
 
 
 # -- MEMORY ---------------------------------------------------------------------------------

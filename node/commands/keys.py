@@ -1,9 +1,14 @@
 """Generic keyspace commands, whatever the value's type: DEL, UNLINK, EXISTS, TYPE, KEYS,
-SCAN, RENAME, RENAMENX, DBSIZE, FLUSHDB, FLUSHALL, SWAPDB, RANDOMKEY, TOUCH and OBJECT.
+SCAN, RENAME, RENAMENX, MOVE, COPY, DBSIZE, FLUSHDB, FLUSHALL, SWAPDB, RANDOMKEY, TOUCH and
+OBJECT.
 
-Replies and error texts are Redis 7.2's (db.c, object.c). Effects: DEL and UNLINK log
-`DEL` with only the keys that existed; RENAME/RENAMENX log `RENAME src dst` when they moved
-a key; FLUSHDB, FLUSHALL and SWAPDB are logged verbatim, always (Redis forces their
+Replies and error texts are Redis 7.2's (db.c, object.c). A key's time to live goes where
+the key goes (RENAME, MOVE and COPY carry it; a deleted or replaced key loses it). Keys that
+are logically expired are never returned: KEYS skips them, SCAN and RANDOMKEY delete them on
+a primary (node.commands.expiry); DBSIZE counts them until they are deleted, as Redis does.
+Effects: DEL and UNLINK log `DEL` with only the keys that existed; RENAME/RENAMENX log
+`RENAME src dst` when they moved a key; MOVE and COPY are logged as sent when they moved or
+copied one; FLUSHDB, FLUSHALL and SWAPDB are logged verbatim, always (Redis forces their
 propagation even on empty databases).
 """
 
@@ -16,11 +21,13 @@ from typing import Any, Final
 
 from node.commands.args import NOT_AN_INTEGER, SYNTAX_ERROR, parse_int, to_int
 from node.commands.context import Session
+from node.commands.expiry import expire_if_needed, sees_expiry
 from node.commands.glob import compile_glob
 from node.commands.helptext import help_reply
 from node.commands.reply import OK, CommandError, Raw
 from node.commands.table import command, container, subcommand
 from node.engine.keyspace import Database, type_name
+from node.engine.stream_value import StreamValue
 
 _NONE: Final = Raw(b"+none\r\n")
 _STRING: Final = Raw(b"+string\r\n")
@@ -32,8 +39,9 @@ _STREAM: Final = Raw(b"+stream\r\n")
 
 
 def _delete(ctx: Session, keys: list[bytes]) -> int:
-    db = ctx.db
-    removed = [key for key in keys if db.pop(key, None) is not None]
+    keyspace = ctx.node.keyspace
+    index = ctx.db_index
+    removed = [key for key in keys if keyspace.delete(index, key) is not None]
     if removed:
         ctx.propagate(b"DEL", *removed)
     return len(removed)
@@ -87,10 +95,22 @@ def dbsize(ctx: Session, argv: list[bytes]) -> Any:
 @command("randomkey", 1, "readonly", group="generic", summary="Returns a random key name from the database.")
 def randomkey(ctx: Session, argv: list[bytes]) -> Any:
     db = ctx.db
-    if not db:
-        return None
-    # A dict has no random access; skipping through its iterator runs at C speed.
-    return next(islice(iter(db), random.randrange(len(db)), None))
+    deadlines = ctx.expires.deadlines
+    all_volatile = len(db) == len(deadlines)
+    tries = 100
+    while db:
+        # A dict has no random access; skipping through its iterator runs at C speed.
+        key = next(islice(iter(db), random.randrange(len(db)), None))
+        if key not in deadlines:
+            return key
+        # dbRandomKey: a replica whose keys are all volatile and all expired would loop
+        # forever, so it gives up after 100 tries and returns an expired name.
+        tries -= 1
+        if all_volatile and ctx.node.role != "master" and tries == 0:
+            return key
+        if not expire_if_needed(ctx, key):
+            return key
+    return None
 
 
 # ---------------------------------------------------------------------------------------
@@ -109,8 +129,13 @@ def _rename(ctx: Session, argv: list[bytes], nx: bool) -> bool:
         return not nx  # nothing changes, so nothing is logged
     if nx and dst in db:
         return False
-    del db[src]
+    keyspace = ctx.node.keyspace
+    when = ctx.expires.get(src)
+    keyspace.delete(ctx.db_index, dst)
+    keyspace.delete(ctx.db_index, src)
     db[dst] = value
+    if when is not None:
+        ctx.expires.set(dst, when)  # the deadline moves with the key
     ctx.propagate(b"RENAME", src, dst)
     return True
 
@@ -125,6 +150,82 @@ def rename(ctx: Session, argv: list[bytes]) -> Any:
          summary="Renames a key only when the target key name doesn't exist.")
 def renamenx(ctx: Session, argv: list[bytes]) -> Any:
     return 1 if _rename(ctx, argv, nx=True) else 0
+
+
+# ---------------------------------------------------------------------------------------
+# MOVE, COPY
+# ---------------------------------------------------------------------------------------
+
+_SAME_OBJECT: Final = "ERR source and destination objects are the same"
+
+
+def _target_db(ctx: Session, raw: bytes) -> int:
+    """A database index argument (getIntFromObjectOrReply, then selectDb's range check)."""
+    index = _db_index(raw, NOT_AN_INTEGER)
+    if not 0 <= index < len(ctx.node.keyspace.dbs):
+        raise CommandError("ERR DB index is out of range")
+    return index
+
+
+def _taken(ctx: Session, index: int, key: bytes) -> bool:
+    """Whether key exists in database index (lookupKeyWrite: expired means absent)."""
+    return key in ctx.node.keyspace.dbs[index] and not expire_if_needed(ctx, key, index)
+
+
+@command("move", 3, "write fast", 1, 1, 1, group="generic", summary="Moves a key to another database.")
+def move(ctx: Session, argv: list[bytes]) -> Any:
+    index = _target_db(ctx, argv[2])
+    if index == ctx.db_index:
+        raise CommandError(_SAME_OBJECT)
+    key = argv[1]
+    value = ctx.db.get(key)
+    if value is None or _taken(ctx, index, key):
+        return 0
+    keyspace = ctx.node.keyspace
+    when = ctx.expires.get(key)
+    keyspace.delete(ctx.db_index, key)
+    keyspace.dbs[index][key] = value
+    if when is not None:
+        keyspace.expires[index].set(key, when)
+    ctx.propagate(b"MOVE", key, argv[2])
+    ctx.node.watches.touch(index, key)  # the effect's own key is the source's
+    return 1
+
+
+@command("copy", -3, "write denyoom", 1, 2, 1, group="generic", summary="Copies the value of a key to a new key.")
+def copy(ctx: Session, argv: list[bytes]) -> Any:
+    index = ctx.db_index
+    replace = False
+    j = 3
+    while j < len(argv):
+        option = argv[j].lower()
+        if option == b"replace":
+            replace = True
+        elif option == b"db" and j + 1 < len(argv):
+            index = _target_db(ctx, argv[j + 1])
+            j += 1
+        else:
+            raise CommandError(SYNTAX_ERROR)
+        j += 1
+    src, dst = argv[1], argv[2]
+    if index == ctx.db_index and src == dst:
+        raise CommandError(_SAME_OBJECT)
+    value = ctx.db.get(src)
+    if value is None:
+        return 0
+    keyspace = ctx.node.keyspace
+    when = ctx.expires.get(src)
+    if _taken(ctx, index, dst):
+        if not replace:
+            return 0
+        keyspace.delete(index, dst)
+    keyspace.dbs[index][dst] = value.copy() if isinstance(value, StreamValue) else value
+    if when is not None:
+        keyspace.expires[index].set(dst, when)
+    ctx.propagate_argv(argv)
+    # Only the destination changes (the server does not touch the keys a COPY names).
+    ctx.node.watches.touch(index, dst)
+    return 1
 
 
 # ---------------------------------------------------------------------------------------
@@ -144,10 +245,10 @@ def _flush(ctx: Session, argv: list[bytes], db_index: int | None) -> Any:
     # WATCHes are invalidated only for keys that exist at the moment of the flush
     # (touchAllWatchedKeysInDb), so this must run before the databases are emptied.
     node.watches.touch_all(db_index)
-    dbs = node.keyspace.dbs if db_index is None else [node.keyspace.dbs[db_index]]
-    for db in dbs:
+    keyspace = node.keyspace
+    for db in keyspace.dbs if db_index is None else [keyspace.dbs[db_index]]:
         _SCANS.forget(db)
-        db.clear()
+    keyspace.flush(db_index)
     ctx.propagate_argv(argv)
     return OK
 
@@ -191,9 +292,13 @@ def swapdb(ctx: Session, argv: list[bytes]) -> Any:
 @command("keys", 2, "readonly", group="generic", summary="Returns all key names that match a pattern.")
 def keys(ctx: Session, argv: list[bytes]) -> Any:
     pattern = argv[1]
-    if pattern == b"*":
-        return list(ctx.db)
-    return list(filter(compile_glob(pattern), ctx.db))
+    found = list(ctx.db) if pattern == b"*" else list(filter(compile_glob(pattern), ctx.db))
+    expires = ctx.expires
+    if expires.deadlines and sees_expiry(ctx):
+        # keysCommand skips logically expired keys without deleting them.
+        now = ctx.command_ms()
+        found = [key for key in found if not expires.is_expired(key, now)]
+    return found
 
 
 class ScanSnapshots:
@@ -324,6 +429,9 @@ def scan(ctx: Session, argv: list[bytes]) -> Any:
 
     if pattern is not None:
         batch = list(filter(compile_glob(pattern), batch))
+    if ctx.expires.deadlines:
+        # Expired keys that match are deleted on a primary and never returned.
+        batch = [key for key in batch if not expire_if_needed(ctx, key)]
     if type_filter is not None:
         if type_filter in _TYPE_NAMES:
             batch = [key for key in batch if type_name(db[key]) == type_filter]

@@ -1,10 +1,15 @@
-"""String commands: GET, SET, SETNX, GETSET, GETDEL, MGET, MSET, MSETNX, INCR, INCRBY, DECR,
-DECRBY, APPEND and STRLEN, with Redis 7.2's replies and error texts (t_string.c).
+"""String commands: GET, SET (with NX/XX/GET and the expiry options), SETNX, SETEX, PSETEX,
+GETSET, GETEX, GETDEL, MGET, MSET, MSETNX, INCR, INCRBY, DECR, DECRBY, APPEND and STRLEN,
+with Redis 7.2's replies and error texts (t_string.c).
 
-Rill has no key expiry, so SET's EX/PX/EXAT/PXAT/KEEPTTL options are refused with a syntax
-error (docs/compatibility.md). Effects are state-independent where that is cheap: every
-write that stores a whole value logs `SET key value` (SETNX, GETSET, SET … NX/XX/GET and the
-INCR family included), MSETNX logs `MSET`, GETDEL logs `DEL`; APPEND is logged verbatim
+A write that stores a whole value drops the key's time to live (SET, GETSET, MSET), unless
+SET says KEEPTTL; the INCR family and APPEND change the value in place and keep it.
+
+Effects are state-independent where that is cheap: every write that stores a whole value
+logs `SET key value` (SETNX, GETSET, SET … NX/XX/GET and the INCR family included), with
+`PXAT <unix ms>` when the key then has a deadline (SET EX/PX/EXAT/KEEPTTL, SETEX, PSETEX,
+an INCR of a volatile key); MSETNX logs `MSET`, GETDEL logs `DEL`; GETEX logs what it did,
+as `PEXPIREAT`, `PERSIST` or, for a deadline already past, `DEL`. APPEND is logged verbatim
 because rewriting it as SET would copy the whole, possibly large, value into the log.
 """
 
@@ -14,6 +19,7 @@ from typing import Any, Final
 
 from node.commands.args import NOT_AN_INTEGER, SYNTAX_ERROR, parse_int, to_int
 from node.commands.context import Session
+from node.commands.expire_cmds import already_expired, expire_time_error
 from node.commands.reply import OK, CommandError
 from node.commands.table import command
 from node.engine.keyspace import WRONGTYPE
@@ -30,8 +36,25 @@ def _string_or_none(ctx: Session, key: bytes) -> bytes | None:
     raise CommandError(WRONGTYPE)
 
 
+def _store(ctx: Session, key: bytes, value: bytes) -> None:
+    """Store a whole new value (setKey without KEEPTTL): the key's deadline goes."""
+    ctx.db[key] = value
+    expires = ctx.expires
+    if expires.deadlines:
+        expires.remove(key)
+
+
+def _propagate_set(ctx: Session, key: bytes, value: bytes) -> None:
+    """Log `SET key value`, with the key's deadline if it has one."""
+    when = ctx.expires.get(key) if ctx.expires.deadlines else None
+    if when is None:
+        ctx.propagate(b"SET", key, value)
+    else:
+        ctx.propagate(b"SET", key, value, b"PXAT", b"%d" % when)
+
+
 # ---------------------------------------------------------------------------------------
-# GET, SET and their variants
+# GET, SET, GETEX and their variants
 # ---------------------------------------------------------------------------------------
 
 
@@ -43,26 +66,92 @@ def get(ctx: Session, argv: list[bytes]) -> Any:
     raise CommandError(WRONGTYPE)
 
 
+# parseExtendedStringArgumentsOrReply's flags.
 _NX: Final = 1
 _XX: Final = 2
 _GET: Final = 4
+_KEEPTTL: Final = 8
+_EX: Final = 16
+_PX: Final = 32
+_EXAT: Final = 64
+_PXAT: Final = 128
+_PERSIST: Final = 256
+_EXPIRY: Final = _EX | _PX | _EXAT | _PXAT
+# Each expiry option and the options it excludes (itself repeated is allowed: the last wins).
+_EXPIRY_OPTIONS: Final = {
+    b"ex": (_EX, _KEEPTTL | _PERSIST | _EXPIRY & ~_EX),
+    b"px": (_PX, _KEEPTTL | _PERSIST | _EXPIRY & ~_PX),
+    b"exat": (_EXAT, _KEEPTTL | _PERSIST | _EXPIRY & ~_EXAT),
+    b"pxat": (_PXAT, _KEEPTTL | _PERSIST | _EXPIRY & ~_PXAT),
+}
 
 
-def _set_flags(argv: list[bytes]) -> int:
-    """SET's options (parseExtendedStringArgumentsOrReply): NX and XX exclude each other;
-    the expiry options are refused because Rill keeps no TTLs."""
+def _string_options(argv: list[bytes], for_set: bool) -> tuple[int, bytes | None]:
+    """SET's options (from argv[3]) or GETEX's (from argv[2]): (flags, the expiry argument).
+    Anything out of place is a syntax error: an option the command lacks, NX with XX, two
+    different expiry options, KEEPTTL (SET) or PERSIST (GETEX) with one, or an expiry
+    option without its argument."""
     flags = 0
-    for option in argv[3:]:
-        option = option.lower()
-        if option == b"nx" and not flags & _XX:
+    expire: bytes | None = None
+    j = 3 if for_set else 2
+    while j < len(argv):
+        option = argv[j].split(b"\0", 1)[0].lower()  # the C string Redis compares
+        expiry = _EXPIRY_OPTIONS.get(option)
+        if expiry is not None and not flags & expiry[1] and j + 1 < len(argv):
+            flags |= expiry[0]
+            expire = argv[j + 1]
+            j += 2
+            continue
+        if for_set and option == b"nx" and not flags & _XX:
             flags |= _NX
-        elif option == b"xx" and not flags & _NX:
+        elif for_set and option == b"xx" and not flags & _NX:
             flags |= _XX
-        elif option == b"get":
+        elif for_set and option == b"get":
             flags |= _GET
+        elif for_set and option == b"keepttl" and not flags & (_PERSIST | _EXPIRY):
+            flags |= _KEEPTTL
+        elif not for_set and option == b"persist" and not flags & (_KEEPTTL | _EXPIRY):
+            flags |= _PERSIST
         else:
             raise CommandError(SYNTAX_ERROR)
-    return flags
+        j += 1
+    return flags, expire
+
+
+def _deadline(ctx: Session, argv: list[bytes], expire: bytes, flags: int) -> int:
+    """getExpireMillisecondsOrReply: the absolute deadline in ms of an EX/PX/EXAT/PXAT
+    argument, which must be a positive integer that does not overflow."""
+    when = parse_int(expire)
+    seconds = flags & (_EX | _EXAT)
+    if when <= 0 or seconds and when > _I64_MAX // 1000:
+        raise expire_time_error(argv)
+    if seconds:
+        when *= 1000
+    if flags & (_EX | _PX):
+        when += ctx.command_ms()
+        if when > _I64_MAX:
+            raise expire_time_error(argv)
+    return when
+
+
+def _set(ctx: Session, argv: list[bytes], key: bytes, value: bytes, flags: int, expire: bytes | None) -> Any:
+    """setGenericCommand: the expiry is checked first, then GET's old value (and its type),
+    then the NX/XX condition."""
+    when = _deadline(ctx, argv, expire, flags) if expire is not None else None
+    # With GET the old value is read (and type-checked) before the NX/XX condition.
+    old = _string_or_none(ctx, key) if flags & _GET else None
+    exists = key in ctx.db
+    if flags & _NX and exists or flags & _XX and not exists:
+        return old
+    if when is not None:
+        ctx.db[key] = value
+        ctx.expires.set(key, when)
+    elif flags & _KEEPTTL:
+        ctx.db[key] = value
+    else:
+        _store(ctx, key, value)
+    _propagate_set(ctx, key, value)
+    return old if flags & _GET else OK
 
 
 @command("set", -3, "write denyoom", 1, 1, 1, group="string",
@@ -71,18 +160,44 @@ def set_(ctx: Session, argv: list[bytes]) -> Any:
     key = argv[1]
     value = argv[2]
     if len(argv) == 3:
-        ctx.db[key] = value
+        _store(ctx, key, value)
         ctx.propagate(b"SET", key, value)
         return OK
-    flags = _set_flags(argv)
-    # With GET the old value is read (and type-checked) before the NX/XX condition.
-    old = _string_or_none(ctx, key) if flags & _GET else None
-    exists = key in ctx.db
-    if flags & _NX and exists or flags & _XX and not exists:
-        return old
-    ctx.db[key] = value
-    ctx.propagate(b"SET", key, value)
-    return old if flags & _GET else OK
+    flags, expire = _string_options(argv, True)
+    return _set(ctx, argv, key, value, flags, expire)
+
+
+@command("setex", 4, "write denyoom", 1, 1, 1, group="string",
+         summary="Sets the string value and expiration time of a key. Creates the key if it doesn't exist.")
+def setex(ctx: Session, argv: list[bytes]) -> Any:
+    return _set(ctx, argv, argv[1], argv[3], _EX, argv[2])
+
+
+@command("psetex", 4, "write denyoom", 1, 1, 1, group="string",
+         summary="Sets both string value and expiration time in milliseconds of a key. The key is created if it doesn't exist.")
+def psetex(ctx: Session, argv: list[bytes]) -> Any:
+    return _set(ctx, argv, argv[1], argv[3], _PX, argv[2])
+
+
+@command("getex", -2, "write fast", 1, 1, 1, group="string",
+         summary="Returns the string value of a key after setting its expiration time.")
+def getex(ctx: Session, argv: list[bytes]) -> Any:
+    flags, expire = _string_options(argv, False)
+    key = argv[1]
+    value = _string_or_none(ctx, key)
+    if value is None:
+        return None
+    when = _deadline(ctx, argv, expire, flags) if expire is not None else None
+    if when is not None:
+        if flags & (_EXAT | _PXAT) and already_expired(ctx, when):
+            ctx.node.keyspace.delete(ctx.db_index, key)
+            ctx.propagate(b"DEL", key)
+        else:
+            ctx.expires.set(key, when)
+            ctx.propagate(b"PEXPIREAT", key, b"%d" % when)
+    elif flags & _PERSIST and ctx.expires.remove(key):
+        ctx.propagate(b"PERSIST", key)
+    return value
 
 
 @command("setnx", 3, "write denyoom fast", 1, 1, 1, group="string",
@@ -102,7 +217,7 @@ def setnx(ctx: Session, argv: list[bytes]) -> Any:
 def getset(ctx: Session, argv: list[bytes]) -> Any:
     key = argv[1]
     old = _string_or_none(ctx, key)
-    ctx.db[key] = argv[2]
+    _store(ctx, key, argv[2])
     ctx.propagate(b"SET", key, argv[2])
     return old
 
@@ -113,7 +228,7 @@ def getdel(ctx: Session, argv: list[bytes]) -> Any:
     key = argv[1]
     old = _string_or_none(ctx, key)
     if old is not None:
-        del ctx.db[key]
+        ctx.node.keyspace.delete(ctx.db_index, key)
         ctx.propagate(b"DEL", key)
     return old
 
@@ -141,9 +256,8 @@ def _check_pairs(argv: list[bytes]) -> None:
 
 
 def _store_pairs(ctx: Session, argv: list[bytes]) -> None:
-    db = ctx.db
     for i in range(1, len(argv), 2):
-        db[argv[i]] = argv[i + 1]
+        _store(ctx, argv[i], argv[i + 1])
     ctx.propagate(b"MSET", *argv[1:])
 
 
@@ -172,9 +286,10 @@ def msetnx(ctx: Session, argv: list[bytes]) -> Any:
 
 
 def _add(ctx: Session, key: bytes, increment: int) -> int:
-    """incrDecrCommand. The effect is `SET key result` rather than the command itself: the
-    result is at most 20 bytes, and replaying it does not depend on the value it started
-    from, so a replica or AOF replay cannot compound a divergence."""
+    """incrDecrCommand. The effect is `SET key result` (with the key's deadline, which the
+    value keeps) rather than the command itself: the result is at most 20 bytes, and
+    replaying it does not depend on the value it started from, so a replica or AOF replay
+    cannot compound a divergence."""
     old = _string_or_none(ctx, key)
     if old is None:
         current = 0
@@ -188,7 +303,7 @@ def _add(ctx: Session, key: bytes, increment: int) -> int:
         raise CommandError("ERR increment or decrement would overflow")
     encoded = b"%d" % result
     ctx.db[key] = encoded
-    ctx.propagate(b"SET", key, encoded)
+    _propagate_set(ctx, key, encoded)
     return result
 
 

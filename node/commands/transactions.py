@@ -4,11 +4,12 @@ The dispatcher queues commands while a client is in MULTI and marks the transact
 when one is rejected before running (unknown, wrong arity, …). EXEC then:
 
 * aborts with EXECABORT if the transaction is doomed (checked before WATCH, as Redis does);
-* replies a null array if a WATCHed key was modified (by anyone, this client included) or
-  was flushed/swapped while it existed;
+* replies a null array if a WATCHed key was modified (by anyone, this client included),
+  was flushed/swapped while it existed, or has expired since it was watched;
 * otherwise unwatches and runs every queued command through the server, collecting each
   reply (errors as values). A command that would block answers at once instead, as if its
-  timeout had expired, because nothing may wait inside a transaction.
+  timeout had expired, because nothing may wait inside a transaction. Every queued command
+  sees the time EXEC started, so no key expires half-way through (Session.command_ms).
 
 The server wraps the whole EXEC in one effect-log unit, so the transaction's effects reach
 replicas and the AOF as one MULTI/EXEC (or as a single command when there is only one).
@@ -19,6 +20,7 @@ from __future__ import annotations
 from typing import Any, Final
 
 from node.commands.context import Block, Session
+from node.commands.expiry import is_expired
 from node.commands.reply import NULL_ARRAY, OK, CommandError, Pushed, ReplyError
 from node.commands.table import command, queues_write
 
@@ -71,7 +73,7 @@ def exec_(ctx: Session, argv: list[bytes]) -> Any:
         raise CommandError("ERR EXEC without MULTI")
     refused = _writes_refused(ctx, ctx.multi)
     doomed = ctx.multi_error
-    dirty = ctx.watch_dirty
+    dirty = ctx.watch_dirty or _watched_key_expired(ctx)
     queued = _end_transaction(ctx)
     if refused:
         raise CommandError("EXECABORT Transaction discarded because of: " + _READONLY)
@@ -79,6 +81,7 @@ def exec_(ctx: Session, argv: list[bytes]) -> Any:
         raise CommandError(_EXECABORT)
     if dirty:
         return NULL_ARRAY
+    ctx.exec_ms = ctx.now_ms()
     ctx.in_exec = True
     # Pushes a queued command produces (SUBSCRIBE's confirmations, a message PUBLISH sends
     # this very client) go inside EXEC's array, before that command's reply.
@@ -97,6 +100,13 @@ def exec_(ctx: Session, argv: list[bytes]) -> Any:
         ctx.pushes = outer
         ctx.in_exec = False
     return replies
+
+
+def _watched_key_expired(ctx: Session) -> bool:
+    """isWatchedKeyExpired: a key watched while it existed has expired since."""
+    return any(
+        not expired_then and is_expired(ctx, key, db) for (db, key), expired_then in ctx.watched.items()
+    )
 
 
 @command("discard", 1, "noscript loading stale fast allow_busy", group="transactions",

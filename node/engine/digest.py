@@ -3,8 +3,9 @@ not depend on key order, computed exactly as Redis's debug.c does for what Redis
 
 Redis's scheme: `xor_digest` XORs SHA1(data) into the digest (order-independent, used to
 combine keys), `mix_digest` XORs then re-hashes (order-dependent, used inside one value).
-Each key's digest is mix(key) then mix(type) then the value's elements; the database number
-is mixed into the total before its keys are XORed in.
+Each key's digest is mix(key) then mix(type) then the value's elements, with "!!expire!!"
+XORed in when the key has a time to live (whatever the deadline, as Redis does); the
+database number is mixed into the total before its keys are XORed in.
 
 Streams: Redis hashes the entries only. Rill also covers the stream's counters (last ID,
 entries added, greatest deleted ID) so that replaying effects must reproduce them too
@@ -35,6 +36,7 @@ _ZERO: Final = bytes(20)
 # Redis's object type numbers (server.h OBJ_STRING, OBJ_STREAM), hashed as big-endian u32.
 _OBJ_STRING: Final = struct.pack(">I", 0)
 _OBJ_STREAM: Final = struct.pack(">I", 6)
+_VOLATILE: Final = b"!!expire!!"
 
 
 def xor_digest(digest: bytes, data: bytes) -> bytes:
@@ -86,9 +88,11 @@ def _object_digest(digest: bytes, value: Value) -> bytes:
     return _stream_digest(mix_digest(digest, _OBJ_STREAM), value)
 
 
-def digest_value(value: Value) -> bytes:
-    """DEBUG DIGEST-VALUE of one value (the key itself is not covered): 40 hex digits."""
-    return _object_digest(_ZERO, value).hex().encode()
+def digest_value(value: Value, volatile: bool = False) -> bytes:
+    """DEBUG DIGEST-VALUE of one value (the key itself is not covered): 40 hex digits.
+    `volatile`: the key has a time to live."""
+    digest = _object_digest(_ZERO, value)
+    return (xor_digest(digest, _VOLATILE) if volatile else digest).hex().encode()
 
 
 def digest_keyspace(keyspace: Keyspace) -> bytes:
@@ -97,7 +101,11 @@ def digest_keyspace(keyspace: Keyspace) -> bytes:
     for index, db in enumerate(keyspace.dbs):
         if not db:
             continue
+        deadlines = keyspace.expires[index].deadlines
         final = mix_digest(final, struct.pack(">I", index))
         for key, value in db.items():
-            final = xor_digest(final, _object_digest(mix_digest(_ZERO, key), value))
+            digest = _object_digest(mix_digest(_ZERO, key), value)
+            if key in deadlines:
+                digest = xor_digest(digest, _VOLATILE)
+            final = xor_digest(final, digest)
     return final.hex().encode()

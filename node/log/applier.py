@@ -206,7 +206,7 @@ class LogApplier:
         runner = self.runner
         reply = runner.execute(session, argv)
         # SWAPDB swaps the dict objects and only refreshes registered clients.
-        session.db = runner.keyspace.dbs[session.db_index]
+        session.select(session.db_index)
         if type(reply) is ReplyError or type(reply) is Block:
             self._failed(argv, reply)
 

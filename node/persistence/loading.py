@@ -47,7 +47,7 @@ def load_rdb(server: Server, path: str) -> SnapshotMeta:
     """Loads the snapshot at `path` into the (empty) keyspace; returns what it records."""
     started = time.monotonic()
     try:
-        loaded = load_snapshot(path, server.keyspace.dbs)
+        loaded = load_snapshot(path, server.keyspace)
     except SnapshotError as exc:
         raise PersistenceError(f"{exc}. The snapshot is damaged: restore a backup or move it away to start empty.") from None
     except OSError as exc:
@@ -78,7 +78,7 @@ def load_aof(server: Server, aofdir: str, filename: str, truncated_tail_ok: bool
         started = time.monotonic()
         path = os.path.join(aofdir, manifest.base.name)
         try:
-            loaded = load_snapshot(path, server.keyspace.dbs)
+            loaded = load_snapshot(path, server.keyspace)
         except SnapshotError as exc:
             raise PersistenceError(f"{exc}. Restore a backup of the AOF directory.") from None
         except OSError as exc:

@@ -175,7 +175,7 @@ class Persistence:
                 base_name, base_seq = manifest.new_base_name(name)
                 temp = os.path.join(aofdir, TEMP_PREFIX + base_name)
                 meta = self._meta()
-                size = write_snapshot(temp, self.server.keyspace.dbs, meta)
+                size = write_snapshot(temp, self.server.keyspace, meta)
                 self._recorded_replid = meta.replid
                 replace_durably(temp, os.path.join(aofdir, base_name))
                 log.info("Creating AOF base file %s on server start", base_name)
@@ -318,9 +318,9 @@ class Persistence:
             self.manifest = manifest
             base_name, base_seq = manifest.new_base_name(name)
             temp = os.path.join(aofdir, f"{TEMP_PREFIX}rewriteaof-bg-{os.getpid()}.rill")
-            dbs = self.server.keyspace.dbs
+            keyspace = self.server.keyspace
             meta = self._meta()
-            job = fork_job("aof", temp, lambda: write_snapshot(temp, dbs, meta))
+            job = fork_job("aof", temp, lambda: write_snapshot(temp, keyspace, meta))
         except OSError as exc:
             log.warning("Can't rewrite append only file in background: %s", exc.strerror or exc)
             self._rewrite_finished(False, time.monotonic())

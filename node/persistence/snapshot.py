@@ -12,6 +12,9 @@ Layout (all integers little-endian):
     END    (kind 255): u64 keys, u64 sections before it; a file without it is incomplete
 
     string record: u8 0 | key | value                    (strings are u32 length + bytes)
+    deadline     : u8 0xFC | i64 unix ms, before the record of a key with a time to live
+                   (RDB's EXPIRETIME_MS opcode); files written before it existed load as
+                   they always did
     stream record: u8 1 | key | u64 length | u128 last_id | u128 max_deleted_id
                    | u64 entries_added | the packed nodes (`stream_snapshot.dump_nodes`)
                    | u32 groups, each: name | u128 last_id | i64 entries_read | u32 consumers,
@@ -36,7 +39,7 @@ from dataclasses import dataclass
 from typing import BinaryIO, Final
 
 from node.engine.groups import Consumer, ConsumerGroup
-from node.engine.keyspace import Value
+from node.engine.keyspace import Keyspace, Value
 from node.engine.sorted_ids import PendingMap
 from node.engine.stream_snapshot import array_from_le, dump_nodes, le_bytes, load_nodes
 from node.engine.stream_value import StreamValue
@@ -51,11 +54,13 @@ _SECTION_NAMES: Final = {_SEC_META: "META", _SEC_KEYS: "KEYS", _SEC_END: "END"}
 
 _STRING: Final = 0
 _STREAM: Final = 1
+_DEADLINE: Final = 0xFC
 
 _FILE_HEAD: Final = struct.Struct("<8sHH")
 _SEC_HEAD: Final = struct.Struct("<BQ")
 _CRC: Final = struct.Struct("<I")
 _U32: Final = struct.Struct("<I")
+_I64: Final = struct.Struct("<q")
 _STREAM_HEAD: Final = struct.Struct("<QQQQQQ")  # length, last_id hi/lo, max_deleted hi/lo, entries_added
 _GROUP_HEAD: Final = struct.Struct("<QQqI")  # last_id hi/lo, entries_read, consumers
 _CONSUMER: Final = struct.Struct("<qq")  # seen_time, active_time
@@ -122,28 +127,33 @@ class LoadedSnapshot:
 # -- writing -------------------------------------------------------------------------------
 
 
-def write_snapshot(path: str, dbs: list[dict[bytes, Value]], meta: SnapshotMeta) -> int:
-    """Write the snapshot of `dbs` to `path` (created or truncated) and fsync it; returns its
-    size. The caller renames it into place (see files.replace_durably)."""
+def write_snapshot(path: str, keyspace: Keyspace, meta: SnapshotMeta) -> int:
+    """Write the snapshot of `keyspace` to `path` (created or truncated) and fsync it;
+    returns its size. The caller renames it into place (see files.replace_durably)."""
     with open(path, "wb", buffering=1024 * 1024) as f:
-        size = dump(f, dbs, meta)
+        size = dump(f, keyspace, meta)
         f.flush()
         os.fsync(f.fileno())
     return size
 
 
-def dump(f: BinaryIO, dbs: list[dict[bytes, Value]], meta: SnapshotMeta) -> int:
+def dump(f: BinaryIO, keyspace: Keyspace, meta: SnapshotMeta) -> int:
     size = f.write(_FILE_HEAD.pack(MAGIC, VERSION, 0))
     size += _write_section(f, _SEC_META, meta.encode())
     sections = 1
     keys = 0
-    for index, db in enumerate(dbs):
+    for index, db in enumerate(keyspace.dbs):
         if not db:
             continue
+        deadlines = keyspace.expires[index].deadlines
         parts: list[bytes] = [_U32.pack(index)]
         filled = 0
         for key, value in db.items():
             before = len(parts)
+            if deadlines:
+                when = deadlines.get(key)
+                if when is not None:
+                    parts += (b"\xfc", _I64.pack(when))
             _dump_key(parts, key, value)
             filled += sum(len(p) for p in parts[before:])
             keys += 1
@@ -210,8 +220,9 @@ def _dump_group(parts: list[bytes], name: bytes, group: ConsumerGroup) -> None:
 # -- reading -------------------------------------------------------------------------------
 
 
-def load_snapshot(path: str, dbs: list[dict[bytes, Value]]) -> LoadedSnapshot:
-    """Load the snapshot at `path` into `dbs` (which must be empty). Raises SnapshotError
+def load_snapshot(path: str, keyspace: Keyspace) -> LoadedSnapshot:
+    """Load the snapshot at `path` into `keyspace` (which must be empty), deadlines as
+    recorded, past or not (whoever loads decides what to expire). Raises SnapshotError
     naming the file and offset when it is damaged, incomplete or not a snapshot, and
     OSError when it cannot be read."""
     name = os.path.basename(path)
@@ -224,7 +235,7 @@ def load_snapshot(path: str, dbs: list[dict[bytes, Value]]) -> LoadedSnapshot:
                 if kind == _SEC_META:
                     meta = SnapshotMeta.decode(payload)
                 elif kind == _SEC_KEYS:
-                    keys += _load_keys(payload, dbs)
+                    keys += _load_keys(payload, keyspace)
                 elif kind == _SEC_END:
                     total, counted = _END.unpack(payload)
                     if (total, counted) != (keys, sections):
@@ -317,17 +328,26 @@ def _read_string(buf: bytes | memoryview, pos: int) -> tuple[bytes, int]:
     return bytes(buf[pos:end]), end
 
 
-def _load_keys(payload: bytes, dbs: list[dict[bytes, Value]]) -> int:
+def _load_keys(payload: bytes, keyspace: Keyspace) -> int:
     view = memoryview(payload)
     (index,) = _U32.unpack_from(view, 0)
+    dbs = keyspace.dbs
     if index >= len(dbs):
         raise ValueError(f"database {index} does not exist (databases is {len(dbs)})")
     db = dbs[index]
+    expires = keyspace.expires[index]
     pos = 4
     end = len(view)
     count = 0
     while pos < end:
         kind = view[pos]
+        when: int | None = None
+        if kind == _DEADLINE:
+            (when,) = _I64.unpack_from(view, pos + 1)
+            pos += 1 + _I64.size
+            if pos >= end:
+                raise ValueError("a deadline with no key after it")
+            kind = view[pos]
         key, pos = _read_string(view, pos + 1)
         if kind == _STRING:
             value, pos = _read_string(view, pos)
@@ -336,6 +356,8 @@ def _load_keys(payload: bytes, dbs: list[dict[bytes, Value]]) -> int:
             db[key], pos = _load_stream(view, pos)
         else:
             raise ValueError(f"unknown value type {kind}")
+        if when is not None:
+            expires.set(key, when)
         count += 1
     return count
 

@@ -72,7 +72,7 @@ class Snapshots:
         path = self.path()
         temp = os.path.join(self.config.get("dir"), f"temp-{os.getpid()}.rdb")
         try:
-            write_snapshot(temp, self.server.keyspace.dbs, self._meta())
+            write_snapshot(temp, self.server.keyspace, self._meta())
             replace_durably(temp, path)
         except OSError as exc:
             remove_quietly(temp)
@@ -104,10 +104,10 @@ class Snapshots:
         self.last_bgsave_try = time.time()
         self.rdb_saves += 1
         temp = os.path.join(self.config.get("dir"), f"temp-bgsave-{os.getpid()}.rdb")
-        dbs = self.server.keyspace.dbs
+        keyspace = self.server.keyspace
         meta = self._meta()
         try:
-            job = fork_job("rdb", temp, lambda: write_snapshot(temp, dbs, meta))
+            job = fork_job("rdb", temp, lambda: write_snapshot(temp, keyspace, meta))
         except OSError as exc:
             log.warning("Can't save in background: fork: %s", exc.strerror)
             self._bgsave_finished(False, time.monotonic())

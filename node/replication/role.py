@@ -142,7 +142,7 @@ class ReplicationNode:
         assert backlog is not None
         meta = SnapshotMeta(backlog.replid, backlog.replid2, backlog.second_offset, backlog.end, int(time.time()))
         out = io.BytesIO()
-        dump(out, self.server.keyspace.dbs, meta)
+        dump(out, self.server.keyspace, meta)
         return out.getvalue()
 
     # -- BacklogListener ------------------------------------------------------------------

@@ -14,9 +14,10 @@ import os
 import tempfile
 import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Final
 
 from node.commands.context import Session
+from node.engine.keyspace import Keyspace
 from node.log.applier import ApplyError, LogApplier, replica_failure
 from node.persistence.snapshot import SnapshotError, SnapshotMeta, load_snapshot
 
@@ -91,15 +92,13 @@ class NodeStateMachine:
     def load_snapshot(self, chunks: Sequence[bytes], offset: int) -> None:
         self._check_active()
         server = self.server
-        fresh: list[dict[bytes, Any]] = [{} for _ in server.keyspace.dbs]
+        fresh = Keyspace(len(server.keyspace.dbs))
         meta = _load_snapshot_bytes(chunks, fresh, server.config.get("dir"))
         if meta.offset != offset:
             raise ApplyError(f"the snapshot is at offset {meta.offset}, the primary announced {offset}")
         with self.repl.persistence.replacing_data_set():
             server.touch_all(None)
-            for db, loaded in zip(server.keyspace.dbs, fresh):
-                db.clear()
-                db.update(loaded)
+            server.keyspace.replace_with(fresh)
             server.effects.restart(meta.replid, offset)
         self.applier.session = self._new_session()
         server.after_batch()
@@ -112,7 +111,7 @@ class NodeStateMachine:
         return self.repl.fsynced_offset()
 
 
-def _load_snapshot_bytes(chunks: Sequence[bytes], dbs: list[dict[bytes, Any]], directory: str) -> SnapshotMeta:
+def _load_snapshot_bytes(chunks: Sequence[bytes], keyspace: Keyspace, directory: str) -> SnapshotMeta:
     """Loads a snapshot received in chunks (the persistence format reads files: it goes
     through a temporary file in the data directory)."""
     fd, path = tempfile.mkstemp(prefix="temp-replsync-", suffix=".rdb", dir=directory)
@@ -121,7 +120,7 @@ def _load_snapshot_bytes(chunks: Sequence[bytes], dbs: list[dict[bytes, Any]], d
             for chunk in chunks:
                 f.write(chunk)
         try:
-            return load_snapshot(path, dbs).meta
+            return load_snapshot(path, keyspace).meta
         except SnapshotError as exc:
             raise ApplyError(f"the primary's snapshot is unusable: {exc}") from None
     finally:

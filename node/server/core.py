@@ -168,6 +168,11 @@ class ServerCore:
     def command_stats(self) -> dict[str, Any]:
         return self.dispatcher.stats
 
+    def expiry_stats(self) -> Fields:
+        """INFO stats' key expiry fields (a server without keys has expired none)."""
+        return [("expired_keys", 0), ("expired_stale_perc", "0.00"), ("expired_time_cap_reached_count", 0),
+                ("expire_cycle_cpu_milliseconds", 0)]
+
     def reset_stats(self) -> None:
         self.dispatcher.reset_stats()
         self.stats_connections = 0

@@ -10,7 +10,8 @@ import time
 from collections.abc import Callable
 from typing import Any, Final
 
-from node.commands.context import Session
+from node.commands.context import Block, Session
+from node.commands.expiry import Hidden, expire_before_retry, expire_command_keys, restore_hidden
 from node.commands.reply import QUEUED, CommandError, ReplyError
 from node.commands.table import CommandSpec, CommandTable, queues_write
 from node.log.effect_log import EffectLog
@@ -287,9 +288,15 @@ class Dispatcher:
         assert handler is not None
         mark = self._mark
         start = mark if mark else time.perf_counter_ns()
+        # With volatile keys in the client's database, the keys the command names are expired
+        # first (node.commands.expiry); for a write, the DELs that logs are in its unit.
+        volatile = len(session.expires.deadlines) != 0
+        hidden: Hidden | None = None
         if unit:
             self._effects.begin()
         try:
+            if volatile:
+                hidden = expire_command_keys(session, spec, argv)
             reply = handler(session, argv)
         except CommandError as exc:
             reply = ReplyError(exc.message)  # counted as failed below, once
@@ -299,8 +306,12 @@ class Dispatcher:
                 raise ProtocolViolation("Protocol error: expected '$', got something else") from None
             raise
         finally:
+            if hidden is not None:
+                restore_hidden(hidden)
             if unit:
                 self._effects.end()
+        if type(reply) is Block:
+            expire_before_retry(reply)
         end = time.perf_counter_ns()
         if mark:
             self._mark = end

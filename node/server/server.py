@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
+from typing import Final
 
 from node.commands.context import Session
+from node.commands.expiry import Expiry, is_expired
 from node.commands.table import TABLE, lookup
 from node.config import Config
 from node.engine.keyspace import Keyspace
 from node.log.effect_log import EffectLog
 from node.server.core import ServerCore
+from node.server.info import Fields
 
 
 class Server(ServerCore):
@@ -24,6 +27,7 @@ class Server(ServerCore):
     def __init__(self, config: Config, keyspace: Keyspace, effects: EffectLog, clock: Callable[[], int]) -> None:
         super().__init__(config, TABLE, clock, effects=effects)
         self.keyspace = keyspace
+        self.expiry = Expiry()
         self._watchers: dict[tuple[int, bytes], set[Session]] = {}
         self.dirty = 0  # writes since the last save (Redis's server.dirty)
 
@@ -36,7 +40,7 @@ class Server(ServerCore):
             return  # nobody to tell that these keys changed
         # Subcommand effects (XGROUP DESTROY key ...) name their keys in the subcommand's spec.
         spec = lookup(argv)
-        if spec is not None and spec.first_key > 0:
+        if spec is not None and spec.first_key > 0 and spec.name not in _TOUCHES_ITS_KEYS:
             for key in spec.keys(argv):
                 self.touch(db_index, key)
 
@@ -61,23 +65,37 @@ class Server(ServerCore):
         watchers = self._watchers.get(ref)
         if watchers:
             for session in watchers:
+                if session.watched.get(ref):
+                    # Watched while logically expired (touchWatchedKey): its deletion is no
+                    # change, and it is then watched as a missing key.
+                    if key not in self.keyspace.dbs[db_index]:
+                        session.watched[ref] = False
+                    continue
                 session.watch_dirty = True
         self.blocking.signal(ref)
 
     def touch_all(self, db_index: int | None) -> None:
         """Database db_index (every one for None) is about to be emptied: call before
         clearing. As Redis's touchAllWatchedKeysInDb, only WATCHes of keys that exist now
-        are invalidated (a flush does not change a missing key); blocked clients wake."""
+        are invalidated (a flush does not change a missing key, nor one that was already
+        expired when watched); blocked clients wake."""
         dbs = self.keyspace.dbs
-        for (db, key), watchers in self._watchers.items():
+        for ref, watchers in self._watchers.items():
+            db, key = ref
             if (db_index is None or db == db_index) and key in dbs[db]:
                 for session in watchers:
-                    session.watch_dirty = True
+                    if session.watched.get(ref):
+                        session.watched[ref] = False
+                    else:
+                        session.watch_dirty = True
         self.blocking.signal_db(db_index)
 
     def watch(self, session: Session, key: bytes) -> None:
         ref = (session.db_index, key)
-        session.watched.add(ref)
+        if ref in session.watched:
+            return
+        # Whether it was logically expired when watched (watchForKey's `expired`).
+        session.watched[ref] = is_expired(session, key)
         self._watchers.setdefault(ref, set()).add(session)
 
     def unwatch_all(self, session: Session) -> None:
@@ -91,26 +109,62 @@ class Server(ServerCore):
         session.watch_dirty = False
 
     def swapdb(self, a: int, b: int) -> None:
-        dbs = self.keyspace.dbs
+        keyspace = self.keyspace
+        now = self.clock()
         # touchAllWatchedKeysInDb(a, b) and (b, a): a watched key changes when either
-        # database holds it before the swap.
-        for (db, key), watchers in self._watchers.items():
-            if db in (a, b) and (key in dbs[a] or key in dbs[b]):
+        # database holds it before the swap, unless it is expired on both sides of it.
+        for emptied, replaced in ((a, b), (b, a)):
+            for ref, watchers in self._watchers.items():
+                db, key = ref
+                if db != emptied:
+                    continue
+                was = key in keyspace.dbs[emptied]
+                will = key in keyspace.dbs[replaced]
+                if not (was or will):
+                    continue
+                will_be_expired = will and keyspace.expires[replaced].is_expired(key, now)
                 for session in watchers:
+                    if session.watched.get(ref):
+                        if not will:
+                            session.watched[ref] = False
+                            continue
+                        if will_be_expired:
+                            continue
+                    elif not was and will_be_expired:
+                        session.watched[ref] = True
+                        continue
                     session.watch_dirty = True
-        self.keyspace.swap(a, b)
+        keyspace.swap(a, b)
         for conn in self.connections.values():
             s = conn.session
             if s is not None and s.db_index in (a, b):
-                s.db = self.keyspace.dbs[s.db_index]
+                s.select(s.db_index)
         self.blocking.signal_db(a)
         self.blocking.signal_db(b)
 
     # -- clients ---------------------------------------------------------------------------
 
+    def expiry_stats(self) -> Fields:
+        expiry = self.expiry
+        return [
+            ("expired_keys", expiry.expired_keys),
+            ("expired_stale_perc", f"{expiry.stale_perc * 100:.2f}"),
+            ("expired_time_cap_reached_count", expiry.time_cap_reached),
+            ("expire_cycle_cpu_milliseconds", expiry.cycle_ns // 1_000_000),
+        ]
+
+    def reset_stats(self) -> None:
+        super().reset_stats()
+        self.expiry.reset_stats()
+
     def unregister(self, session: Session) -> None:
         super().unregister(session)
         self.unwatch_all(session)
+
+
+# Effects whose command touches the keys it changes itself: COPY changes only its destination,
+# which may be in another database.
+_TOUCHES_ITS_KEYS: Final = frozenset({"copy"})
 
 
 def wall_clock_ms() -> int:

@@ -5,8 +5,8 @@ redis-server, in RESP2 and RESP3: replies and error texts byte for byte.
 Against a stream key every command that reads the value answers WRONGTYPE where Redis does;
 SET without GET overwrites it.
 
-SET's expiry options (EX, PX, EXAT, PXAT, KEEPTTL) are a documented difference (Rill has no
-TTLs) and are tested in tests/integration/test_keys_strings.py instead.
+SET's expiry options (EX, PX, EXAT, PXAT, KEEPTTL), SETEX, PSETEX and GETEX are in
+test_expiry.py with the other time-to-live commands.
 """
 
 from __future__ import annotations

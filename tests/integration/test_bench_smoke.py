@@ -15,7 +15,7 @@ from tests.conftest import ROOT
 
 # The commands the benchmark is about: Rill must run these, not skip them.
 CORE_TESTS = ("ping", "set", "get", "xadd")
-ALL_TESTS = ("ping", "set", "get", "xadd", "xrange", "xreadgroup", "xack", "xlen")
+ALL_TESTS = ("ping", "set", "get", "get-volatile", "xadd", "xrange", "xreadgroup", "xack", "xlen")
 PIPELINES = (1, 16)
 
 

@@ -1,7 +1,6 @@
 """Generic key and string commands through redis-py against a real Rill node: the behaviours
 the differential suite cannot pin (SCAN's guarantee under concurrent writes and cursor
-restarts, Rill's refusal of SET's expiry options, size limits), plus the client helpers
-applications actually call.
+restarts, size limits), plus the client helpers applications actually call.
 """
 
 from __future__ import annotations
@@ -23,15 +22,6 @@ def _scan_calls(client: redis.Redis, cursor: int, **kwargs: object) -> tuple[int
 # ---------------------------------------------------------------------------------------
 # Strings
 # ---------------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize("option", [["EX", "10"], ["PX", "100"], ["EXAT", "9999999999"], ["PXAT", "9999999999999"],
-                                    ["KEEPTTL"], ["NX", "EX", "10"]])
-def test_set_expiry_options_are_refused_because_rill_has_no_ttl(r: redis.Redis, option: list[str]) -> None:
-    r.set("k", "old")
-    with pytest.raises(redis.ResponseError, match="^syntax error$"):
-        r.execute_command("SET", "k", "new", *option)
-    assert r.get("k") == b"old"
 
 
 def test_redis_py_string_helpers(r: redis.Redis) -> None:

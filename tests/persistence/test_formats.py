@@ -60,8 +60,11 @@ def _rich_state(srv: Server, session: Session, seed: int = 1) -> None:
     _run(srv, session, "XCLAIM", "s0", "g1", "carol", "0", "5-0", "5-1", "5-2", "RETRYCOUNT", "7")
     _run(srv, session, "XSETID", "s2", f"{10**12}-0", "ENTRIESADDED", "5000", "MAXDELETEDID", "600-0")
     _run(srv, session, "SET", "plain", "value")
+    _run(srv, session, "SET", "volatile", "value", "PXAT", 4_000_000_000_000)
+    _run(srv, session, "PEXPIREAT", "s1", 4_000_000_000_123)
     _run(srv, session, "SELECT", "5")
     _run(srv, session, "SET", "db5", b"\x00\xff binary")
+    _run(srv, session, "SET", "db5-volatile", b"x", "PXAT", 4_100_000_000_000)
     _run(srv, session, "SELECT", "0")
 
 
@@ -70,12 +73,14 @@ def test_snapshot_round_trip_keeps_entries_counters_groups_and_consumers(server:
     _rich_state(srv, session)
     path = str(tmp_path / "snap")
     meta = SnapshotMeta("a" * 40, "b" * 40, 77, 12345, 1_700_000_000)
-    write_snapshot(path, srv.keyspace.dbs, meta)
+    write_snapshot(path, srv.keyspace, meta)
     loaded = Keyspace(16)
-    result = load_snapshot(path, loaded.dbs)
+    result = load_snapshot(path, loaded)
     assert result.meta == meta and read_meta(path) == meta
     assert result.keys == srv.keyspace.key_count()
     assert digest_keyspace(loaded) == digest_keyspace(srv.keyspace)
+    assert [e.deadlines for e in loaded.expires] == [e.deadlines for e in srv.keyspace.expires]
+    assert loaded.volatile_count() == 3
     for db_before, db_after in zip(srv.keyspace.dbs, loaded.dbs):
         for key, value in db_before.items():
             after = db_after[key]
@@ -109,17 +114,18 @@ def test_snapshot_detects_any_damaged_byte_and_any_truncation(server: tuple[Serv
     _run(srv, session, "XGROUP", "CREATE", "s", "g", "0")
     _run(srv, session, "XREADGROUP", "GROUP", "g", "c", "STREAMS", "s", ">")
     path = str(tmp_path / "snap")
-    write_snapshot(path, srv.keyspace.dbs, SnapshotMeta("a" * 40))
+    _run(srv, session, "SET", "k", "v", "PXAT", 4_000_000_000_000)
+    write_snapshot(path, srv.keyspace, SnapshotMeta("a" * 40))
     data = Path(path).read_bytes()
     damaged = str(tmp_path / "damaged")
     for pos in range(0, len(data), 3):
         Path(damaged).write_bytes(data[:pos] + bytes([data[pos] ^ 0x01]) + data[pos + 1:])
         with pytest.raises(SnapshotError, match=r"^Bad snapshot file damaged at offset \d+"):
-            load_snapshot(damaged, Keyspace(16).dbs)
+            load_snapshot(damaged, Keyspace(16))
     for cut in range(0, len(data), 5):
         Path(damaged).write_bytes(data[:cut])
         with pytest.raises(SnapshotError):
-            load_snapshot(damaged, Keyspace(16).dbs)
+            load_snapshot(damaged, Keyspace(16))
 
 
 def _aof_bytes() -> tuple[bytes, list[int]]:
@@ -279,3 +285,19 @@ def test_new_files_never_reuse_a_name_left_on_disk(tmp_path: Any) -> None:
     manifest = Manifest().past_seqs_on_disk(str(tmp_path), "appendonly.aof")
     assert manifest.new_base_name("appendonly.aof") == ("appendonly.aof.8.base.rill", 8)
     assert manifest.with_new_incr("appendonly.aof", 0)[1].seq == 10
+
+
+def test_a_snapshot_written_before_deadlines_existed_still_loads() -> None:
+    # data/before-deadlines.rdb was written by the node as it was before keys could have a
+    # time to live: a stream with a group and pending entries, and strings in two databases.
+    path = os.path.join(os.path.dirname(__file__), "data", "before-deadlines.rdb")
+    loaded = Keyspace(16)
+    result = load_snapshot(path, loaded)
+    assert result.keys == 3 and result.meta.replid == "c" * 40
+    assert digest_keyspace(loaded) == b"f5ba3ebf17d49f8cb0ae2fbeab463e0383a06993"
+    assert loaded.volatile_count() == 0
+    assert loaded.dbs[0][b"greeting"] == b"hello" and loaded.dbs[3][b"n"] == b"42"
+    orders = loaded.dbs[0][b"orders"]
+    assert isinstance(orders, StreamValue) and orders.length == 29
+    group = orders.group(b"shipping")
+    assert group is not None and len(group.pel) == 5

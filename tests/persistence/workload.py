@@ -1,6 +1,7 @@
 """Seeded random histories over every write Rill logs (stream entries, trimming, consumer
-groups and their PELs, strings, transactions, several databases), for the round-trip tests:
-whatever the history, the state after a restart must have the same digest."""
+groups and their PELs, strings, times to live, transactions, several databases), for the
+round-trip tests: whatever the history, the state after a restart must have the same digest.
+Times to live are long (a day): nothing expires during a test."""
 
 from __future__ import annotations
 
@@ -75,8 +76,16 @@ def step(client: redis.Redis, rng: random.Random) -> None:
             client.execute_command(b"XGROUP", b"DESTROY", key, group)
         elif roll < 0.84:
             client.execute_command(b"XSETID", key, b"%d-0" % (10**13 + rng.randrange(10**6)))
+        elif roll < 0.89:
+            ttl = rng.choice([[], [], [b"EX", b"86400"], [b"PX", b"86400000"], [b"KEEPTTL"]])
+            client.execute_command(b"SET", b"str%d" % rng.randrange(20), b"x" * rng.randrange(0, 50), *ttl)
         elif roll < 0.92:
-            client.execute_command(b"SET", b"str%d" % rng.randrange(20), b"x" * rng.randrange(0, 50))
+            target = rng.choice([key, b"str%d" % rng.randrange(20), b"counter"])
+            client.execute_command(*rng.choice([
+                [b"EXPIRE", target, b"86400"], [b"PEXPIRE", target, b"86400000", b"GT"],
+                [b"EXPIREAT", target, b"%d" % (4_000_000_000 + rng.randrange(1000)), b"NX"],
+                [b"PERSIST", target], [b"GETEX", target, b"EX", b"86400"],
+            ]))
         elif roll < 0.94:
             client.execute_command(b"INCRBY", b"counter", b"%d" % rng.randrange(-5, 10))
         elif roll < 0.97:

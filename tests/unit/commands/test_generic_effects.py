@@ -97,7 +97,8 @@ def test_writes_that_change_nothing_log_nothing(node: Node) -> None:
                  ("SET", "nokey", "x", "XX", "GET"), ("SETNX", "k", "x"), ("MSETNX", "new", "1", "k", "2"),
                  ("GETDEL", "nokey"), ("RENAME", "k", "k"), ("RENAMENX", "k", "taken"), ("RENAME", "nokey", "x"),
                  ("INCR", "k"), ("INCRBY", "taken", "x"), ("APPEND", "s", "x"), ("GETSET", "s", "x"),
-                 ("SET", "k", "v", "EX", "10"), ("MSET", "a"), ("FLUSHDB", "bad"), ("SWAPDB", "0", "99"),
+                 ("SET", "k", "v", "EX", "0"), ("EXPIRE", "nokey", "10"), ("PERSIST", "k"), ("GETEX", "k"),
+                 ("MOVE", "nokey", "1"), ("COPY", "nokey", "x"), ("MSET", "a"), ("FLUSHDB", "bad"), ("SWAPDB", "0", "99"),
                  ("GET", "k"), ("KEYS", "*"), ("SCAN", "0"), ("EXISTS", "k"), ("TOUCH", "k"), ("OBJECT", "ENCODING", "k")):
         node.run(*args)
     assert node.units == before
