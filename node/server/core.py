@@ -68,7 +68,7 @@ class ServerCore:
         self.dispatcher = Dispatcher(commands, self.effects)
         self.blocking = BlockingManager(self.effects.unit)
         # Replies waiting for the AOF to have their effects (the persistence releases them).
-        self.reply_gate = ReplyGate()
+        self.reply_gate: ReplyGate = ReplyGate()
         self.pubsub = PubSubRegistry(self._pubsub_mode_changed)
         self.connections: dict[int, ClientConnection] = {}  # by client id
         self.monitors: list[ClientConnection] = []

@@ -18,7 +18,6 @@ from node.config import Config
 from node.engine.keyspace import Keyspace
 from node.log.effect_log import EffectLog
 from node.server.core import ServerCore
-from node.server.info import Fields
 
 
 class Server(ServerCore):
@@ -144,7 +143,7 @@ class Server(ServerCore):
 
     # -- clients ---------------------------------------------------------------------------
 
-    def expiry_stats(self) -> Fields:
+    def expiry_stats(self) -> list[tuple[str, object]]:
         expiry = self.expiry
         return [
             ("expired_keys", expiry.expired_keys),
