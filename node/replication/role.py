@@ -111,8 +111,10 @@ class ReplicationNode:
     async def start(self) -> None:
         """Listens for replicas, and connects to the configured primary."""
         assert self.primary is not None
-        host = (self.config.get("bind").split() or ["127.0.0.1"])[0]
-        self.repl_port = await self.primary.start(host, listen_port(self.config, self.server.port), tls=server_tls(self.config))
+        # On every bind address, as RESP: a replica dials the host it was given for the RESP
+        # port (REPLICAOF host port), whichever of them that is.
+        hosts = self.config.get("bind").split() or ["127.0.0.1"]
+        self.repl_port = await self.primary.start(hosts, listen_port(self.config, self.server.port), tls=server_tls(self.config))
         target = self.config.get("replicaof").split()
         if len(target) == 2:
             self._become_replica(target[0], int(target[1]), "the configuration")
@@ -243,7 +245,8 @@ class ReplicationNode:
         machine = NodeStateMachine(self, f"{host}:{port}")
         link = ReplicaLink(
             host, repl_port, self.backlog, machine, replica_settings(self.config),
-            replica_id=self.server.run_id, announce_port=self.server.port, tls=client_tls(self.config),
+            replica_id=self.server.run_id, announce_host=self.config.get("replica-announce-ip"),
+            announce_port=self.config.get_int("replica-announce-port") or self.server.port, tls=client_tls(self.config),
             contended=self._contended,
         )
         self.machine, self.link = machine, link
@@ -309,6 +312,16 @@ class ReplicationNode:
                 self.link.settings = replica_settings(self.config)
         elif name in ("min-replicas-to-write", "min-replicas-max-lag"):
             self._update_write_gate()
+
+    # -- CLIENT KILL -------------------------------------------------------------------------
+
+    def kill_links(self, kind: str) -> int:
+        """CLIENT KILL of the replication links, which Redis lists as clients: "master" drops
+        this replica's link to its primary, "slave" every replica's stream from this node.
+        They reconnect at once and continue from their offsets. Returns how many closed."""
+        if kind == "master":
+            return 1 if self.link is not None and self.link.disconnect() else 0
+        return self.primary.disconnect_all("connection killed by CLIENT KILL") if self.primary is not None else 0
 
     # -- ROLE ------------------------------------------------------------------------------
 
