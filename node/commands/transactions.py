@@ -8,7 +8,9 @@ when one is rejected before running (unknown, wrong arity, …). EXEC then:
   was flushed/swapped while it existed;
 * otherwise unwatches and runs every queued command through the server, collecting each
   reply (errors as values). A command that would block answers at once instead, as if its
-  timeout had expired, because nothing may wait inside a transaction.
+  timeout had expired, because nothing may wait inside a transaction. A queued CLIENT KILL
+  that closes the caller ends its replies: EXEC's array is cut after the kill's reply (the
+  rest still runs), as Redis's CLIENT_CLOSE_AFTER_REPLY does.
 
 The server wraps the whole EXEC in one effect-log unit, so the transaction's effects reach
 replicas and the AOF as one MULTI/EXEC (or as a single command when there is only one).
@@ -19,7 +21,7 @@ from __future__ import annotations
 from typing import Any, Final
 
 from node.commands.context import Block, Session
-from node.commands.reply import NULL_ARRAY, OK, CommandError, ReplyError
+from node.commands.reply import NULL_ARRAY, OK, CommandError, ReplyError, Truncated
 from node.commands.table import command, queues_write
 
 _EXECABORT: Final = "EXECABORT Transaction discarded because of previous errors."
@@ -80,10 +82,19 @@ def exec_(ctx: Session, argv: list[bytes]) -> Any:
     if dirty:
         return NULL_ARRAY
     ctx.in_exec = True
+    replies: list[Any] = []
+    closed = False
     try:
-        return [_run_queued(ctx, command_argv) for command_argv in queued]
+        for command_argv in queued:
+            reply = _run_queued(ctx, command_argv)
+            if not closed:
+                replies.append(reply)
+                # A queued CLIENT KILL that closed the caller: its own reply is the last the
+                # caller gets; the rest runs without replies (CLIENT_CLOSE_AFTER_REPLY).
+                closed = ctx.closing
     finally:
         ctx.in_exec = False
+    return Truncated(len(queued), replies) if len(replies) < len(queued) else replies
 
 
 @command("discard", 1, "noscript loading stale fast allow_busy", group="transactions",
