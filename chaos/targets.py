@@ -106,9 +106,9 @@ def _lines(pairs: list[tuple[str, str]]) -> str:
 
 def node_config(target: Target, settings: Settings, real_ip: str, announced_ip: str, workdir: str,
                 primary: tuple[str, int] | None) -> str:
-    """A node's config file. It binds its real address first (a Rill node serves replication
-    on its first bind address, which is what the proxies forward to) and its announced one,
-    and announces the latter to its primary so sentinels and replicas use the proxied path."""
+    """A node's config file. It binds its real address (what the proxies forward to) and its
+    announced one (a Rill node serves RESP and replication on both), and announces the
+    latter to its primary so sentinels and replicas use the proxied path."""
     pairs = [
         ("port", str(NODE_PORT)),
         ("bind", f"{real_ip} {announced_ip}"),
