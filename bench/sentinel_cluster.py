@@ -15,7 +15,6 @@ import atexit
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -27,7 +26,7 @@ from typing import Any, TypeVar
 import redis
 from redis.sentinel import MasterNotFoundError, Sentinel
 
-from bench.procs import ROOT, BenchError, free_port
+from bench.procs import ROOT, BenchError, free_port, wait_pong
 
 SERVICE = "mymaster"
 T = TypeVar("T")
@@ -71,19 +70,10 @@ class Member:
         with open(os.path.join(self.dir, "stderr.log"), "ab") as err:
             self.proc = subprocess.Popen(self.argv(), cwd=ROOT, stdout=subprocess.DEVNULL, stderr=err)
         self.paused = False
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise BenchError(f"{self.name} exited with {self.proc.returncode}: {self.tail()}")
-            try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=0.5) as sock:
-                    sock.sendall(b"*1\r\n$4\r\nPING\r\n")
-                    if sock.recv(64).startswith(b"+PONG"):
-                        return
-            except OSError:
-                pass
-            time.sleep(0.05)
-        raise BenchError(f"{self.name} not answering on port {self.port} after {timeout}s: {self.tail()}")
+        try:
+            wait_pong(self.port, self.proc, self.name, timeout)
+        except BenchError as exc:
+            raise BenchError(f"{exc}: {self.tail()}") from None
 
     def kill(self) -> None:
         """SIGKILL (a crash) and reap it."""
