@@ -243,17 +243,23 @@ class ReplicationNode:
                 delay = min(delay * 2, _DISCOVERY_MAX_DELAY)
         self.link_error = ""
         machine = NodeStateMachine(self, f"{host}:{port}")
+        announce_host, announce_port = self._announced()
         link = ReplicaLink(
             host, repl_port, self.backlog, machine, replica_settings(self.config),
-            replica_id=self.server.run_id, announce_host=self.config.get("replica-announce-ip"),
-            announce_port=self.config.get_int("replica-announce-port") or self.server.port, tls=client_tls(self.config),
-            contended=self._contended,
+            replica_id=self.server.run_id, announce_host=announce_host, announce_port=announce_port,
+            tls=client_tls(self.config), contended=self._contended,
         )
         self.machine, self.link = machine, link
         self._connecting = None
         log.info("Connecting to MASTER %s:%d (replication port %d) at offset %d of %s",
                  host, port, repl_port, self.backlog.end, self.backlog.replid)
         link.start()
+
+    def _announced(self) -> tuple[str, int]:
+        """The address this replica gives its primary (Redis's REPLCONF ip-address and
+        listening-port): replica-announce-ip (empty: the primary uses the connection's source
+        address) and replica-announce-port, else the RESP port."""
+        return self.config.get("replica-announce-ip"), self.config.get_int("replica-announce-port") or self.server.port
 
     def _contended(self) -> bool:
         """Whether other processes want the event loop's CPU (the link slices batches then)."""
@@ -312,6 +318,9 @@ class ReplicationNode:
                 self.link.settings = replica_settings(self.config)
         elif name in ("min-replicas-to-write", "min-replicas-max-lag"):
             self._update_write_gate()
+        elif name in ("replica-announce-ip", "replica-announce-port") and self.link is not None:
+            # Told at the next (re)connection, as Redis sends REPLCONF at each handshake.
+            self.link.announce_host, self.link.announce_port = self._announced()
 
     # -- CLIENT KILL -------------------------------------------------------------------------
 

@@ -290,6 +290,24 @@ def test_replica_fields_sentinel_reads_and_the_announced_address_match_redis() -
         assert seen["rill"][1] == "ip=10.9.8.7,port=7777,state=online,"
 
 
+def _reannounced(primary: Proc, replica: Proc) -> str:
+    """The primary's slave0 line after the replica changed its announced address and its
+    link reconnected (CLIENT KILL TYPE master)."""
+    p, r = RawConnection(primary.port), RawConnection(replica.port)
+    r.call("CONFIG", "SET", "replica-announce-ip", "10.1.1.1", "replica-announce-port", "6000")
+    r.call("CLIENT", "KILL", "TYPE", "master")
+    line = wait_until(lambda: "ip=10.1.1.1" in (v := _online_replica_line(p)) and v, "the new address")
+    p.close()
+    r.close()
+    return re.sub(r"offset=\d+,lag=\d+", "", line)
+
+
+def test_a_changed_announced_address_is_told_at_the_next_connection_like_redis() -> None:
+    with _pairs() as pairs:
+        seen = {kind: _reannounced(primary, replica) for kind, (primary, replica) in pairs.items()}
+        assert seen["rill"] == seen["redis"] == "ip=10.1.1.1,port=6000,state=online,"
+
+
 def _kill_links(primary: Proc, replica: Proc) -> tuple[bytes, bytes, tuple[bytes, bytes], int]:
     """CLIENT KILL TYPE master on the replica, then TYPE replica on the primary, each followed
     by the partial resync that re-establishes the link; then the same kills on the side that
