@@ -1,6 +1,6 @@
 """`python -m bench`: start redis-server and a Rill node, run every selected test at each
 pipeline depth against both in the same run, print the table and write the JSON results.
-`--suite` selects other side-by-side suites too (scaling, latency, memory, replication, readscale,
+`--suite` selects other side-by-side suites too (scaling, latency, memory, replication, readscale, spark,
 failover; see bench/README.md). The throughput suite is followed by the AOF and replication runs."""
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from bench.throughput import DEFAULT_TESTS, PIPELINED_SCALE, STREAM_READ_MAX_REQ
 
 DEFAULT_REQUESTS = 100_000
 QUICK_REQUESTS = 10_000
-SUITE_NAMES = ("throughput", "scaling", "latency", "memory", "replication", "readscale", "failover")
+SUITE_NAMES = ("throughput", "scaling", "latency", "memory", "replication", "readscale", "spark", "failover")
 
 
 def _parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -189,6 +189,13 @@ def _readscale(args: argparse.Namespace) -> int:
     return readscale.main([*(["--quick"] if args.quick else []), "--out", os.path.join(args.out, "readscale")])
 
 
+def _spark(args: argparse.Namespace) -> int:
+    # the Spark data source (needs `make spark-deps`)
+    from bench import spark_source
+
+    return spark_source.main([*(["--quick"] if args.quick else []), "--out", os.path.join(args.out, "spark")])
+
+
 def _failover(args: argparse.Namespace) -> int:
     # redis-sentinel managing Rill nodes vs managing redis-server nodes (bench/failover.py).
     from bench import failover
@@ -197,7 +204,7 @@ def _failover(args: argparse.Namespace) -> int:
 
 
 _SUITES = {"throughput": _throughput, "scaling": _scaling, "latency": _latency, "memory": _memory,
-           "replication": _replication, "readscale": _readscale, "failover": _failover}
+           "replication": _replication, "readscale": _readscale, "spark": _spark, "failover": _failover}
 
 
 if __name__ == "__main__":
