@@ -34,13 +34,10 @@ class Target:
 
 TARGETS: dict[str, Target] = {
     "redis": Target("redis", "redis-server + redis-sentinel", node="redis", sentinel="redis"),
-    "rill-redis-sentinel": Target(
-        "rill-redis-sentinel", "Rill nodes + redis-sentinel", node="rill", sentinel="redis",
-        unavailable="issue 22: redis-sentinel needs Pub/Sub (__sentinel__:hello), replica-announce-ip "
-                    "and its promotion block (MULTI, SLAVEOF, CONFIG REWRITE, CLIENT KILL) on Rill nodes"),
+    "rill-redis-sentinel": Target("rill-redis-sentinel", "Rill nodes + redis-sentinel", node="rill", sentinel="redis"),
     "rill": Target(
         "rill", "Rill nodes + rill sentinel", node="rill", sentinel="rill",
-        unavailable="issue 23: `rill sentinel` does not exist yet (and issue 22's node commands)"),
+        unavailable="issue 23: `rill sentinel` does not exist yet"),
     "fenced": Target(
         "fenced", "Rill in fenced mode", node="rill", sentinel="rill",
         # The sentinel's directive as docs/fenced-mode.md names it; the nodes' side (epochs,
@@ -106,9 +103,9 @@ def _lines(pairs: list[tuple[str, str]]) -> str:
 
 def node_config(target: Target, settings: Settings, real_ip: str, announced_ip: str, workdir: str,
                 primary: tuple[str, int] | None) -> str:
-    """A node's config file. It binds its real address first (a Rill node serves replication
-    on its first bind address, which is what the proxies forward to) and its announced one,
-    and announces the latter to its primary so sentinels and replicas use the proxied path."""
+    """A node's config file. It binds its real address (what the proxies forward to) and its
+    announced one (a Rill node serves RESP and replication on both), and announces the
+    latter to its primary so sentinels and replicas use the proxied path."""
     pairs = [
         ("port", str(NODE_PORT)),
         ("bind", f"{real_ip} {announced_ip}"),

@@ -19,7 +19,7 @@ import hmac
 import logging
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import grpc
@@ -133,18 +133,22 @@ class Primary:
         """Registers the service on a server the node already runs (e.g. with other APIs)."""
         pb_grpc.add_ReplicationServicer_to_server(self._servicer, server)
 
-    async def start(self, host: str = "127.0.0.1", port: int = 0, tls: ServerTls | None = None) -> int:
-        """Starts a gRPC server for this service; returns the bound port (port 0 picks one)."""
+    async def start(self, host: str | Sequence[str] = "127.0.0.1", port: int = 0, tls: ServerTls | None = None) -> int:
+        """Starts a gRPC server for this service on one address or several (the same port on
+        each); returns the bound port (port 0 picks one, on the first address)."""
+        hosts = [host] if isinstance(host, str) else list(host)
         server = grpc.aio.server(options=SERVER_OPTIONS)
         self.add_to_server(server)
-        address = f"{host}:{port}"
-        bound = server.add_secure_port(address, tls.credentials()) if tls else server.add_insecure_port(address)
-        if bound == 0:
-            raise OSError(f"cannot listen for replication on {address}")
+        for h in hosts:
+            address = f"[{h}]:{port}" if ":" in h else f"{h}:{port}"
+            bound = server.add_secure_port(address, tls.credentials()) if tls else server.add_insecure_port(address)
+            if bound == 0:
+                raise OSError(f"cannot listen for replication on {address}")
+            port = bound
         await server.start()
         self._server = server
-        log.info("replication listening on %s:%d%s", host, bound, " (TLS)" if tls else "")
-        return bound
+        log.info("replication listening on %s port %d%s", " ".join(hosts), port, " (TLS)" if tls else "")
+        return port
 
     async def stop(self, grace: float | None = 1.0) -> None:
         """Disconnects every replica, fails pending WAITs, stops the server if we own one."""
@@ -165,10 +169,14 @@ class Primary:
         self._update_floor()
         return True
 
-    def disconnect_all(self, reason: str) -> None:
-        for session in list(self._sessions.values()):
+    def disconnect_all(self, reason: str) -> int:
+        """Closes every replica's stream (CLIENT KILL TYPE replica, shutdown); they reconnect.
+        Returns how many there were."""
+        open_sessions = [session for session in self._sessions.values() if not session.closed]
+        for session in open_sessions:
             session.close(_Refusal(grpc.StatusCode.UNAVAILABLE, reason))
         self._update_floor()
+        return len(open_sessions)
 
     def request_acks(self) -> None:
         """Asks every online replica for an immediate ack (Redis's REPLCONF GETACK)."""

@@ -118,6 +118,8 @@ class ReplicaLink:
         self._logged_error: str | None = None
         self._force_full_sync = False
         self._ack_needed = asyncio.Event()
+        # Set to drop the current connection (disconnect()); exists while the link is up.
+        self._kill: asyncio.Event | None = None
         self._progress = asyncio.Condition()
         self._failure: BaseException | None = None
 
@@ -180,6 +182,15 @@ class ReplicaLink:
             sliced_batches=self._sliced_batches,
             last_error=None if self._last_error is None else str(self._last_error),
         )
+
+    def disconnect(self) -> bool:
+        """Drops the connection if the link is up (Redis's CLIENT KILL TYPE master); the link
+        then reconnects as after any loss, continuing from its offset. False if it was not
+        up (connecting or syncing: Redis has no master client then either)."""
+        if not self._link_up or self._kill is None:
+            return False
+        self._kill.set()
+        return True
 
     def request_ack(self) -> None:
         """Acks at once (the state machine's fsynced offset advanced: a primary's WAITAOF may
@@ -269,9 +280,14 @@ class ReplicaLink:
                 await self._handshake(call)
                 reader = asyncio.create_task(self._stream(call))
                 acker = asyncio.create_task(self._ack_loop(call))
+                kill = self._kill = asyncio.Event()
+                killer = asyncio.create_task(kill.wait())
                 try:
-                    # Whichever ends first (error or the primary closing) ends the connection.
-                    done, _ = await asyncio.wait([reader, acker], return_when=asyncio.FIRST_COMPLETED)
+                    # Whichever ends first (error, the primary closing, disconnect()) ends the
+                    # connection.
+                    done, _ = await asyncio.wait([reader, acker, killer], return_when=asyncio.FIRST_COMPLETED)
+                    if killer in done:
+                        raise LinkLost("connection closed by this replica (CLIENT KILL TYPE master)")
                     if reader in done:
                         reader.result()
                         return
@@ -282,9 +298,11 @@ class ReplicaLink:
                     # says why (e.g. the primary's refusal).
                     await reader
                 finally:
+                    self._kill = None
                     reader.cancel()
                     acker.cancel()
-                    await asyncio.gather(reader, acker, return_exceptions=True)
+                    killer.cancel()
+                    await asyncio.gather(reader, acker, killer, return_exceptions=True)
             finally:
                 call.cancel()
 

@@ -293,6 +293,16 @@ def client_kill(ctx: Session, argv: list[bytes]) -> Any:
         else:
             ctx.node.clients.close_session(session)
         killed += 1
+    # The replication links are gRPC streams, not RESP clients, but Redis lists them as
+    # clients of type master (on a replica) and slave (on a primary): a filter that only
+    # names a type (or nothing) kills them too. They have no address or client id; the
+    # link to a primary has no user (Redis's master client has none).
+    if addr is None and laddr is None and not wanted_id:
+        links = ctx.node.replication
+        if wanted_type in (None, "master") and user is None:
+            killed += links.kill_links("master")
+        if wanted_type in (None, "slave"):
+            killed += links.kill_links("slave")
     if old_form:
         if not killed:
             raise CommandError("ERR No such client")

@@ -116,9 +116,9 @@ def _replica_fields(repl: ReplicationNode) -> list[tuple[str, object]]:
         down = status.link_down_since_seconds if status is not None else -1
         fields.append(("master_link_down_since_seconds", down))
     fields += [
-        ("slave_priority", 100),
+        ("slave_priority", repl.config.get_int("replica-priority")),
         ("slave_read_only", 1 if repl.config.get("replica-read-only") == "yes" else 0),
-        ("replica_announced", 1),
+        ("replica_announced", 1 if repl.config.get("replica-announced") == "yes" else 0),
     ]
     return fields
 

@@ -111,8 +111,10 @@ class ReplicationNode:
     async def start(self) -> None:
         """Listens for replicas, and connects to the configured primary."""
         assert self.primary is not None
-        host = (self.config.get("bind").split() or ["127.0.0.1"])[0]
-        self.repl_port = await self.primary.start(host, listen_port(self.config, self.server.port), tls=server_tls(self.config))
+        # On every bind address, as RESP: a replica dials the host it was given for the RESP
+        # port (REPLICAOF host port), whichever of them that is.
+        hosts = self.config.get("bind").split() or ["127.0.0.1"]
+        self.repl_port = await self.primary.start(hosts, listen_port(self.config, self.server.port), tls=server_tls(self.config))
         target = self.config.get("replicaof").split()
         if len(target) == 2:
             self._become_replica(target[0], int(target[1]), "the configuration")
@@ -241,16 +243,23 @@ class ReplicationNode:
                 delay = min(delay * 2, _DISCOVERY_MAX_DELAY)
         self.link_error = ""
         machine = NodeStateMachine(self, f"{host}:{port}")
+        announce_host, announce_port = self._announced()
         link = ReplicaLink(
             host, repl_port, self.backlog, machine, replica_settings(self.config),
-            replica_id=self.server.run_id, announce_port=self.server.port, tls=client_tls(self.config),
-            contended=self._contended,
+            replica_id=self.server.run_id, announce_host=announce_host, announce_port=announce_port,
+            tls=client_tls(self.config), contended=self._contended,
         )
         self.machine, self.link = machine, link
         self._connecting = None
         log.info("Connecting to MASTER %s:%d (replication port %d) at offset %d of %s",
                  host, port, repl_port, self.backlog.end, self.backlog.replid)
         link.start()
+
+    def _announced(self) -> tuple[str, int]:
+        """The address this replica gives its primary (Redis's REPLCONF ip-address and
+        listening-port): replica-announce-ip (empty: the primary uses the connection's source
+        address) and replica-announce-port, else the RESP port."""
+        return self.config.get("replica-announce-ip"), self.config.get_int("replica-announce-port") or self.server.port
 
     def _contended(self) -> bool:
         """Whether other processes want the event loop's CPU (the link slices batches then)."""
@@ -309,6 +318,19 @@ class ReplicationNode:
                 self.link.settings = replica_settings(self.config)
         elif name in ("min-replicas-to-write", "min-replicas-max-lag"):
             self._update_write_gate()
+        elif name in ("replica-announce-ip", "replica-announce-port") and self.link is not None:
+            # Told at the next (re)connection, as Redis sends REPLCONF at each handshake.
+            self.link.announce_host, self.link.announce_port = self._announced()
+
+    # -- CLIENT KILL -------------------------------------------------------------------------
+
+    def kill_links(self, kind: str) -> int:
+        """CLIENT KILL of the replication links, which Redis lists as clients: "master" drops
+        this replica's link to its primary, "slave" every replica's stream from this node.
+        They reconnect at once and continue from their offsets. Returns how many closed."""
+        if kind == "master":
+            return 1 if self.link is not None and self.link.disconnect() else 0
+        return self.primary.disconnect_all("connection killed by CLIENT KILL") if self.primary is not None else 0
 
     # -- ROLE ------------------------------------------------------------------------------
 

@@ -195,6 +195,10 @@ class ClientConnection(asyncio.Protocol):
         session = self.session
         if session is None or self._closed:
             return
+        if type(reply) is ReplyError:
+            # Woken into an error (group destroyed, key deleted), CLIENT UNBLOCK ERROR, a role
+            # change: an error reply like any other in INFO errorstats and commandstats.
+            self.server.dispatcher.count_failed(session.last_command, reply.message)
         out: list[bytes] = []
         encode(reply, session.proto, out)
         if self.pending:

@@ -155,6 +155,14 @@ class Dispatcher:
         self.errors[code] = self.errors.get(code, 0) + 1
         self.total_errors += 1
 
+    def count_failed(self, name: str, message: str) -> None:
+        """An error reply that ends the blocked command `name` (its call was counted when it
+        blocked): a failed call of it, and an error in errorstats, as Redis counts it."""
+        st = self.stats.get(name)
+        if st is not None:
+            st.failed += 1
+        self.count_error(message)
+
     def reject(self, session: Session, spec: CommandSpec | None, message: str) -> ReplyError:
         """A command refused before running (unknown, arity, auth, …); inside MULTI it also
         dooms the transaction."""
