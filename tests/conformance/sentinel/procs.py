@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -57,6 +59,23 @@ class Cluster:
         self._start(name, port, d, [binary("redis-sentinel"), path])
         return port
 
+    def rill_sentinel(self, name: str, conf: str | Callable[[int, str], str], extra: tuple[str, ...] = ()) -> int:
+        """A `rill sentinel` with this sentinel.conf, as `sentinel` starts redis-sentinel."""
+        port = free_port()
+        d = os.path.realpath(tempfile.mkdtemp(prefix=f"sentinel-rill-{name}-"))
+        text = conf(port, d) if callable(conf) else conf
+        path = os.path.join(d, "sentinel.conf")
+        with open(path, "w") as f:
+            f.write(text)
+        self._start(name, port, d, [sys.executable, "-m", "node.main", "sentinel", path, *extra])
+        return port
+
+    def restart(self, name: str) -> None:
+        """Start a stopped process again with the same arguments (same port, directory)."""
+        old = self.procs[name]
+        args = [str(a) for a in old.args]  # type: ignore[union-attr]
+        self._start(name, self.ports[name], self.dirs[name], args)
+
     def _start(self, name: str, port: int, d: str, args: list[str]) -> None:
         with open(os.path.join(d, "stderr.log"), "wb") as err:
             proc = subprocess.Popen(args, cwd=d, stdout=subprocess.DEVNULL, stderr=err)
@@ -76,9 +95,16 @@ class Cluster:
             proc.kill()
             proc.wait()
 
+    def pause(self, name: str) -> None:
+        self.procs[name].send_signal(signal.SIGSTOP)
+
+    def resume(self, name: str) -> None:
+        self.procs[name].send_signal(signal.SIGCONT)
+
     def stop(self) -> None:
         for proc in self.procs.values():
             if proc.poll() is None:
+                proc.send_signal(signal.SIGCONT)  # a stopped process cannot act on SIGTERM
                 proc.terminate()
         for proc in self.procs.values():
             try:
