@@ -12,7 +12,6 @@ and expects 7.2's answer from Rill.
 from __future__ import annotations
 
 import re
-import socket
 import time
 from collections.abc import Callable, Iterator
 
@@ -220,7 +219,7 @@ class Subscriber:
         while time.monotonic() < deadline:
             try:
                 msg = parse(self.conn.read_reply())
-            except (socket.timeout, TimeoutError):
+            except TimeoutError:
                 continue
             _, _, channel, payload = (x.value for x in msg.value)
             out.append((channel, payload))
