@@ -259,7 +259,7 @@ class ReplicationNode:
     def unblock_all(self, message: str) -> None:
         """Every blocked client (XREAD, XREADGROUP, WAIT, WAITAOF...) gets `message` as error."""
         server = self.server
-        for conn in list(server.clients.values()):
+        for conn in list(server.connections.values()):
             if conn.waiter is not None:
                 server.blocking.unblock(conn.waiter, ReplyError(message))
         self.waits.forget_all()
