@@ -41,7 +41,9 @@ class Cluster:
         port = free_port()
         d = tempfile.mkdtemp(prefix=f"sentinel-diff-{name}-")
         args = [binary("redis-server"), "--port", str(port), "--bind", "127.0.0.1", "--dir", d, "--save", "",
-                "--appendonly", "no", "--logfile", os.path.join(d, "server.log")]
+                "--appendonly", "no", "--logfile", os.path.join(d, "server.log"),
+                # A replica (re)syncs at once, not after the default 5 s wait for others.
+                "--repl-diskless-sync-delay", "0"]
         if replica_of is not None:
             args += ["--replicaof", "127.0.0.1", str(self.ports[replica_of])]
         self._start(name, port, d, args)
