@@ -193,7 +193,8 @@ def test_redis_py_sentinel_client_follows_the_failover(fault: str) -> None:
             c.resume("m")
 
 
-def test_redis_py_asyncio_sentinel_client_follows_the_failover() -> None:
+@pytest.mark.parametrize("fault", ["kill", "stop"])
+def test_redis_py_asyncio_sentinel_client_follows_the_failover(fault: str) -> None:
     with cluster() as c:
         sentinels = start(c, ("rill", "rill", "rill"))
         addresses = [("127.0.0.1", c.ports[s]) for s in sentinels]
@@ -217,7 +218,10 @@ def test_redis_py_asyncio_sentinel_client_follows_the_failover() -> None:
             while await retried(lambda: replica.xlen("s"), 10) != 1:
                 assert time.monotonic() < deadline, "no replica has the entry"
                 await asyncio.sleep(0.05)
-            c.kill("m")
+            if fault == "kill":
+                c.kill("m")
+            else:
+                c.pause("m")
             await retried(lambda: master.xadd("s", {"n": "2"}), 60)
             host, port = await client.discover_master("mymaster")
             assert port in (c.ports["r1"], c.ports["r2"])
