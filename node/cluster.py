@@ -4,7 +4,7 @@ ports from --port, and with --sentinels M as many `rill sentinel` processes on c
 ports from --sentinel-port, monitoring the primary as "rill" (quorum: a majority of them;
 each starts knowing the others). It prints each process's address and role once the
 replicas are in sync, and stops everything on Ctrl-C (or SIGTERM), or when one of them
-exits.
+exits — except a node watched by sentinels, whose death is theirs to handle.
 """
 
 from __future__ import annotations
@@ -211,6 +211,11 @@ def main(argv: list[str]) -> int:
         parser.error("--sentinel-port and --sentinels must leave every port in 1..65535")
     if args.down_after <= 0:
         parser.error("--down-after must be positive")
+    node_ports = set(range(args.port, args.port + args.replicas + 1))
+    # A node's replication listens on its RESP port + 10000 by default.
+    taken = node_ports | {p + 10000 for p in node_ports}
+    if taken & set(range(args.sentinel_port, args.sentinel_port + args.sentinels)):
+        parser.error("the sentinels' ports would collide with the nodes' RESP or replication ports")
     base = args.dir or tempfile.mkdtemp(prefix="rill-cluster-")
     nodes: list[_Node] = []
     sentinels: list[_Node] = []
@@ -242,13 +247,21 @@ def main(argv: list[str]) -> int:
             print(f"Try: redis-cli -p {args.port} XADD s '*' f v; "
                   f"redis-cli -p {args.port + 1 if args.replicas else args.port} XRANGE s - +")
         sys.stdout.flush()
+        gone: set[int] = set()
         while True:
             for node in nodes + sentinels:
-                if node.proc.poll() is not None:
-                    what = "sentinel" if node in sentinels else "node"
-                    print(f"rill cluster: the {what} on port {node.port} exited with code {node.proc.returncode}; "
-                          "stopping the others", file=sys.stderr)
-                    return 1
+                if node.proc.poll() is None or node.port in gone:
+                    continue
+                what = "sentinel" if node in sentinels else "node"
+                if what == "node" and sentinels:
+                    # Watched by sentinels, a node that dies is what they are there for.
+                    gone.add(node.port)
+                    print(f"rill cluster: the node on port {node.port} exited with code {node.proc.returncode}; "
+                          "the sentinels will fail over if it was the primary", file=sys.stderr, flush=True)
+                    continue
+                print(f"rill cluster: the {what} on port {node.port} exited with code {node.proc.returncode}; "
+                      "stopping the others", file=sys.stderr)
+                return 1
             time.sleep(0.2)
     except _Stop:
         print("\nStopping the cluster...")
