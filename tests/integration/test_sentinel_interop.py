@@ -52,11 +52,7 @@ def start(c: Cluster, kinds: tuple[str, ...]) -> list[str]:
     names = []
     for i, kind in enumerate(kinds):
         name = f"{kind}{i}"
-        conf = sentinel_conf(c.ports["m"])
-        if kind == "rill":
-            c.rill_sentinel(name, conf)
-        else:
-            c.sentinel(name, conf)
+        c.sentinel(name, sentinel_conf(c.ports["m"]), kind=kind)
         names.append(name)
     for name in names:
         wait_until(lambda n=name: settled(c, n, len(names)), 30, f"{name} to discover the replicas and sentinels")

@@ -49,28 +49,21 @@ class Cluster:
         self._start(name, port, d, args)
         return port
 
-    def sentinel(self, name: str, conf: str | Callable[[int, str], str]) -> int:
-        """A redis-sentinel with this sentinel.conf (or a function of its port and directory
-        returning it)."""
+    def sentinel(self, name: str, conf: str | Callable[[int, str], str], kind: str = "redis") -> int:
+        """A sentinel (Debian's redis-sentinel, or `rill sentinel` for kind "rill") with this
+        sentinel.conf (or a function of its port and directory returning it)."""
         port = free_port()
-        d = os.path.realpath(tempfile.mkdtemp(prefix=f"sentinel-diff-{name}-"))
+        d = os.path.realpath(tempfile.mkdtemp(prefix=f"sentinel-{kind}-{name}-"))
         text = conf(port, d) if callable(conf) else conf
         path = os.path.join(d, "sentinel.conf")
         with open(path, "w") as f:
             f.write(text)
-        self._start(name, port, d, [binary("redis-sentinel"), path])
+        program = [binary("redis-sentinel")] if kind == "redis" else [sys.executable, "-m", "node.main", "sentinel"]
+        self._start(name, port, d, [*program, path])
         return port
 
-    def rill_sentinel(self, name: str, conf: str | Callable[[int, str], str], extra: tuple[str, ...] = ()) -> int:
-        """A `rill sentinel` with this sentinel.conf, as `sentinel` starts redis-sentinel."""
-        port = free_port()
-        d = os.path.realpath(tempfile.mkdtemp(prefix=f"sentinel-rill-{name}-"))
-        text = conf(port, d) if callable(conf) else conf
-        path = os.path.join(d, "sentinel.conf")
-        with open(path, "w") as f:
-            f.write(text)
-        self._start(name, port, d, [sys.executable, "-m", "node.main", "sentinel", path, *extra])
-        return port
+    def rill_sentinel(self, name: str, conf: str | Callable[[int, str], str]) -> int:
+        return self.sentinel(name, conf, kind="rill")
 
     def restart(self, name: str) -> None:
         """Start a stopped process again with the same arguments (same port, directory)."""
