@@ -1,7 +1,8 @@
-"""`rill sentinel` with real processes: Rill sentinels failing over redis-server nodes, Rill
-and Redis sentinels agreeing on one failover, and redis-py's Sentinel client (sync and
-asyncio) following the primary across a SIGKILL and a SIGSTOP; the old primary, back,
-ends up a replica of the new one.
+"""`rill sentinel` with real processes: Rill sentinels failing over redis-server nodes and Rill
+nodes, Rill and Redis sentinels agreeing on one failover, and redis-py's Sentinel client
+(sync and asyncio) following the primary across a SIGKILL and a SIGSTOP; the old primary,
+back, ends up a replica of the new one. (Debian's redis-sentinel managing Rill nodes is
+tests/sentinel_interop/'s.)
 
 Each test starts a primary with two replicas and three sentinels (quorum 2,
 down-after-milliseconds 1000) on free loopback ports, and stops everything it started.
@@ -43,12 +44,12 @@ def sentinel_conf(master_port: int) -> Callable[[int, str], str]:
     return conf
 
 
-def start(c: Cluster, kinds: tuple[str, ...]) -> list[str]:
-    """The nodes and one sentinel of each kind; returns the sentinels' names once every one
-    sees both replicas and the other sentinels."""
-    c.node("m")
-    c.node("r1", replica_of="m")
-    c.node("r2", replica_of="m")
+def start(c: Cluster, kinds: tuple[str, ...], nodes: str = "redis") -> list[str]:
+    """The nodes (redis-server or Rill) and one sentinel of each kind; returns the sentinels'
+    names once every one sees both replicas and the other sentinels."""
+    c.node("m", kind=nodes)
+    c.node("r1", replica_of="m", kind=nodes)
+    c.node("r2", replica_of="m", kind=nodes)
     names = []
     for i, kind in enumerate(kinds):
         name = f"{kind}{i}"
@@ -111,6 +112,7 @@ def replica_of(c: Cluster, node: str, master: str) -> bool:
 def check_failover(c: Cluster, sentinels: list[str], fault: str) -> None:
     primary = redis.Redis(port=c.ports["m"])
     primary.xadd("s", {"before": "1"})
+    assert primary.execute_command("WAIT", 2, 5000) == 2  # on both replicas before the fault
     primary.close()
     if fault == "kill":
         c.kill("m")
@@ -134,9 +136,10 @@ def check_failover(c: Cluster, sentinels: list[str], fault: str) -> None:
 
 
 @pytest.mark.parametrize("fault", ["kill", "stop"])
-def test_rill_sentinels_fail_over_redis_nodes(fault: str) -> None:
+@pytest.mark.parametrize("nodes", ["redis", "rill"])
+def test_rill_sentinels_fail_over(nodes: str, fault: str) -> None:
     with cluster() as c:
-        sentinels = start(c, ("rill", "rill", "rill"))
+        sentinels = start(c, ("rill", "rill", "rill"), nodes)
         check_failover(c, sentinels, fault)
 
 
@@ -163,9 +166,10 @@ def _retried(call: Callable[[], object], deadline: float) -> object:
 
 
 @pytest.mark.parametrize("fault", ["kill", "stop"])
-def test_redis_py_sentinel_client_follows_the_failover(fault: str) -> None:
+@pytest.mark.parametrize("nodes", ["redis", "rill"])
+def test_redis_py_sentinel_client_follows_the_failover(nodes: str, fault: str) -> None:
     with cluster() as c:
-        sentinels = start(c, ("rill", "rill", "rill"))
+        sentinels = start(c, ("rill", "rill", "rill"), nodes)
         addresses = [("127.0.0.1", c.ports[s]) for s in sentinels]
         client = redis.sentinel.Sentinel(addresses, socket_timeout=TIMEOUT)
         master = client.master_for("mymaster", socket_timeout=TIMEOUT)

@@ -37,13 +37,19 @@ class Cluster:
     ports: dict[str, int] = field(default_factory=dict)
     dirs: dict[str, str] = field(default_factory=dict)
 
-    def node(self, name: str, replica_of: str | None = None) -> int:
+    def node(self, name: str, replica_of: str | None = None, kind: str = "redis") -> int:
+        """A redis-server, or a Rill node for kind "rill", optionally a replica of another."""
         port = free_port()
         d = tempfile.mkdtemp(prefix=f"sentinel-diff-{name}-")
-        args = [binary("redis-server"), "--port", str(port), "--bind", "127.0.0.1", "--dir", d, "--save", "",
-                "--appendonly", "no", "--logfile", os.path.join(d, "server.log"),
-                # A replica (re)syncs at once, not after the default 5 s wait for others.
-                "--repl-diskless-sync-delay", "0"]
+        log = ["--logfile", os.path.join(d, "server.log")]
+        if kind == "redis":
+            args = [binary("redis-server"), "--port", str(port), "--bind", "127.0.0.1", "--dir", d, "--save", "",
+                    "--appendonly", "no", *log,
+                    # A replica (re)syncs at once, not after the default 5 s wait for others.
+                    "--repl-diskless-sync-delay", "0"]
+        else:
+            args = [sys.executable, "-m", "node.main", "node", "--port", str(port), "--bind", "127.0.0.1",
+                    "--dir", d, *log]
         if replica_of is not None:
             args += ["--replicaof", "127.0.0.1", str(self.ports[replica_of])]
         self._start(name, port, d, args)
