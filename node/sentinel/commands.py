@@ -1,5 +1,5 @@
 """The commands only a sentinel answers — SENTINEL and its subcommands, and the sentinel's
-own INFO section, ROLE and PUBLISH — with Redis 7.2's argument parsing, error texts and
+ROLE and PUBLISH — with Redis 7.2's argument parsing, error texts and
 reply shapes (sentinel.c sentinelCommand, sentinelSetCommand, sentinelConfig*Command,
 sentinelSetDebugConfigParameters, sentinelPublishCommand, sentinelRoleCommand).
 
@@ -548,7 +548,3 @@ def publish(runner: Runner, argv: list[bytes]) -> Any:
     runner.execute(runner.sentinel.take_actions())
     return 1
 
-
-def info_section(runner: Runner) -> str:
-    """INFO's `# Sentinel` section."""
-    return replies.info_section(runner.sentinel, runner.now())
