@@ -4,7 +4,7 @@ The pure heart (the policy and what it reads and writes) and, around it, the thi
 built on the node's server core (node/server/core.py):
 
 - `policy`      the per-sentinel state machine (Redis 7.2's sentinel.c algorithm): inputs in,
-                actions out, the clock passed in
+                actions out, the clock passed in (fenced mode's sentinel side included)
 - `instance`    what a sentinel knows about a master, a replica or another sentinel
 - `messages`    the inputs the shell feeds and the actions it carries out
 - `settings`    timing constants (SENTINEL DEBUG) and per-master defaults
@@ -12,7 +12,6 @@ built on the node's server core (node/server/core.py):
 - `hello`       the `__sentinel__:hello` payload
 - `election`    counting leader votes
 - `selection`   which replica to promote
-- `fenced`      the sentinel side of fenced mode (docs/fenced-mode.md)
 - `replies`     SENTINEL …, INFO sentinel and ROLE replies from the policy's state
 - `config`      sentinel.conf parsing and rewriting
 
