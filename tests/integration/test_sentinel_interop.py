@@ -11,6 +11,7 @@ down-after-milliseconds 1000) on free loopback ports, and stops everything it st
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 from collections.abc import Awaitable, Callable
 
@@ -30,6 +31,10 @@ NODES = ("m", "r1", "r2")
 # the sentinels again (long enough for a loaded machine not to time out a healthy node).
 TIMEOUT = 2.0
 RETRIED = (redis.ConnectionError, redis.TimeoutError, redis.ReadOnlyError)
+# Bounds, not expectations: a failover here takes seconds, but a sentinel starved of CPU for
+# 2 s enters TILT and does nothing for 30 s (as Redis's does), and a split vote waits
+# 2 x failover-timeout before the next attempt.
+SETTLE_S, AGREE_S, FOLLOW_S, DEMOTE_S = 60, 120, 60, 120
 
 
 def sentinel_conf(master_port: int) -> Callable[[int, str], str]:
@@ -56,7 +61,7 @@ def start(c: Cluster, kinds: tuple[str, ...], nodes: str = "redis") -> list[str]
         c.sentinel(name, sentinel_conf(c.ports["m"]), kind=kind)
         names.append(name)
     for name in names:
-        wait_until(lambda n=name: settled(c, n, len(names)), 30, f"{name} to discover the replicas and sentinels")
+        wait_until(lambda n=name: settled(c, n, len(names)), SETTLE_S, f"{name} to discover the replicas and sentinels")
     return names
 
 
@@ -89,7 +94,7 @@ def wait_for_new_master(c: Cluster, sentinels: list[str], old: str) -> str:
             return node_named(c, ports.pop())
         return None
 
-    result: str = wait_until(agreed, 60, "the sentinels to agree on a new master")
+    result: str = wait_until(agreed, AGREE_S, "the sentinels to agree on a new master")
     return result
 
 
@@ -109,7 +114,25 @@ def replica_of(c: Cluster, node: str, master: str) -> bool:
     return r[0] == b"slave" and int(r[2]) == c.ports[master] and r[3] == b"connected"
 
 
+def explained(c: Cluster, sentinels: list[str]) -> str:
+    """What the sentinels logged that explains a slow failover (TILT, aborted elections)."""
+    lines = []
+    for s in sentinels:
+        path = os.path.join(c.dirs[s], "sentinel.log")
+        if os.path.exists(path):
+            with open(path, errors="replace") as f:
+                lines += [f"{s}: {x.rstrip()}" for x in f if "tilt" in x or "-failover-abort" in x]
+    return "\n".join(lines) or "(no TILT, no aborted election)"
+
+
 def check_failover(c: Cluster, sentinels: list[str], fault: str) -> None:
+    try:
+        _check_failover(c, sentinels, fault)
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}\n{explained(c, sentinels)}") from None
+
+
+def _check_failover(c: Cluster, sentinels: list[str], fault: str) -> None:
     primary = redis.Redis(port=c.ports["m"])
     primary.xadd("s", {"before": "1"})
     assert primary.execute_command("WAIT", 2, 5000) == 2  # on both replicas before the fault
@@ -126,13 +149,13 @@ def check_failover(c: Cluster, sentinels: list[str], fault: str) -> None:
     assert client.xlen("s") == 1
     client.xadd("s", {"after": "1"})
     client.close()
-    wait_until(lambda: replica_of(c, other, new), 30, f"{other} to follow {new}")
+    wait_until(lambda: replica_of(c, other, new), FOLLOW_S, f"{other} to follow {new}")
     # The old primary comes back and is turned into a replica of the new one.
     if fault == "kill":
         c.restart("m")
     else:
         c.resume("m")
-    wait_until(lambda: replica_of(c, "m", new), 60, f"the old primary to become a replica of {new}")
+    wait_until(lambda: replica_of(c, "m", new), DEMOTE_S, f"the old primary to become a replica of {new}")
 
 
 @pytest.mark.parametrize("fault", ["kill", "stop"])
@@ -181,7 +204,7 @@ def test_redis_py_sentinel_client_follows_the_failover(nodes: str, fault: str) -
             c.kill("m")
         else:
             c.pause("m")
-        _retried(lambda: master.xadd("s", {"n": "2"}), time.monotonic() + 60)
+        _retried(lambda: master.xadd("s", {"n": "2"}), time.monotonic() + AGREE_S)
         new = wait_for_new_master(c, sentinels, "m")
         assert client.discover_master("mymaster") == ("127.0.0.1", c.ports[new])
         assert _retried(lambda: master.xlen("s"), time.monotonic() + 10) == 2
@@ -222,7 +245,7 @@ def test_redis_py_asyncio_sentinel_client_follows_the_failover(fault: str) -> No
                 c.kill("m")
             else:
                 c.pause("m")
-            await retried(lambda: master.xadd("s", {"n": "2"}), 60)
+            await retried(lambda: master.xadd("s", {"n": "2"}), AGREE_S)
             host, port = await client.discover_master("mymaster")
             assert port in (c.ports["r1"], c.ports["r2"])
             assert await retried(lambda: master.xlen("s"), 10) == 2

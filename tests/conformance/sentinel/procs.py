@@ -81,7 +81,7 @@ class Cluster:
         with open(os.path.join(d, "stderr.log"), "wb") as err:
             proc = subprocess.Popen(args, cwd=d, stdout=subprocess.DEVNULL, stderr=err)
         self.procs[name], self.ports[name], self.dirs[name] = proc, port, d
-        wait_for_port(port, proc)
+        wait_for_port(port, proc, timeout=30.0)  # a Python process on a loaded machine starts slowly
 
     def conf_path(self, name: str) -> str:
         return os.path.join(self.dirs[name], "sentinel.conf")
