@@ -213,3 +213,32 @@ def test_its_state_survives_a_restart_after_a_failover() -> None:
         client.close()
         # redis-py parses SENTINEL MASTER into a dict with typed values.
         assert int(fields["port"]) == c.ports["r1"] and int(fields["config-epoch"]) == 1
+
+
+def test_it_authenticates_to_nodes_with_auth_user_and_auth_pass() -> None:
+    with cluster() as c:
+        c.node("m")
+        master = c.ports["m"]
+        admin = redis.Redis(port=master)
+        # An ACL user with what a sentinel needs, and the default user locked out.
+        admin.execute_command("ACL", "SETUSER", "watcher", "on", ">w-pass", "allchannels", "+@all")
+        admin.execute_command("ACL", "SETUSER", "default", "off")
+        admin.close()
+        c.rill_sentinel("x", lambda port, d: _conf(
+            port, d, f"sentinel monitor mymaster 127.0.0.1 {master} 1\nsentinel down-after-milliseconds mymaster 2000\n"
+            "sentinel auth-user mymaster watcher\nsentinel auth-pass mymaster w-pass\n"))
+
+        def linked() -> bool:
+            client = redis.Redis(port=c.ports["x"], decode_responses=True)
+            try:
+                fields = client.execute_command("SENTINEL", "MASTER", "mymaster")
+            finally:
+                client.close()
+            return bool(fields["runid"]) and fields["flags"] == "master" and fields["role-reported"] == "master"
+
+        # The run id comes from INFO, which only an authenticated sentinel gets.
+        wait_until(linked, 30, "the sentinel to authenticate and read the master's INFO")
+        watcher = redis.Redis(port=master, username="watcher", password="w-pass", decode_responses=True)
+        names = [entry["name"] for entry in watcher.client_list()]
+        watcher.close()
+        assert any(re.fullmatch(r"sentinel-[0-9a-f]{8}-(cmd|pubsub)", n) for n in names), names
