@@ -1,5 +1,7 @@
-"""`python -m bench.failover`: failover time and idle cost of `rill sentinel` side by side
-with Debian's redis-sentinel, over the same kind of nodes with the same settings.
+"""`python -m bench.sentinels` (`python -m bench --suite sentinels`): failover time and idle cost
+of `rill sentinel` side by side with Debian's redis-sentinel, over the same kind of nodes with
+the same settings. (The `failover` suite compares the nodes instead: redis-sentinel managing
+Rill nodes vs redis-server.)
 
 * **Failover time**: three sentinels (quorum 2) watch a primary with two replicas. A writer
   client finds the primary the way a Sentinel client does (SENTINEL GET-MASTER-ADDR-BY-NAME,
@@ -13,7 +15,7 @@ with Debian's redis-sentinel, over the same kind of nodes with the same settings
   `--idle-seconds`: CPU time each sentinel used (ms per second, the mean of the three) and
   its resident memory.
 
-Results go to bench/results/failover/<timestamp>.json and latest.json. The target (issue 23)
+Results go to bench/results/sentinels/<timestamp>.json and latest.json. The target (issue 23)
 is a Rill failover time no more than redis-sentinel's + 1 s at the same
 down-after-milliseconds.
 """
@@ -59,7 +61,7 @@ class Settings:
 
 def start_node(node_kind: str, replicaof: int | None) -> Server:
     port = free_port()
-    workdir = tempfile.mkdtemp(prefix=f"bench-failover-{node_kind}-")
+    workdir = tempfile.mkdtemp(prefix=f"bench-sentinels-{node_kind}-")
     follow = ["--replicaof", "127.0.0.1", str(replicaof)] if replicaof is not None else []
     log = ["--logfile", os.path.join(workdir, "server.log")]
     if node_kind == "redis":
@@ -81,7 +83,7 @@ def sentinel_conf(port: int, workdir: str, primary: int, s: Settings) -> str:
 
 def start_sentinel(kind: str, primary: int, s: Settings) -> Server:
     port = free_port()
-    workdir = os.path.realpath(tempfile.mkdtemp(prefix=f"bench-failover-sentinel-{kind}-"))
+    workdir = os.path.realpath(tempfile.mkdtemp(prefix=f"bench-sentinels-{kind}-"))
     path = os.path.join(workdir, "sentinel.conf")
     with open(path, "w", encoding="utf-8") as f:
         f.write(sentinel_conf(port, workdir, primary, s))
@@ -357,7 +359,7 @@ def table(summary: list[dict[str, Any]], idle: list[dict[str, Any]]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.failover", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m bench.sentinels", description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=3, help="failovers per sentinel kind and fault (default 3)")
     parser.add_argument("--faults", default="kill,stop", help="kill, stop or both (default: %(default)s)")
     parser.add_argument("--sentinels", default="redis,rill", help="sentinel kinds (default: %(default)s)")
@@ -366,7 +368,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--failover-timeout", type=int, default=Settings.failover_timeout_ms)
     parser.add_argument("--idle-seconds", type=float, default=20.0, help="0 skips the idle measurement")
     parser.add_argument("--quick", action="store_true", help="1 round of kill, 3 s idle")
-    parser.add_argument("--out", default=os.path.join(ROOT, "bench", "results", "failover"))
+    parser.add_argument("--out", default=os.path.join(ROOT, "bench", "results", "sentinels"))
     args = parser.parse_args(argv)
     kinds = [k for k in args.sentinels.split(",") if k]
     faults = [f for f in args.faults.split(",") if f]
