@@ -21,7 +21,7 @@ from bench.throughput import DEFAULT_TESTS, PIPELINED_SCALE, STREAM_READ_MAX_REQ
 
 DEFAULT_REQUESTS = 100_000
 QUICK_REQUESTS = 10_000
-SUITE_NAMES = ("throughput", "scaling", "latency", "memory", "replication", "readscale", "sentinels")
+SUITE_NAMES = ("throughput", "scaling", "latency", "memory", "replication", "readscale", "spark", "sentinels")
 
 
 def _parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -189,6 +189,13 @@ def _readscale(args: argparse.Namespace) -> int:
     return readscale.main([*(["--quick"] if args.quick else []), "--out", os.path.join(args.out, "readscale")])
 
 
+def _spark(args: argparse.Namespace) -> int:
+    # the Spark data source (needs `make spark-deps`)
+    from bench import spark_source
+
+    return spark_source.main([*(["--quick"] if args.quick else []), "--out", os.path.join(args.out, "spark")])
+
+
 def _sentinels(args: argparse.Namespace) -> int:
     # rill sentinel vs redis-sentinel: failover time under SIGKILL/SIGSTOP, idle CPU and memory.
     from bench import sentinels
@@ -197,7 +204,7 @@ def _sentinels(args: argparse.Namespace) -> int:
 
 
 _SUITES = {"throughput": _throughput, "scaling": _scaling, "latency": _latency, "memory": _memory,
-           "replication": _replication, "readscale": _readscale, "sentinels": _sentinels}
+           "replication": _replication, "readscale": _readscale, "spark": _spark, "sentinels": _sentinels}
 
 
 if __name__ == "__main__":
