@@ -21,7 +21,8 @@ from bench.throughput import DEFAULT_TESTS, PIPELINED_SCALE, STREAM_READ_MAX_REQ
 
 DEFAULT_REQUESTS = 100_000
 QUICK_REQUESTS = 10_000
-SUITE_NAMES = ("throughput", "scaling", "latency", "memory", "replication", "readscale", "spark", "failover")
+SUITE_NAMES = ("throughput", "scaling", "latency", "memory", "replication", "readscale", "spark", "failover",
+               "sentinels")
 
 
 def _parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -203,8 +204,16 @@ def _failover(args: argparse.Namespace) -> int:
     return failover.main([*(["--quick"] if args.quick else []), "--out", os.path.join(args.out, "failover")])
 
 
+def _sentinels(args: argparse.Namespace) -> int:
+    # rill sentinel vs redis-sentinel: failover time under SIGKILL/SIGSTOP, idle CPU and memory.
+    from bench import sentinels
+
+    return sentinels.main([*(["--quick"] if args.quick else []), "--out", os.path.join(args.out, "sentinels")])
+
+
 _SUITES = {"throughput": _throughput, "scaling": _scaling, "latency": _latency, "memory": _memory,
-           "replication": _replication, "readscale": _readscale, "spark": _spark, "failover": _failover}
+           "replication": _replication, "readscale": _readscale, "spark": _spark, "failover": _failover,
+           "sentinels": _sentinels}
 
 
 if __name__ == "__main__":
