@@ -21,6 +21,7 @@ from node.log.effect_log import EffectLog
 from node.server.blocking import BlockingManager
 from node.server.connection import ClientConnection
 from node.server.dispatch import Dispatcher
+from node.server.pause import ALL, CLIENT, WRITE, ClientPause
 from node.server.reply_gate import ReplyGate
 from node.server.resp import encode_error
 
@@ -41,6 +42,8 @@ class Server:
         self.node: Node | None = None
         self.dispatcher = Dispatcher(self.effects)
         self.blocking = BlockingManager(self.effects.unit)
+        # CLIENT PAUSE and FAILOVER's pause: the dispatcher postpones what they pause.
+        self.pause = ClientPause(self.dispatcher.set_pause_level)
         # Replies waiting for the AOF to have their effects (the persistence releases them).
         self.reply_gate = ReplyGate()
         self.clients: dict[int, ClientConnection] = {}
@@ -188,6 +191,14 @@ class Server:
 
     def command_stats(self) -> dict[str, Any]:
         return self.dispatcher.stats
+
+    def pause_clients(self, timeout_ms: int, write_only: bool) -> None:
+        """CLIENT PAUSE timeout [WRITE|ALL]."""
+        self.pause.pause(CLIENT, time.monotonic() + timeout_ms / 1000, WRITE if write_only else ALL)
+
+    def unpause_clients(self) -> None:
+        """CLIENT UNPAUSE (a FAILOVER's pause stays)."""
+        self.pause.unpause(CLIENT)
 
     def add_monitor(self, session: Session) -> None:
         conn = self.clients.get(session.id)
