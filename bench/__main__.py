@@ -21,7 +21,7 @@ from bench.throughput import DEFAULT_TESTS, PIPELINED_SCALE, STREAM_READ_MAX_REQ
 
 DEFAULT_REQUESTS = 100_000
 QUICK_REQUESTS = 10_000
-SUITE_NAMES = ("throughput", "scaling", "latency", "memory", "replication", "readscale")
+SUITE_NAMES = ("throughput", "scaling", "latency", "memory", "replication", "readscale", "failover")
 
 
 def _parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -189,8 +189,15 @@ def _readscale(args: argparse.Namespace) -> int:
     return readscale.main([*(["--quick"] if args.quick else []), "--out", os.path.join(args.out, "readscale")])
 
 
+def _failover(args: argparse.Namespace) -> int:
+    # rill sentinel vs redis-sentinel: failover time under SIGKILL/SIGSTOP, idle CPU and memory.
+    from bench import failover
+
+    return failover.main([*(["--quick"] if args.quick else []), "--out", os.path.join(args.out, "failover")])
+
+
 _SUITES = {"throughput": _throughput, "scaling": _scaling, "latency": _latency, "memory": _memory,
-           "replication": _replication, "readscale": _readscale}
+           "replication": _replication, "readscale": _readscale, "failover": _failover}
 
 
 if __name__ == "__main__":

@@ -1,70 +1,28 @@
-"""INFO: the server's state as Redis 7.2 reports it, plus the figures behind MEMORY STATS.
+"""INFO's node sections, added to the server core's (node/server/info.py: server, clients,
+stats, cpu, commandstats, errorstats): memory, persistence, replication, modules,
+latencystats, cluster and keyspace; plus the figures behind MEMORY STATS.
 
-Sections, their order, titles and field names are Redis's (server.c genRedisInfoString):
-sections are separated by a blank line, every line ends with CRLF. Figures Rill does not
-have (forks, allocator internals, evictions, scripting) keep Redis's field with the value
-an idle Redis shows, so tools that read INFO find every field they expect. Memory figures
-come from the process itself (RSS from /proc/self/statm, peak RSS from getrusage): Rill
-runs on Python's allocator and cannot count its allocations as zmalloc does.
+Field names are Redis 7.2's (server.c genRedisInfoString). Figures Rill does not have (forks,
+allocator internals, evictions, scripting) keep Redis's field with the value an idle Redis
+shows, so tools that read INFO find every field they expect. Memory figures come from the
+process itself (RSS from /proc/self/statm, peak RSS from getrusage): Rill runs on Python's
+allocator and cannot count its allocations as zmalloc does.
 """
 
 from __future__ import annotations
 
 import os
-import platform
 import resource
-import struct
 import sys
 import time
-from collections import deque
-from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any
 
-from node import REDIS_VERSION, __version__
 from node.persistence.service import AOF_OFF
 from node.replication import info as replication_info
+from node.server.info import Fields, InfoSections
 
 if TYPE_CHECKING:
-    import asyncio
-
     from node.app.rill_node import RillNode
-
-_SECTION_ORDER: Final = (
-    "server", "clients", "memory", "persistence", "stats", "replication", "cpu", "modules",
-    "commandstats", "errorstats", "latencystats", "cluster", "keyspace",
-)
-# `INFO` and `INFO default`; "module_list" is Redis's internal name for "# Modules".
-_DEFAULT_SECTIONS: Final = frozenset(
-    {"server", "clients", "memory", "persistence", "stats", "replication", "cpu", "modules", "errorstats", "cluster", "keyspace"}
-)
-_SECTION_ALIASES: Final = {"module_list": "modules"}
-
-
-def wanted_sections(args: list[str]) -> set[str]:
-    """genInfoSectionDict: no argument = the default sections; `all` and `everything` = every
-    section (Rill has no modules, so they are the same); unknown names select nothing."""
-    if not args:
-        return set(_DEFAULT_SECTIONS)
-    wanted: set[str] = set()
-    for name in args:
-        name = name.lower()
-        if name == "default":
-            wanted |= _DEFAULT_SECTIONS
-        elif name in ("all", "everything"):
-            wanted |= set(_SECTION_ORDER)
-        else:
-            wanted.add(_SECTION_ALIASES.get(name, name))
-    return wanted
-
-
-def render_info(node: RillNode, sections: list[str]) -> str:
-    wanted = wanted_sections(sections)
-    return "\r\n".join(_RENDERERS[name](node) for name in _SECTION_ORDER if name in wanted)
-
-
-def _section(title: str, fields: Iterable[tuple[str, object]]) -> str:
-    return f"# {title}\r\n" + "".join(f"{name}:{value}\r\n" for name, value in fields)
-
 
 # -- process figures ------------------------------------------------------------------------
 
@@ -101,114 +59,17 @@ def bytes_to_human(n: int) -> str:
     return f"{n}B"
 
 
-class InstantaneousMetrics:
-    """Redis's trackInstantaneousMetric: every 100 ms the rate of a few counters is sampled,
-    and INFO reports the mean of the last 16 samples (ops/sec, network kbps)."""
-
-    SAMPLES: Final = 16
-    PERIOD: Final = 0.1
-
-    def __init__(self) -> None:
-        self._read: Callable[[], dict[str, int]] | None = None
-        self._last: tuple[float, dict[str, int]] | None = None
-        self._samples: dict[str, deque[float]] = {}
-        self._timer: asyncio.TimerHandle | None = None
-
-    def start(self, loop: asyncio.AbstractEventLoop, read: Callable[[], dict[str, int]]) -> None:
-        self._read = read
-        self._last = (time.monotonic(), read())
-        self._timer = loop.call_later(self.PERIOD, self._tick, loop)
-
-    def stop(self) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
-
-    def _tick(self, loop: asyncio.AbstractEventLoop) -> None:
-        assert self._read is not None and self._last is not None
-        now, values = time.monotonic(), self._read()
-        then, previous = self._last
-        elapsed = now - then
-        if elapsed > 0:
-            for name, value in values.items():
-                rate = (value - previous.get(name, value)) / elapsed
-                self._samples.setdefault(name, deque(maxlen=self.SAMPLES)).append(rate)
-        self._last = (now, values)
-        self._timer = loop.call_later(self.PERIOD, self._tick, loop)
-
-    def rate(self, name: str) -> float:
-        samples = self._samples.get(name)
-        return sum(samples) / len(samples) if samples else 0.0
-
-
 # -- sections -------------------------------------------------------------------------------
 
 
-def _server(node: RillNode) -> str:
-    uname = os.uname()
-    uptime = int(time.time() - node.server.start_time)
-    compiler = platform.python_compiler().split()
-    cc_version = compiler[1] if len(compiler) > 1 and compiler[1][:1].isdigit() else "0.0.0"
-    config_file = node.server.config.config_file
-    binds = node.server.config.get("bind").split() or ["127.0.0.1"]
-    now_us = time.time_ns() // 1000
-    return _section("Server", [
-        ("redis_version", REDIS_VERSION),
-        ("redis_git_sha1", "00000000"),
-        ("redis_git_dirty", 0),
-        ("redis_build_id", "rill-" + __version__),
-        ("redis_mode", "standalone"),
-        ("os", f"{uname.sysname} {uname.release} {uname.machine}"),
-        ("arch_bits", struct.calcsize("P") * 8),
-        ("monotonic_clock", "POSIX clock_gettime"),
-        ("multiplexing_api", "epoll" if sys.platform.startswith("linux") else "kqueue"),
-        ("atomicvar_api", "python-gil"),
-        ("gcc_version", cc_version),
-        ("process_id", os.getpid()),
-        ("process_supervised", "no"),
-        ("run_id", node.server.run_id),
-        ("tcp_port", node.server.port),
-        ("server_time_usec", now_us),
-        ("uptime_in_seconds", uptime),
-        ("uptime_in_days", uptime // 86400),
-        ("hz", node.server.config.get_int("hz")),
-        ("configured_hz", node.server.config.get_int("hz")),
-        ("lru_clock", (now_us // 1_000_000) & ((1 << 24) - 1)),
-        ("executable", os.path.abspath(sys.argv[0]) if sys.argv and sys.argv[0] else ""),
-        ("config_file", os.path.abspath(config_file) if config_file else ""),
-        ("io_threads_active", 0),
-        ("listener0", "name=tcp," + ",".join(f"bind={b}" for b in binds) + f",port={node.server.port}"),
-        ("rill_version", __version__),
-    ])
-
-
-def _clients(node: RillNode) -> str:
-    sessions = list(node.server.sessions())
-    waiters = node.server.blocking.waiters()
-    blocked_keys = {ref for waiter in waiters for ref in waiter.keys}
-    return _section("Clients", [
-        # Replicas are not clients here (Redis counts server.clients minus server.slaves).
-        ("connected_clients", sum(1 for s in sessions if "replica" not in s.flags or "monitor" in s.flags)),
-        ("cluster_connections", 0),
-        ("maxclients", node.server.config.get_int("maxclients")),
-        ("client_recent_max_input_buffer", 0),
-        ("client_recent_max_output_buffer", max((s.output_size for s in sessions), default=0)),
-        ("blocked_clients", node.server.blocking.blocked_count),
-        ("tracking_clients", 0),
-        ("clients_in_timeout_table", sum(1 for w in waiters if w.timer is not None)),
-        ("total_blocking_keys", len(blocked_keys)),
-        ("total_blocking_keys_on_nokey", 0),
-    ])
-
-
-def _memory(node: RillNode) -> str:
+def _memory(node: RillNode) -> Fields:
     rss = current_rss()
     peak = max(peak_rss(), rss)
     startup = min(node.startup_rss or rss, rss)
     dataset = rss - startup
     system = _total_system_memory()
     maxmemory = node.server.config.get_int("maxmemory")
-    return _section("Memory", [
+    return [
         ("used_memory", rss),
         ("used_memory_human", bytes_to_human(rss)),
         ("used_memory_rss", rss),
@@ -260,17 +121,17 @@ def _memory(node: RillNode) -> str:
         ("active_defrag_running", 0),
         ("lazyfree_pending_objects", 0),
         ("lazyfreed_objects", 0),
-    ])
+    ]
 
 
-def _persistence(node: RillNode) -> str:
+def _persistence(node: RillNode) -> Fields:
     p = node.persistence
     rdb = p.snapshots
     child = p.child.job
     rdb_child = child is not None and child.kind == "rdb"
     aof_child = child is not None and child.kind == "aof"
     running = int(time.monotonic() - child.started) if child is not None else -1
-    return _section("Persistence", [
+    return [
         # Data is loaded before the node listens, so no client sees loading:1.
         ("loading", 0),
         ("async_loading", 0),
@@ -303,148 +164,23 @@ def _persistence(node: RillNode) -> str:
         ("module_fork_in_progress", 0),
         ("module_fork_last_cow_size", 0),
         *p.aof_size_fields(),  # only while the AOF is on, as in Redis
-    ])
+    ]
 
 
-def _stats(node: RillNode) -> str:
-    metrics = node.metrics
-    dispatcher = node.server.dispatcher
-    return _section("Stats", [
-        ("total_connections_received", node.server.stats_connections),
-        ("total_commands_processed", dispatcher.total_commands),
-        ("instantaneous_ops_per_sec", round(metrics.rate("commands"))),
-        ("total_net_input_bytes", node.server.stats_net_input),
-        ("total_net_output_bytes", node.server.stats_net_output),
-        ("total_net_repl_input_bytes", 0),
-        ("total_net_repl_output_bytes", 0),
-        ("instantaneous_input_kbps", f"{metrics.rate('net_input') / 1024:.2f}"),
-        ("instantaneous_output_kbps", f"{metrics.rate('net_output') / 1024:.2f}"),
-        ("instantaneous_input_repl_kbps", "0.00"),
-        ("instantaneous_output_repl_kbps", "0.00"),
-        ("rejected_connections", node.server.stats_rejected_connections),
-        *replication_info.sync_stats(node.replication),
-        ("expired_keys", 0),
-        ("expired_stale_perc", "0.00"),
-        ("expired_time_cap_reached_count", 0),
-        ("expire_cycle_cpu_milliseconds", 0),
-        ("evicted_keys", 0),
-        ("evicted_clients", 0),
-        ("total_eviction_exceeded_time", 0),
-        ("current_eviction_exceeded_time", 0),
-        ("keyspace_hits", node.server.stats_keyspace_hits),
-        ("keyspace_misses", node.server.stats_keyspace_misses),
-        ("pubsub_channels", 0),
-        ("pubsub_patterns", 0),
-        ("pubsubshard_channels", 0),
-        ("latest_fork_usec", 0),
-        ("total_forks", 0),
-        ("migrate_cached_sockets", 0),
-        ("slave_expires_tracked_keys", 0),
-        ("active_defrag_hits", 0),
-        ("active_defrag_misses", 0),
-        ("active_defrag_key_hits", 0),
-        ("active_defrag_key_misses", 0),
-        ("total_active_defrag_time", 0),
-        ("current_active_defrag_time", 0),
-        ("tracking_total_keys", 0),
-        ("tracking_total_items", 0),
-        ("tracking_total_prefixes", 0),
-        ("unexpected_error_replies", 0),
-        ("total_error_replies", dispatcher.total_errors),
-        ("dump_payload_sanitizations", 0),
-        ("total_reads_processed", 0),
-        ("total_writes_processed", 0),
-        ("io_threaded_reads_processed", 0),
-        ("io_threaded_writes_processed", 0),
-        ("client_query_buffer_limit_disconnections", node.server.stats_query_limit_disconnections),
-        ("client_output_buffer_limit_disconnections", node.server.stats_output_limit_disconnections),
-        ("reply_buffer_shrinks", 0),
-        ("reply_buffer_expands", 0),
-        ("eventloop_cycles", 0),
-        ("eventloop_duration_sum", 0),
-        ("eventloop_duration_cmd_sum", 0),
-        ("instantaneous_eventloop_cycles_per_sec", 0),
-        ("instantaneous_eventloop_duration_usec", 0),
-        ("acl_access_denied_auth", 0),
-        ("acl_access_denied_cmd", 0),
-        ("acl_access_denied_key", 0),
-        ("acl_access_denied_channel", 0),
-    ])
-
-
-def _replication(node: RillNode) -> str:
-    return _section("Replication", replication_info.info_fields(node.replication))
-
-
-def _cpu(node: RillNode) -> str:
-    me = resource.getrusage(resource.RUSAGE_SELF)
-    children = resource.getrusage(resource.RUSAGE_CHILDREN)
-    thread = resource.getrusage(getattr(resource, "RUSAGE_THREAD", resource.RUSAGE_SELF))
-    return _section("CPU", [
-        ("used_cpu_sys", f"{me.ru_stime:.6f}"),
-        ("used_cpu_user", f"{me.ru_utime:.6f}"),
-        ("used_cpu_sys_children", f"{children.ru_stime:.6f}"),
-        ("used_cpu_user_children", f"{children.ru_utime:.6f}"),
-        ("used_cpu_sys_main_thread", f"{thread.ru_stime:.6f}"),
-        ("used_cpu_user_main_thread", f"{thread.ru_utime:.6f}"),
-    ])
-
-
-def _modules(node: RillNode) -> str:
-    return _section("Modules", [])
-
-
-def _float32(value: float) -> float:
-    # Redis divides as C floats before printing usec_per_call.
-    return float(struct.unpack("f", struct.pack("f", value))[0])
-
-
-def _commandstats(node: RillNode) -> str:
-    lines = []
-    for name, st in node.server.dispatcher.stats.items():
-        if st.calls or st.failed or st.rejected:
-            per_call = _float32(st.nsec / 1000 / st.calls) if st.calls else 0.0
-            lines.append((
-                f"cmdstat_{name}",
-                f"calls={st.calls},usec={st.usec},usec_per_call={per_call:.2f},"
-                f"rejected_calls={st.rejected},failed_calls={st.failed}",
-            ))
-    return _section("Commandstats", lines)
-
-
-def _errorstats(node: RillNode) -> str:
-    return _section("Errorstats", [(f"errorstat_{code}", f"count={n}") for code, n in sorted(node.server.dispatcher.errors.items())])
-
-
-def _latencystats(node: RillNode) -> str:
-    return _section("Latencystats", [])  # Rill keeps no per-command latency histograms
-
-
-def _cluster(node: RillNode) -> str:
-    return _section("Cluster", [("cluster_enabled", 0)])
-
-
-def _keyspace(node: RillNode) -> str:
-    return _section("Keyspace", [
+def _keyspace(node: RillNode) -> Fields:
+    return [
         (f"db{i}", f"keys={len(db)},expires=0,avg_ttl=0") for i, db in enumerate(node.server.keyspace.dbs) if db
-    ])
+    ]
 
 
-_RENDERERS: Final[dict[str, Callable[[RillNode], str]]] = {
-    "server": _server,
-    "clients": _clients,
-    "memory": _memory,
-    "persistence": _persistence,
-    "stats": _stats,
-    "replication": _replication,
-    "cpu": _cpu,
-    "modules": _modules,
-    "commandstats": _commandstats,
-    "errorstats": _errorstats,
-    "latencystats": _latencystats,
-    "cluster": _cluster,
-    "keyspace": _keyspace,
-}
+def add_node_sections(info: InfoSections, node: RillNode) -> None:
+    info.add("memory", "Memory", lambda: _memory(node))
+    info.add("persistence", "Persistence", lambda: _persistence(node))
+    info.add("replication", "Replication", lambda: replication_info.info_fields(node.replication))
+    info.add("modules", "Modules", list)
+    info.add("latencystats", "Latencystats", list, default=False)  # no per-command latency histograms
+    info.add("cluster", "Cluster", lambda: [("cluster_enabled", 0)])
+    info.add("keyspace", "Keyspace", lambda: _keyspace(node))
 
 
 # -- MEMORY STATS ---------------------------------------------------------------------------

@@ -27,13 +27,15 @@ from collections.abc import Callable
 from typing import Any, Final
 
 from node import REDIS_VERSION, __version__
-from node.app.info import InstantaneousMetrics, current_rss, memory_stats, render_info
+from node.app.info import add_node_sections, current_rss, memory_stats
 from node.commands import load_all
-from node.commands.context import Admin, Clients, Session, Watches
+from node.commands.context import Admin, Clients, PubSub, Session, Watches
+from node.commands.table import CommandTable
 from node.config import Config
 from node.engine.keyspace import Keyspace
 from node.log.effect_log import EffectLog
 from node.persistence.service import Persistence
+from node.replication import info as replication_info
 from node.replication.role import ReplicationNode
 from node.server.server import Server, wall_clock_ms
 
@@ -57,6 +59,8 @@ class RillNode:
         self.server.node = self
         self.persistence = Persistence(self.server)
         self.replication = ReplicationNode(self.server, self.persistence)
+        add_node_sections(self.server.info_sections, self)
+        self.server.sync_stats = lambda: replication_info.sync_stats(self.replication)
         # The write path and the server's registries, as commands reach them.
         self.now_ms = self.server.now_ms
         self.propagate = self.server.propagate
@@ -65,9 +69,9 @@ class RillNode:
         self.execute = self.server.execute
         self.watches: Watches = self.server
         self.clients: Clients = self.server
+        self.pubsub: PubSub = self.server.pubsub
         self.admin: Admin = self
         self.waits = self.replication.waits
-        self.metrics = InstantaneousMetrics()
         self.startup_rss = 0  # RSS once listening: INFO's used_memory_startup
         self.shutdown_reason = ""
         self.shutdown_flags: frozenset[str] = frozenset()
@@ -77,10 +81,18 @@ class RillNode:
     def role(self) -> str:
         return self.server.role
 
+    @property
+    def mode(self) -> str:
+        return self.server.mode
+
+    @property
+    def commands(self) -> CommandTable:
+        return self.server.commands
+
     # -- Admin -------------------------------------------------------------------------------
 
     def info(self, sections: list[str]) -> str:
-        return render_info(self, sections)
+        return self.server.info(sections)
 
     def memory_stats(self) -> dict[bytes, Any]:
         return memory_stats(self)
@@ -131,7 +143,6 @@ class RillNode:
         gc.freeze()
         gc.set_threshold(50_000, 50, 100)
         self.startup_rss = current_rss()
-        self.metrics.start(loop, self._metric_counters)
         self.persistence.start(loop)
         log.info(
             "Rill %s (Redis %s compatible) ready: pid=%d port=%d",
@@ -142,7 +153,6 @@ class RillNode:
         """Stop accepting, close every client once the replies already produced are written
         (blocked clients get none, as on a Redis shutdown), then log one line."""
         started = time.monotonic()
-        self.metrics.stop()
         self.server.stop_listening()
         # The replication link stops first: nothing is applied once the shutdown began.
         await self.replication.stop()
@@ -160,11 +170,3 @@ class RillNode:
         self.shutdown_reason = signal.Signals(sig).name
         if self._shutdown is not None:
             self._shutdown.set()
-
-    def _metric_counters(self) -> dict[str, int]:
-        server = self.server
-        return {
-            "commands": server.dispatcher.total_commands,
-            "net_input": server.stats_net_input,
-            "net_output": server.stats_net_output,
-        }

@@ -130,10 +130,12 @@ def client_line(session: Session, now_ms: int) -> str:
     multi = len(session.multi) if session.multi is not None else -1
     omem = session.output_size
     events = "rw" if omem else "r"
+    subs = session.subscriptions
+    sub, psub, ssub = (len(subs.channels), len(subs.patterns), len(subs.shard_channels)) if subs else (0, 0, 0)
     return (
         f"id={session.id} addr={session.addr} laddr={session.laddr} fd={session.fd} "
         f"name={_text(session.name)} age={age} idle={idle} flags={_flag_string(session)} "
-        f"db={session.db_index} sub=0 psub=0 ssub=0 multi={multi} qbuf=0 qbuf-free=0 argv-mem=0 "
+        f"db={session.db_index} sub={sub} psub={psub} ssub={ssub} multi={multi} qbuf=0 qbuf-free=0 argv-mem=0 "
         f"multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem={omem} tot-mem={omem} events={events} "
         f"cmd={session.last_command} user={session.user} redir=-1 resp={session.proto} "
         f"lib-name={_text(session.lib_name)} lib-ver={_text(session.lib_ver)}"

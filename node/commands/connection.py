@@ -1,4 +1,7 @@
-"""Connection commands: PING, ECHO, QUIT, SELECT, AUTH, HELLO, RESET."""
+"""Connection commands: PING, ECHO, QUIT, SELECT, AUTH, HELLO, RESET.
+
+PING, AUTH and HELLO use only the server `Core`: a sentinel runs them too (HELLO then says
+`mode: sentinel` and has no `role`)."""
 
 from __future__ import annotations
 
@@ -17,6 +20,9 @@ _PONG: Final = Raw(b"+PONG\r\n")
 def ping(ctx: Session, argv: list[bytes]) -> Any:
     if len(argv) > 2:
         raise CommandError("ERR wrong number of arguments for 'ping' command")
+    if ctx.subscriptions is not None and ctx.proto == 2:
+        # A RESP2 client in Pub/Sub mode reads arrays only: ["pong", argument or ""].
+        return [b"pong", argv[1] if len(argv) == 2 else b""]
     if len(argv) == 2:
         return argv[1]
     return _PONG
@@ -100,15 +106,17 @@ def hello(ctx: Session, argv: list[bytes]) -> Any:
     if setname is not None:
         ctx.name = setname
     ctx.proto = proto
-    return {
+    reply: dict[bytes, Any] = {
         b"server": b"redis",
         b"version": REDIS_VERSION.encode(),
         b"proto": proto,
         b"id": ctx.id,
-        b"mode": b"standalone",
-        b"role": b"master" if ctx.node.role == "master" else b"replica",
-        b"modules": [],
+        b"mode": ctx.node.mode.encode(),
     }
+    if ctx.node.mode != "sentinel":  # a sentinel has no replication role to report
+        reply[b"role"] = b"master" if ctx.node.role == "master" else b"replica"
+    reply[b"modules"] = []
+    return reply
 
 
 @command("reset", 1, "noscript loading stale fast no_auth allow_busy", group="connection",
@@ -118,6 +126,7 @@ def reset(ctx: Session, argv: list[bytes]) -> Any:
     ctx.multi_error = False
     ctx.node.watches.unwatch_all(ctx)
     ctx.node.clients.remove_monitor(ctx)
+    ctx.node.pubsub.unsubscribe_all(ctx)  # silently: RESET's reply is the only one
     ctx.select(0)
     ctx.proto = 2
     ctx.name = b""

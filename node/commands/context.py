@@ -1,25 +1,28 @@
-"""What a command handler sees: the calling client's `Session` and, through it, the `Node`.
+"""What a command handler sees: the calling client's `Session` and, through it, its server.
 
-`Node` is the node as commands see it: the data (keyspace, config, clock), the write path
-(propagate) and, each behind a narrow protocol, the services only some command families use:
-`Watches` (WATCH, flushes, SWAPDB), `Clients` (CLIENT, MONITOR, RESET), `Admin` (INFO, MEMORY,
-CONFIG RESETSTAT, DEBUG SLEEP, SHUTDOWN), and the persistence and replication controls and the
-waits of WAIT and WAITAOF, declared by their commands (`persistence_cmds`, `replication_cmds`). They are Protocols so the
-command layer never imports what implements them (imports point engine <- commands <- ...);
-node/app/ wires the node's parts into one `Node`.
+`Core` is any RESP server as commands see it (node/server/core.py builds one): its config and
+clock, its command table, the clients (`Clients`: CLIENT, MONITOR, RESET), the process
+(`Admin`: INFO, SHUTDOWN, ...) and Pub/Sub (`PubSub`). A sentinel is a Core. `Node` is a Rill
+node: a Core with data (keyspace, the write path: propagate) and, each behind a narrow
+protocol, the services only some command families use: `Watches` (WATCH, flushes, SWAPDB),
+the persistence and replication controls and the waits of WAIT and WAITAOF, declared by their
+commands (`persistence_cmds`, `replication_cmds`). They are Protocols so the command layer
+never imports what implements them (imports point engine <- commands <- ...); node/app/
+wires the node's parts into one `Node`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Final, Protocol, cast
 
 from node.engine.keyspace import Database, Keyspace
 
 if TYPE_CHECKING:
     from node.commands.persistence_cmds import PersistenceControl
     from node.commands.replication_cmds import ReplicationControl, Waits
+    from node.commands.table import CommandTable
     from node.config import Config
 
 
@@ -55,15 +58,56 @@ class Admin(Protocol):
     def sleep(self, seconds: float) -> None: ...
 
 
-class Node(Protocol):
-    keyspace: Keyspace
+# Pub/Sub's namespaces: SUBSCRIBE's channels, PSUBSCRIBE's patterns, SSUBSCRIBE's shard channels.
+CHANNEL: Final = 0
+PATTERN: Final = 1
+SHARD: Final = 2
+
+
+class PubSub(Protocol):
+    """Pub/Sub (node/server/pubsub.py): subscriptions, publishing, introspection; `kind` is
+    CHANNEL, PATTERN or SHARD."""
+
+    def subscribe(self, session: Session, kind: int, names: list[bytes]) -> None: ...
+    def unsubscribe(self, session: Session, kind: int, names: list[bytes]) -> None: ...
+    def unsubscribe_all(self, session: Session) -> None: ...
+    def publish(self, channel: bytes, message: bytes) -> int: ...
+    def spublish(self, channel: bytes, message: bytes) -> int: ...
+    def channel_names(self, kind: int, pattern: bytes | None) -> list[bytes]: ...
+    def subscriber_count(self, kind: int, channel: bytes) -> int: ...
+    def pattern_count(self) -> int: ...
+
+
+class Core(Protocol):
+    """A RESP server as every command sees it: a node, or a server without data (a sentinel).
+    Commands a sentinel runs (PING, AUTH, HELLO, CLIENT, COMMAND, INFO, SHUTDOWN, Pub/Sub)
+    use only this."""
+
     config: Config
     clock: Callable[[], int]  # wall-clock milliseconds (now_ms), injectable for tests
 
     @property
-    def role(self) -> str: ...  # "master" or "slave"
+    def commands(self) -> CommandTable: ...  # what this server runs (COMMAND lists it)
+    @property
+    def mode(self) -> str: ...  # "standalone" or "sentinel" (HELLO, INFO redis_mode)
+    @property
+    def role(self) -> str: ...  # "master" or "slave" (a node), "sentinel"
 
     def now_ms(self) -> int: ...
+
+    @property
+    def clients(self) -> Clients: ...
+    @property
+    def admin(self) -> Admin: ...
+    @property
+    def pubsub(self) -> PubSub: ...
+
+
+class Node(Core, Protocol):
+    """A Rill node: a Core with data and the services of its command families."""
+
+    keyspace: Keyspace
+
     def propagate(self, db_index: int, argv: Sequence[bytes]) -> None: ...
     def propagate_many(self, db_index: int, effects: list[list[bytes]]) -> None: ...
     def appended_from_log(self, db_index: int, key: bytes, count: int) -> None: ...
@@ -71,10 +115,6 @@ class Node(Protocol):
 
     @property
     def watches(self) -> Watches: ...
-    @property
-    def clients(self) -> Clients: ...
-    @property
-    def admin(self) -> Admin: ...
     @property
     def persistence(self) -> PersistenceControl: ...  # SAVE, BGSAVE, BGREWRITEAOF, LASTSAVE, WAITAOF
     @property
@@ -99,6 +139,30 @@ class Block:
     postponed: list[bytes] | None = None
 
 
+class Subscriptions:
+    """A client's Pub/Sub subscriptions (insertion-ordered sets), as Redis's c->pubsub_channels,
+    c->pubsub_patterns and c->pubsub_shard_channels."""
+
+    __slots__ = ("channels", "patterns", "shard_channels")
+
+    def __init__(self) -> None:
+        self.channels: dict[bytes, None] = {}
+        self.patterns: dict[bytes, None] = {}
+        self.shard_channels: dict[bytes, None] = {}
+
+    def count(self) -> int:
+        """clientTotalPubSubSubscriptionCount: while above 0 the client is in Pub/Sub mode."""
+        return len(self.channels) + len(self.patterns) + len(self.shard_channels)
+
+
+def _no_output(data: bytes) -> None:
+    """The output of a session without a connection (a log replay, the replication link)."""
+
+
+def _no_log(db_index: int, argv: Sequence[bytes]) -> None:
+    raise AssertionError("a server without data logs no effects")
+
+
 class Session:
     """Per-connection state that commands read and change."""
 
@@ -107,18 +171,22 @@ class Session:
         "multi", "multi_error", "watched", "watch_dirty", "reply_mode", "addr", "laddr", "fd",
         "created_ms", "last_interaction_ms", "last_command", "flags", "closing", "no_evict",
         "no_touch", "user", "effects_in_command", "blocked_on", "output_size", "in_exec",
-        "woff", "_clock", "_propagate",
+        "woff", "subscriptions", "pushes", "send", "_clock", "_propagate",
     )
 
-    def __init__(self, node: Node, client_id: int, addr: str = "", laddr: str = "", fd: int = -1) -> None:
-        self.node = node
+    def __init__(self, node: Core, client_id: int, addr: str = "", laddr: str = "", fd: int = -1) -> None:
+        # A node's commands reach its data and services through `node`. A server without data
+        # (a sentinel) is only a Core: its table holds only commands that use the Core part,
+        # so nothing reads what a Node adds (the session's database is then an empty one).
+        self.node = cast("Node", node)
+        keyspace: Keyspace | None = getattr(node, "keyspace", None)
         # Called directly: XADD reads the clock per command, and a method call through the
         # Node protocol costs more than the read. The same for logging an effect.
         self._clock = node.clock
-        self._propagate = node.propagate
+        self._propagate: Callable[[int, Sequence[bytes]], None] = getattr(node, "propagate", _no_log)
         self.id = client_id
         self.db_index = 0
-        self.db: Database = node.keyspace.dbs[0]
+        self.db: Database = keyspace.dbs[0] if keyspace is not None else {}
         self.proto = 2
         self.name: bytes = b""
         self.lib_name: bytes = b""
@@ -148,6 +216,14 @@ class Session:
         # Log offset just after this client's last write (Redis's c->woff): what WAIT and
         # WAITAOF wait for. Set by the server when a command logged effects.
         self.woff = 0
+        # Pub/Sub: None while the client subscribes to nothing (the dispatcher's fast path
+        # checks that one field).
+        self.subscriptions: Subscriptions | None = None
+        # While one of this client's commands runs, the list its replies go to: out-of-band
+        # output (`push`) joins it there, in order with them. None otherwise.
+        self.pushes: list[bytes] | None = None
+        # Writes out-of-band output to the client (its connection sets it).
+        self.send: Callable[[bytes], None] = _no_output
 
     def select(self, index: int) -> None:
         self.db_index = index
@@ -170,3 +246,13 @@ class Session:
 
     def now_ms(self) -> int:
         return self._clock()
+
+    def push(self, data: bytes) -> None:
+        """Out-of-band output (Pub/Sub messages and confirmations, RESP2 arrays or RESP3
+        pushes): while one of this client's commands runs it lands where that command's reply
+        will, before it, as Redis appends both to one output buffer; otherwise it is sent."""
+        out = self.pushes
+        if out is not None:
+            out.append(data)
+        else:
+            self.send(data)

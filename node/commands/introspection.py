@@ -18,7 +18,7 @@ from node.commands.context import Session
 from node.commands.glob import glob_match
 from node.commands.helptext import help_reply
 from node.commands.reply import CommandError, RSet
-from node.commands.table import TABLE, CommandSpec, command, subcommand
+from node.commands.table import CommandSpec, CommandTable, command, subcommand
 
 # Flags as COMMAND lists them, in Redis's order (addCommandFlags); may_replicate is hidden.
 _FLAG_ORDER: Final = (
@@ -35,10 +35,10 @@ _CATEGORY_ORDER: Final = (
 )
 
 # The category a docs group implies (Redis's command JSON files give each command the
-# category of its family).
+# category of its family). Pub/Sub's comes from the `pubsub` flag alone (PUBSUB HELP has none).
 _GROUP_CATEGORY: Final = {
     "generic": "keyspace", "string": "string", "stream": "stream", "connection": "connection",
-    "transactions": "transaction", "pubsub": "pubsub", "scripting": "scripting", "list": "list",
+    "transactions": "transaction", "scripting": "scripting", "list": "list",
     "hash": "hash", "set": "set", "sorted-set": "sortedset", "bitmap": "bitmap", "geo": "geo",
     "hyperloglog": "hyperloglog",
 }
@@ -92,7 +92,14 @@ _SINCE: Final = {
     "latency|graph": "2.8.13", "latency|doctor": "2.8.13", "latency|histogram": "7.0.0",
     "latency|help": "2.8.13", "wait": "3.0.0", "save": "1.0.0", "bgsave": "1.0.0",
     "bgrewriteaof": "1.0.0", "replicaof": "5.0.0", "slaveof": "1.0.0", "failover": "6.2.0",
+    "subscribe": "2.0.0", "unsubscribe": "2.0.0", "psubscribe": "2.0.0", "punsubscribe": "2.0.0",
+    "publish": "2.0.0", "ssubscribe": "7.0.0", "sunsubscribe": "7.0.0", "spublish": "7.0.0",
+    "pubsub": "2.8.0", "pubsub|channels": "2.8.0", "pubsub|numsub": "2.8.0", "pubsub|numpat": "2.8.0",
+    "pubsub|shardchannels": "7.0.0", "pubsub|shardnumsub": "7.0.0", "pubsub|help": "6.2.0",
 }
+
+# Commands whose "keys" are shard channels: cluster routes them by slot, but they name no key.
+_NOT_KEYS: Final = frozenset({"spublish", "ssubscribe", "sunsubscribe"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,6 +180,8 @@ def acl_categories(spec: CommandSpec) -> list[str]:
 def _key_flags(spec: CommandSpec) -> tuple[str, ...]:
     if spec.name in _KEYWORD_KEYS:
         return _KEYWORD_KEYS[spec.name].flags
+    if spec.name in _NOT_KEYS:
+        return ("not_key",)
     if "write" in spec.flags:
         return ("RW", "update")
     return ("RO", "access")
@@ -224,18 +233,18 @@ def command_docs(spec: CommandSpec) -> dict[bytes, Any]:
     return docs
 
 
-def _by_full_name(raw: bytes) -> CommandSpec | None:
+def _by_full_name(table: CommandTable, raw: bytes) -> CommandSpec | None:
     """A command or "parent|sub" by name, case-insensitively (lookupCommandBySds)."""
     name = raw.decode("utf-8", "replace").lower()
     parent, _, sub = name.partition("|")
-    spec = TABLE.get(parent.encode())
+    spec = table.get(parent.encode())
     if spec is None or not sub:
         return spec
     return spec.subcommands.get(sub)
 
 
-def _all_specs() -> Iterable[CommandSpec]:
-    for spec in TABLE.values():
+def _all_specs(table: CommandTable) -> Iterable[CommandSpec]:
+    for spec in table.values():
         yield spec
         yield from spec.subcommands.values()
 
@@ -243,9 +252,9 @@ def _all_specs() -> Iterable[CommandSpec]:
 # -- key extraction (GETKEYS) -----------------------------------------------------------------
 
 
-def _spec_for_argv(argv: list[bytes]) -> CommandSpec | None:
+def _spec_for_argv(table: CommandTable, argv: list[bytes]) -> CommandSpec | None:
     """lookupCommand: a container's subcommand when one is named, else the command."""
-    spec = TABLE.get(argv[0].lower())
+    spec = table.get(argv[0].lower())
     if spec is None or not spec.subcommands or len(argv) == 1:
         return spec
     return spec.subcommands.get(argv[1].decode("utf-8", "replace").lower())
@@ -264,9 +273,9 @@ def key_positions(spec: CommandSpec, argv: list[bytes]) -> list[int] | None:
     return list(range(spec.first_key, min(last, len(argv) - 1) + 1, spec.key_step or 1))
 
 
-def _getkeys(argv: list[bytes]) -> tuple[CommandSpec, list[bytes], list[int]]:
+def _getkeys(table: CommandTable, argv: list[bytes]) -> tuple[CommandSpec, list[bytes], list[int]]:
     target = argv[2:]
-    spec = _spec_for_argv(target)
+    spec = _spec_for_argv(table, target)
     if spec is None:
         raise CommandError("ERR Invalid command specified")
     if spec.first_key <= 0 and spec.name not in _KEYWORD_KEYS:
@@ -285,7 +294,7 @@ def _getkeys(argv: list[bytes]) -> tuple[CommandSpec, list[bytes], list[int]]:
 @command("command", -1, "loading stale", group="server", summary="Returns detailed information about all commands.")
 def command_(ctx: Session, argv: list[bytes]) -> Any:
     if len(argv) == 1:
-        return [command_info(spec) for spec in TABLE.values()]
+        return [command_info(spec) for spec in ctx.node.commands.values()]
     raise CommandError(
         "ERR unknown subcommand '%s'. Try COMMAND HELP." % argv[1].decode("utf-8", "replace")[:128]
     )
@@ -293,32 +302,35 @@ def command_(ctx: Session, argv: list[bytes]) -> Any:
 
 @subcommand("command", "count", 2, "loading stale", summary="Returns a count of commands.")
 def command_count(ctx: Session, argv: list[bytes]) -> Any:
-    return len(TABLE)
+    return len(ctx.node.commands)
 
 
 @subcommand("command", "info", -2, "loading stale", summary="Returns information about one, multiple or all commands.")
 def command_info_(ctx: Session, argv: list[bytes]) -> Any:
+    table = ctx.node.commands
     if len(argv) == 2:
-        return [command_info(spec) for spec in TABLE.values()]
+        return [command_info(spec) for spec in table.values()]
     out: list[Any] = []
     for raw in argv[2:]:
-        spec = _by_full_name(raw)
+        spec = _by_full_name(table, raw)
         out.append(None if spec is None else command_info(spec))
     return out
 
 
 @subcommand("command", "docs", -2, "loading stale", summary="Returns documentary information about one, multiple or all commands.")
 def command_docs_(ctx: Session, argv: list[bytes]) -> Any:
+    table = ctx.node.commands
     if len(argv) == 2:
-        specs: Iterable[CommandSpec] = TABLE.values()
+        specs: Iterable[CommandSpec] = table.values()
     else:
-        specs = [s for s in (_by_full_name(raw) for raw in argv[2:]) if s is not None]
+        specs = [s for s in (_by_full_name(table, raw) for raw in argv[2:]) if s is not None]
     return {spec.name.encode(): command_docs(spec) for spec in specs}
 
 
 @subcommand("command", "list", -2, "loading stale", summary="Returns a list of command names.")
 def command_list(ctx: Session, argv: list[bytes]) -> Any:
-    names = [spec.name.encode() for spec in _all_specs()]
+    table = ctx.node.commands
+    names = [spec.name.encode() for spec in _all_specs(table)]
     if len(argv) == 2:
         return names
     if len(argv) != 5 or argv[2].lower() != b"filterby":
@@ -328,7 +340,7 @@ def command_list(ctx: Session, argv: list[bytes]) -> Any:
         return []  # Rill loads no modules
     if kind == b"aclcat":
         category = "@" + value.decode("utf-8", "replace").lower()
-        return [spec.name.encode() for spec in _all_specs() if category in acl_categories(spec)]
+        return [spec.name.encode() for spec in _all_specs(table) if category in acl_categories(spec)]
     if kind == b"pattern":
         return [name for name in names if glob_match(value, name, nocase=True)]
     raise CommandError("ERR syntax error")
@@ -336,13 +348,13 @@ def command_list(ctx: Session, argv: list[bytes]) -> Any:
 
 @subcommand("command", "getkeys", -4, "loading stale", summary="Extracts the key names from an arbitrary command.")
 def command_getkeys(ctx: Session, argv: list[bytes]) -> Any:
-    _spec, target, positions = _getkeys(argv)
+    _spec, target, positions = _getkeys(ctx.node.commands, argv)
     return [target[i] for i in positions]
 
 
 @subcommand("command", "getkeysandflags", -4, "loading stale", summary="Extracts the key names and access flags for an arbitrary command.")
 def command_getkeysandflags(ctx: Session, argv: list[bytes]) -> Any:
-    spec, target, positions = _getkeys(argv)
+    spec, target, positions = _getkeys(ctx.node.commands, argv)
     flags = RSet(_key_flags(spec))
     return [[target[i], flags] for i in positions]
 

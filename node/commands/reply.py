@@ -16,6 +16,7 @@ A handler builds its reply out of plain Python values; the RESP encoder
     Verbatim       RESP3 verbatim string, RESP2 bulk string
     ReplyError     error (also inside arrays, e.g. EXEC results)
     Raw            bytes already encoded the same way in both protocols
+    Pushed         pushes a command produced inside EXEC, then its reply
 """
 
 from __future__ import annotations
@@ -86,8 +87,20 @@ class Raw:
         self.data = data
 
 
+class Pushed:
+    """An element of EXEC's reply: the pushes (Pub/Sub confirmations and messages, already
+    encoded for the client) one queued command produced, then its reply. Redis appends both
+    to the client's buffer as the command runs, so they sit inside EXEC's array."""
+
+    __slots__ = ("pushes", "reply")
+
+    def __init__(self, pushes: bytes, reply: object) -> None:
+        self.pushes = pushes
+        self.reply = reply
+
+
 Reply = Union[
-    bytes, str, int, float, None, list, tuple, dict, RSet, Verbatim, ReplyError, Raw, _NullArray  # type: ignore[type-arg]
+    bytes, str, int, float, None, list, tuple, dict, RSet, Verbatim, ReplyError, Raw, Pushed, _NullArray  # type: ignore[type-arg]
 ]
 
 OK: Final = Raw(b"+OK\r\n")

@@ -25,7 +25,10 @@ _SHUTDOWN_FLAGS: Final = {b"nosave": "nosave", b"save": "save", b"now": "now", b
 @command("info", -1, "loading stale", group="server", summary="Returns information and statistics about the server.")
 def info(ctx: Session, argv: list[bytes]) -> Any:
     sections = [a.decode("utf-8", "replace").lower() for a in argv[1:]]
-    return Verbatim("txt", ctx.node.admin.info(sections).encode())
+    text = ctx.node.admin.info(sections).encode()
+    if ctx.node.mode == "sentinel":
+        return text  # sentinelInfoCommand replies a bulk string, in RESP3 too
+    return Verbatim("txt", text)
 
 
 @command("time", 1, "loading stale fast", group="server", summary="Returns the server time.")

@@ -1,8 +1,10 @@
 """The command table: every command's name, arity, flags, key positions and handler.
 
 Handlers register with `@command(...)`; container commands (XGROUP, CONFIG, CLIENT, …)
-register their subcommands under the parent with `@subcommand(...)`. The dispatcher, COMMAND
-(INFO/DOCS/COUNT), MULTI queueing and read-only replicas all answer from this one table.
+register their subcommands under the parent with `@subcommand(...)`, all into `TABLE`, the
+node's table. A server answers from the table it was built with (its dispatcher, COMMAND,
+MULTI queueing and read-only replicas): a node's is `TABLE`; a server with another command
+set (a sentinel) builds its own with `restricted_table` and `add_command`.
 """
 
 from __future__ import annotations
@@ -59,7 +61,10 @@ class CommandSpec:
         return (argc == a if a > 0 else argc >= -a) or argc in self.extra_argc
 
 
-TABLE: Final[dict[bytes, CommandSpec]] = {}
+# Lower-case command name -> spec: what one server can run.
+CommandTable = dict[bytes, CommandSpec]
+
+TABLE: Final[CommandTable] = {}
 
 
 def command(
@@ -125,9 +130,33 @@ def subcommand(
     return register
 
 
-def lookup(argv: Sequence[bytes]) -> CommandSpec | None:
-    """The spec that handles argv (the subcommand's for containers), or None if unknown."""
-    spec = TABLE.get(argv[0].lower())
+def restricted_table(allowed: dict[str, tuple[str, ...] | None], source: CommandTable | None = None) -> CommandTable:
+    """A table of some of `source`'s commands (the node's by default): each name in `allowed`
+    with its subcommands, all of them (None) or only those listed. The specs are shared,
+    except a container limited to some subcommands, which gets a copy listing only those."""
+    table = TABLE if source is None else source
+    out: CommandTable = {}
+    for name, subcommands in allowed.items():
+        spec = table[name.encode()]
+        if subcommands is not None:
+            spec = CommandSpec(
+                spec.name, spec.arity, spec.flags, spec.first_key, spec.last_key, spec.key_step, spec.handler,
+                spec.group, spec.summary, {sub: spec.subcommands[sub] for sub in subcommands},
+            )
+        out[name.encode()] = spec
+    return out
+
+
+def add_command(table: CommandTable, spec: CommandSpec) -> None:
+    """Adds (or replaces) a command in a server's own table (a handler bound to that server)."""
+    assert not (spec.flags - KNOWN_FLAGS), f"unknown flags on {spec.name}"
+    table[spec.name.encode()] = spec
+
+
+def lookup(argv: Sequence[bytes], table: CommandTable | None = None) -> CommandSpec | None:
+    """The spec that handles argv (the subcommand's for containers) in `table` (the node's by
+    default), or None if unknown."""
+    spec = (TABLE if table is None else table).get(argv[0].lower())
     if spec is None or not spec.subcommands or len(argv) < 2:
         return spec
     return spec.subcommands.get(argv[1].decode("utf-8", "replace").lower(), spec)

@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import Any, Final
 
 from node.commands.context import Block, Session
-from node.commands.reply import NULL_ARRAY, OK, CommandError, ReplyError
+from node.commands.reply import NULL_ARRAY, OK, CommandError, Pushed, ReplyError
 from node.commands.table import command, queues_write
 
 _EXECABORT: Final = "EXECABORT Transaction discarded because of previous errors."
@@ -80,10 +80,23 @@ def exec_(ctx: Session, argv: list[bytes]) -> Any:
     if dirty:
         return NULL_ARRAY
     ctx.in_exec = True
+    # Pushes a queued command produces (SUBSCRIBE's confirmations, a message PUBLISH sends
+    # this very client) go inside EXEC's array, before that command's reply.
+    outer = ctx.pushes
+    pushed: list[bytes] = []
+    replies: list[Any] = []
     try:
-        return [_run_queued(ctx, command_argv) for command_argv in queued]
+        for command_argv in queued:
+            ctx.pushes = pushed
+            reply = _run_queued(ctx, command_argv)
+            if pushed:
+                reply = Pushed(b"".join(pushed), reply)
+                pushed.clear()
+            replies.append(reply)
     finally:
+        ctx.pushes = outer
         ctx.in_exec = False
+    return replies
 
 
 @command("discard", 1, "noscript loading stale fast allow_busy", group="transactions",

@@ -111,7 +111,6 @@ def _replay_incr(server: Server, path: str, filename: str, cut_truncated: bool, 
     a truncated tail, when `cut_truncated`)."""
     name = os.path.basename(path)
     started = time.monotonic()
-    assert server.node is not None
     session = Session(server.node, 0)
     session.authenticated = True
     session.flags.add("replay")

@@ -333,7 +333,7 @@ class ReplicationNode:
     def unblock_all(self, message: str) -> None:
         """Every blocked client (XREAD, XREADGROUP, WAIT, WAITAOF...) gets `message` as error."""
         server = self.server
-        for conn in list(server.clients.values()):
+        for conn in list(server.connections.values()):
             # A client postponed by a pause is not: its command runs again from the start
             # when the pause ends (disconnectAllBlockedClients).
             if conn.waiter is not None and conn.waiter.block.postponed is None:

@@ -53,7 +53,6 @@ class NodeStateMachine:
         # The replication link's client: replays log-only forms ("replay") and may write on a
         # replica ("master", which EXEC and the server honour). Its address is the primary's
         # host:port, as Redis's master client shows it (MONITOR lines, client tools parse it).
-        assert self.server.node is not None
         session = Session(self.server.node, 0, addr=self.primary_addr)
         session.authenticated = True
         session.flags.update(("replay", "master"))

@@ -31,7 +31,7 @@ from node.server.request_parser import RequestParser
 from node.server.resp import encode, encode_error
 
 if TYPE_CHECKING:
-    from node.server.server import Server
+    from node.server.core import ServerCore
 
 log = logging.getLogger("rill.server")
 
@@ -46,7 +46,7 @@ class ClientConnection(asyncio.Protocol):
         "_writing_paused", "_soft_since", "_closed", "output_class", "unsent",
     )
 
-    def __init__(self, server: Server) -> None:
+    def __init__(self, server: ServerCore) -> None:
         self.server = server
         self.transport: asyncio.Transport | None = None
         self.parser = RequestParser(server.config.proto_max_bulk_len)
@@ -75,7 +75,7 @@ class ClientConnection(asyncio.Protocol):
         if self.session is None:
             return  # refused (maxclients): the server already wrote the error and closed
         self.parser.authenticated = self.session.authenticated
-
+        self.session.send = self.push
     def connection_lost(self, exc: Exception | None) -> None:
         self._closed = True
         if self.waiter is not None:
@@ -139,10 +139,15 @@ class ClientConnection(asyncio.Protocol):
 
     def _run(self, commands: list[list[bytes]] | deque[list[bytes]], out: list[bytes]) -> None:
         dispatcher = self.server.dispatcher
+        session = self.session
+        assert session is not None
         dispatcher.batch_started()
+        # Pushes to this client while its commands run join their replies, in order.
+        session.pushes = out
         try:
             self._run_batch(commands, out)
         finally:
+            session.pushes = None
             dispatcher.batch_ended()
 
     def _run_batch(self, commands: list[list[bytes]] | deque[list[bytes]], out: list[bytes]) -> None:
@@ -166,6 +171,7 @@ class ClientConnection(asyncio.Protocol):
             if session.closing and session.reply_mode != "on":
                 return  # QUIT (or a CLIENT KILL of itself) with replies off: run nothing more
             if session.reply_mode != "on":
+                # Pushes (already in `out`) are sent whatever CLIENT REPLY says, as in Redis.
                 if session.reply_mode == "skip":
                     session.reply_mode = "on"
                 elif session.reply_mode == "skip_next":
@@ -212,6 +218,18 @@ class ClientConnection(asyncio.Protocol):
     def deliver(self, data: bytes) -> None:
         """Out-of-band output (MONITOR lines), after the output queued before it."""
         self._send(data)
+
+    def push(self, data: bytes) -> None:
+        """Pushes (Pub/Sub) that arrive while none of this client's commands runs: in order
+        with its replies, so behind those the AOF still holds (node.server.reply_gate)."""
+        if self.transport is None or self._closed:
+            return
+        self.server.stats_net_output += len(data)
+        gate = self.server.reply_gate
+        if gate.must_hold(self):
+            gate.hold(self, data)
+        else:
+            self._send(data)
 
     def _flush(self, out: list[bytes]) -> None:
         if self.transport is None or self._closed:

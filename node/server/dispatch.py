@@ -12,13 +12,17 @@ from typing import Any, Final
 
 from node.commands.context import Block, Session
 from node.commands.reply import QUEUED, CommandError, ReplyError
-from node.commands.table import TABLE, CommandSpec, lookup, queues_write
+from node.commands.table import CommandSpec, CommandTable, lookup, queues_write
 from node.log.effect_log import EffectLog
 from node.server.pause import ALL, NONE
 
 # Commands that run immediately even inside MULTI (processCommand's exec/discard/multi/
 # watch/quit/reset exception).
 _MULTI_IMMEDIATE: Final = frozenset({b"exec", b"discard", b"multi", b"watch", b"quit", b"reset"})
+# What a RESP2 client in Pub/Sub mode may run (processCommand's pubsub check).
+_PUBSUB_CONTEXT: Final = frozenset({
+    "ping", "subscribe", "ssubscribe", "unsubscribe", "sunsubscribe", "psubscribe", "punsubscribe", "quit", "reset",
+})
 
 
 class CommandStats:
@@ -44,11 +48,13 @@ class Dispatcher:
     """Owns the lookup cache and the statistics; the server calls `execute`.
 
     `execute` first tries a fast path for plain commands (no subcommands) of an authenticated
-    client outside MULTI, when no rule refuses writes; everything else goes through the full
-    sequence of checks in processCommand's order.
+    client outside MULTI and Pub/Sub, when no rule refuses writes; everything else goes
+    through the full sequence of checks in processCommand's order. Commands are looked up in
+    `table`, the server's command table.
     """
 
-    def __init__(self, effects: EffectLog) -> None:
+    def __init__(self, table: CommandTable, effects: EffectLog) -> None:
+        self._table = table
         # Name as sent (e.g. b"XADD") → spec; avoids lower-casing on every call.
         self._cache: dict[bytes, CommandSpec] = {}
         self._plain: dict[bytes, _Plain] = {}
@@ -132,7 +138,7 @@ class Dispatcher:
         name = argv[0]
         spec = self._cache.get(name)
         if spec is None:
-            spec = TABLE.get(name.lower())
+            spec = self._table.get(name.lower())
             if spec is None:
                 return None
             if len(self._cache) < 4096:
@@ -191,6 +197,7 @@ class Dispatcher:
                 low <= len(argv) <= high
                 and session.authenticated
                 and session.multi is None
+                and session.subscriptions is None
                 and (not gated or (self.writes_unchecked and role == "master"))
             ):
                 return self._run(session, spec, st, argv, unit)
@@ -260,6 +267,18 @@ class Dispatcher:
         # replica dooms the transaction instead of queueing a write that cannot run.
         if role == "slave" and not from_master and "write" in flags:
             return self.reject(session, spec, "READONLY You can't write against a read only replica.")
+        if (
+            session.subscriptions is not None
+            and session.proto == 2
+            and not session.in_exec
+            and spec.name not in _PUBSUB_CONTEXT
+        ):
+            # Under RESP2 a subscribed connection only (un)subscribes (RESP3 has no limit);
+            # commands queued before it subscribed still run inside EXEC.
+            return self.reject(session, spec, (
+                "ERR Can't execute '%s': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET "
+                "are allowed in this context" % spec.name
+            ))
         if self._pause and not from_master and not session.in_exec and "replay" not in session.flags and (
             self._pause == ALL or _may_replicate(spec, session)
         ):

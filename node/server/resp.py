@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from node.commands.reply import NULL_ARRAY, Raw, ReplyError, RSet, Verbatim
+from node.commands.reply import NULL_ARRAY, Pushed, Raw, ReplyError, RSet, Verbatim
 from node.log.encode import array_header, bulk_header
 
 _CRLF: Final = b"\r\n"
@@ -99,6 +99,9 @@ def encode(reply: Any, proto: int, out: list[bytes]) -> None:
             out.append(b"=%d\r\n%s\r\n" % (len(body), body))
         else:
             out.append(b"$%d\r\n%s\r\n" % (len(reply.data), reply.data))
+    elif t is Pushed:
+        out.append(reply.pushes)
+        encode(reply.reply, proto, out)
     else:
         raise TypeError(f"cannot encode reply of type {t.__name__}")
 

@@ -200,9 +200,9 @@ def test_a_replica_whose_epoch_is_not_in_the_primarys_history_resyncs_fully() ->
             assert replica.fence is not None and primary.primary is not None
             replica.fence.histories[replica.backlog.replid] = EpochHistory.from_pairs([(3, 0), (4, first)])
             before = primary.primary.full_syncs
-            replica.follow(primary.port)
-            await eventually(lambda: primary.primary is not None and primary.primary.full_syncs == before + 1)
-            await replica.caught_up(end)
+            link = replica.follow(primary.port)
+            await eventually(lambda: link.status().full_syncs == 1)
+            assert primary.primary.full_syncs == before + 1
             assert replica.fence.history == EpochHistory.from_pairs([(3, 0), (5, first)])
 
     run(body())
