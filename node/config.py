@@ -98,6 +98,10 @@ _DIRECTIVES: Final[tuple[Directive, ...]] = (
     Directive("notify-keyspace-events", "", "special"),
     Directive("replica-read-only", "yes", "bool", aliases=("slave-read-only",)),
     Directive("replicaof", "", "special", mutable=False, aliases=("slaveof",)),
+    # The address a replica tells its primary (INFO's slaveN line, what Sentinel connects to);
+    # empty: the primary uses the connection's source address. (Branch sentcmds has it too,
+    # with replica-announce-port and replica-priority: keep theirs when merging.)
+    Directive("replica-announce-ip", "", "string", aliases=("slave-announce-ip",)),
     Directive("repl-port", "0", "int", mutable=False, minimum=0, maximum=65535),
     Directive("repl-backlog-size", "16777216", "memory", minimum=16 * 1024, maximum=_LLONG_MAX),
     Directive("repl-timeout", "60", "int", minimum=1, maximum=_INT_MAX),

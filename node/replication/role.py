@@ -313,7 +313,8 @@ class ReplicationNode:
         machine = NodeStateMachine(self, f"{host}:{port}")
         link = ReplicaLink(
             host, repl_port, self.backlog, machine, replica_settings(self.config),
-            replica_id=self.server.run_id, announce_port=self.server.port, tls=client_tls(self.config),
+            replica_id=self.server.run_id, announce_host=self.config.get("replica-announce-ip"),
+            announce_port=self.server.port, tls=client_tls(self.config),
             contended=self._contended, fence=self.fencing.fence, failover=failover,
             on_handshake=self._handshake_done if failover else None,
         )

@@ -128,7 +128,7 @@ class Link:
 @dataclass(frozen=True, slots=True)
 class FenceReply:
     """A replica's answer to FENCE: the epoch it is fenced at, the epoch of the last entry of
-    its log and its log's end offset (docs/fenced-mode.md)."""
+    its log and its log's end offset (docs/safety.md, *Fenced mode*)."""
 
     fence_epoch: int
     log_epoch: int

@@ -284,7 +284,9 @@ class Dispatcher:
         ):
             # Paused (CLIENT PAUSE, FAILOVER): the client waits and the command runs again,
             # every check included, once the pause lets it. A transaction already running
-            # ends first (a pause starts at the end of the EXEC that set it).
+            # ends first (a pause starts at the end of the EXEC that set it). CLIENT LIST
+            # names the command, as Redis's lookup sets it before the pause check.
+            session.last_command = spec.name
             return Block([], 0, _never_ready, postponed=argv)
         if session.multi is not None and argv[0].lower() not in _MULTI_IMMEDIATE:
             if "no_multi" in flags:

@@ -216,3 +216,40 @@ def test_an_old_primary_gets_nothing_acknowledged_after_the_promotion_and_no_maj
     lost = [entry for entry in majority if entry not in ids]
     assert not lost, f"{len(lost)} of {len(majority)} WAIT-majority writes lost"
     assert call(restarted, "XLEN", "s") == call(other, "XLEN", "s") == len(ids)
+
+
+def test_fenced_commands_outside_fenced_mode_and_the_arity_of_slaveof(started: list[Proc]) -> None:
+    from tests.conftest import start_redis
+    from tests.replication_node.nodes import start_node
+
+    node = start_node()
+    started.append(node)
+    oracle = start_redis()
+    started.append(oracle)
+    # (redis-py drops the ERR prefix of an error.)
+    assert call(node, "FENCE", 1) == "-FENCE needs fenced-mode yes"
+    assert call(node, "SLAVEOF", "NO", "ONE", "EPOCH", 1) == "-SLAVEOF ... EPOCH needs fenced-mode yes"
+    assert "fenced_mode" not in info(node) and "fence_epoch" not in info(node)
+    # Only SLAVEOF NO ONE EPOCH e has five arguments: anything else is Redis's arity error.
+    for args in (("SLAVEOF", "a", "b", "c"), ("SLAVEOF", "a", "1", "EPOCH", "1"), ("REPLICAOF", "NO", "ONE", "x", "1"),
+                 ("SLAVEOF", "NO"), ("REPLICAOF", "NO", "ONE", "EPOCH", "1", "2")):
+        assert call(node, *args) == call(oracle, *args), args
+
+
+def test_fenced_mode_promotes_only_with_an_epoch(started: list[Proc]) -> None:
+    node = start_fenced(started)
+    assert str(call(node, "REPLICAOF", "NO", "ONE")).startswith("-fenced mode promotes only with")
+    for args in (("SLAVEOF", "NO", "ONE", "EPOCH", "x"), ("SLAVEOF", "NO", "ONE", "EPOCH", "-1"), ("FENCE", "x"),
+                 ("FENCE", "-2")):
+        assert call(node, *args) == "-value is not an integer or out of range", args
+    assert call(node, "FENCE") == "-wrong number of arguments for 'fence' command"
+    assert call(node, "FAILOVER") == "-FAILOVER requires connected replicas."
+    # A primary chosen again by a newer failover starts that tenure; never twice per epoch.
+    assert call(node, "SLAVEOF", "NO", "ONE", "EPOCH", 2) == b"OK"
+    assert str(call(node, "SLAVEOF", "NO", "ONE", "EPOCH", 2)).startswith("-STALEEPOCH")
+    assert str(call(node, "SLAVEOF", "NO", "ONE", "EPOCH", 1)).startswith("-STALEEPOCH")
+    fields = info(node)
+    assert (fields["fence_epoch"], fields["log_epoch"], fields["epoch"], fields["leads_epoch"]) == ("2", "2", "2", "1")
+    assert call(node, "FENCE", 5) == [5, 2, 0]
+    assert info(node)["leads_epoch"] == "0"  # fenced by a newer epoch: it leads nothing
+    assert str(call(node, "XADD", "s", "*", "a", "1")).startswith("-NOREPLICAS")
