@@ -12,7 +12,7 @@ import pytest
 import redis
 
 from tests.conftest import Proc, start_redis
-from tests.replication_node.nodes import info, raw_client, start_node, stopped, wait_synced, wait_until
+from tests.replication_node.nodes import call, info, raw_client, start_node, stopped, wait_synced, wait_until
 
 KINDS = ["redis", "rill"]
 
@@ -42,14 +42,6 @@ def settled(primary: Proc, *replicas: Proc) -> None:
     wait_until(online, "the primary to see its replicas online")
 
 
-def reply(node: Proc, *args: object) -> object:
-    with raw_client(node) as c:
-        try:
-            return c.execute_command(*args)
-        except redis.ResponseError as exc:
-            return f"-{exc}"
-
-
 def state(node: Proc) -> str:
     return info(node)["master_failover_state"]
 
@@ -65,7 +57,7 @@ def test_argument_errors_and_refusals_match_redis(started: list[Proc]) -> None:
     redis_primary = start("redis", started)
     rill_primary = start("rill", started)
     for command in commands:
-        assert reply(rill_primary, *command) == reply(redis_primary, *command), command
+        assert call(rill_primary, *command) == call(redis_primary, *command), command
     # With a replica: the target must be one, and a replica cannot fail over.
     redis_replica = start("redis", started, replicaof=redis_primary)
     rill_replica = start("rill", started, replicaof=rill_primary)
@@ -73,9 +65,9 @@ def test_argument_errors_and_refusals_match_redis(started: list[Proc]) -> None:
     settled(rill_primary, rill_replica)
     for command in [("FAILOVER", "TO", "127.0.0.1", "1"), ("FAILOVER", "TO", "10.0.0.1", "5", "TIMEOUT", "1", "FORCE"),
                     ("FAILOVER", "FORCE", "TIMEOUT", "10")]:
-        assert reply(rill_primary, *command) == reply(redis_primary, *command), command
+        assert call(rill_primary, *command) == call(redis_primary, *command), command
     for command in [("FAILOVER",), ("FAILOVER", "ABORT"), ("FAILOVER", "TO", "127.0.0.1", "1", "TIMEOUT", "5", "FORCE")]:
-        assert reply(rill_replica, *command) == reply(redis_replica, *command), command
+        assert call(rill_replica, *command) == call(redis_replica, *command), command
     assert state(rill_primary) == state(redis_primary) == "no-failover"
     assert state(rill_replica) == state(redis_replica) == "no-failover"
 
@@ -91,23 +83,23 @@ def test_a_waiting_failover_postpones_writes_refuses_replicaof_and_aborts(kind: 
     target = start(kind, started, replicaof=primary)
     settled(primary, target)
     with stopped(target):
-        assert reply(primary, "XADD", "s", "*", "n", "1") is not None  # the target cannot have it
-        assert reply(primary, "FAILOVER", "TO", "127.0.0.1", target.port, "TIMEOUT", 20000) == b"OK"
+        assert call(primary, "XADD", "s", "*", "n", "1") is not None  # the target cannot have it
+        assert call(primary, "FAILOVER", "TO", "127.0.0.1", target.port, "TIMEOUT", 20000) == b"OK"
         assert state(primary) == "waiting-for-sync"
-        assert reply(primary, "FAILOVER") == "-FAILOVER already in progress."
-        assert reply(primary, "REPLICAOF", "NO", "ONE") == "-REPLICAOF not allowed while failing over."
-        assert reply(primary, "XLEN", "s") == 1  # reads are not paused
+        assert call(primary, "FAILOVER") == "-FAILOVER already in progress."
+        assert call(primary, "REPLICAOF", "NO", "ONE") == "-REPLICAOF not allowed while failing over."
+        assert call(primary, "XLEN", "s") == 1  # reads are not paused
         results: list[object] = []
-        writer = threading.Thread(target=lambda: results.append(reply(primary, "XADD", "s", "*", "n", "2")))
+        writer = threading.Thread(target=lambda: results.append(call(primary, "XADD", "s", "*", "n", "2")))
         writer.start()
         wait_until(lambda: info(primary, "clients")["blocked_clients"] == "1", "the write to be postponed")
         assert results == []
-        assert reply(primary, "FAILOVER", "ABORT") == b"OK"
+        assert call(primary, "FAILOVER", "ABORT") == b"OK"
         writer.join(10)
         assert len(results) == 1 and isinstance(results[0], bytes)  # it ran once the pause ended
     assert state(primary) == "no-failover"
     assert info(primary)["role"] == "master"
-    assert reply(primary, "FAILOVER", "ABORT") == "-No failover in progress."
+    assert call(primary, "FAILOVER", "ABORT") == "-No failover in progress."
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -116,22 +108,22 @@ def test_a_target_that_never_catches_up_times_the_failover_out(kind: str, starte
     target = start(kind, started, replicaof=primary)
     settled(primary, target)
     with stopped(target):
-        reply(primary, "XADD", "s", "*", "n", "1")
-        assert reply(primary, "FAILOVER", "TO", "127.0.0.1", target.port, "TIMEOUT", 300) == b"OK"
+        call(primary, "XADD", "s", "*", "n", "1")
+        assert call(primary, "FAILOVER", "TO", "127.0.0.1", target.port, "TIMEOUT", 300) == b"OK"
         wait_until(lambda: state(primary) == "no-failover", "the failover to time out", timeout=5)
         assert info(primary)["role"] == "master"
-        assert isinstance(reply(primary, "XADD", "s", "*", "n", "2"), bytes)
+        assert isinstance(call(primary, "XADD", "s", "*", "n", "2"), bytes)
 
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_force_hands_over_to_a_target_that_is_behind(kind: str, started: list[Proc]) -> None:
     primary = start(kind, started)
     target = start(kind, started, replicaof=primary)
-    reply(primary, "XADD", "s", "*", "n", "1")
+    call(primary, "XADD", "s", "*", "n", "1")
     settled(primary, target)
     with stopped(target):
-        reply(primary, "XADD", "s", "*", "n", "2")  # only the old primary has it
-        assert reply(primary, "FAILOVER", "TO", "127.0.0.1", target.port, "TIMEOUT", 300, "FORCE") == b"OK"
+        call(primary, "XADD", "s", "*", "n", "2")  # only the old primary has it
+        assert call(primary, "FAILOVER", "TO", "127.0.0.1", target.port, "TIMEOUT", 300, "FORCE") == b"OK"
         wait_until(lambda: state(primary) == "failover-in-progress", "the forced handover", timeout=5)
         assert info(primary)["role"] == "slave"
     wait_until(lambda: info(target)["role"] == "master", "the target to take over")
@@ -178,7 +170,7 @@ def test_a_planned_switch_under_a_writer_loses_no_acknowledged_write(kind: str, 
     writer.start()
     try:
         wait_until(lambda: len(acked) >= 50, "writes before the switch")
-        assert reply(primary, "FAILOVER", "TO", "127.0.0.1", target.port) == b"OK"
+        assert call(primary, "FAILOVER", "TO", "127.0.0.1", target.port) == b"OK"
         wait_until(lambda: info(target)["role"] == "master" and state(primary) == "no-failover", "the switch")
         before = len(acked)
         wait_until(lambda: len(acked) >= before + 50, "writes on the new primary")

@@ -19,7 +19,7 @@ import redis
 
 from tests.conftest import Proc, start_rill
 from tests.replication_node.netproxy import NodeProxy
-from tests.replication_node.nodes import FAST, info, raw_client, wait_synced, wait_until
+from tests.replication_node.nodes import FAST, call, info, raw_client, wait_synced, wait_until
 
 LEASE_MS = 1000
 LEASE = LEASE_MS / 1000
@@ -53,14 +53,6 @@ def proxied(node: Proc) -> Iterator[NodeProxy]:
         yield proxy
     finally:
         proxy.close()
-
-
-def call(node: Proc, *args: object) -> object:
-    with raw_client(node) as c:
-        try:
-            return c.execute_command(*args)
-        except redis.ResponseError as exc:
-            return f"-{exc}"
 
 
 def leased(node: Proc) -> bool:
