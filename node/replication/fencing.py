@@ -24,10 +24,6 @@ EPOCH_NOT_FENCED: Final = "ERR SLAVEOF ... EPOCH needs fenced-mode yes"
 EPOCH_NEEDED: Final = "ERR fenced mode promotes only with SLAVEOF NO ONE EPOCH <epoch> (the sentinels' failover epoch)"
 
 
-class FencingError(OSError):
-    """Fenced mode cannot start (a missing setting, an unreadable fence file)."""
-
-
 class Fencing:
     """The node's fenced mode: `fence` and `lease` are None while it is off."""
 
@@ -40,7 +36,8 @@ class Fencing:
             return
         size = config.get_int("fenced-replica-set-size")
         if size < 1:
-            raise FencingError(
+            # An OSError: the node reports it and does not start (node/main.py).
+            raise OSError(
                 "fenced-mode yes needs fenced-replica-set-size: the number of nodes of the replica set, this one included"
             )
         # With itself, ⌊N/2⌋ replicas make a majority of N.
@@ -54,7 +51,7 @@ class Fencing:
         try:
             self.fence = load_fence(fence_path(self.config.get("dir")), replid, end)
         except FenceFileError as exc:
-            raise FencingError(str(exc)) from None
+            raise OSError(str(exc)) from None
         log.info("Fenced mode: fence epoch %d, log epoch %d at offset %d, leading %s",
                  self.fence.fence_epoch, self.fence.log_epoch(end), end,
                  f"epoch {self.fence.tenure}" if self.fence.tenure >= 0 else "nothing")
