@@ -135,6 +135,14 @@ _DIRECTIVES: Final[tuple[Directive, ...]] = (
     Directive("repl-tls-key-file", "", "string", mutable=False),
     Directive("repl-tls-ca-cert-file", "", "string", mutable=False),
     Directive("repl-tls-auth-clients", "no", "bool", mutable=False),
+    # Fenced mode (docs/safety.md, *Fenced mode*): epochs on the replication link, FENCE, a
+    # primary's lease from a majority of a replica set of `fenced-replica-set-size` nodes
+    # (itself included) lasting `fenced-lease-milliseconds` (the sentinels' setting of the
+    # same name must be equal). Fixed at startup: the majority arithmetic must not change
+    # under a running failover.
+    Directive("fenced-mode", "no", "bool", mutable=False),
+    Directive("fenced-replica-set-size", "0", "int", mutable=False, minimum=0, maximum=1000),
+    Directive("fenced-lease-milliseconds", "1000", "int", mutable=False, minimum=10, maximum=3_600_000),
 )
 
 DIRECTIVES: Final[dict[str, Directive]] = {d.name: d for d in _DIRECTIVES}

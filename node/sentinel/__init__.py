@@ -12,6 +12,7 @@ built on the node's server core (node/server/core.py):
 - `hello`       the `__sentinel__:hello` payload
 - `election`    counting leader votes
 - `selection`   which replica to promote
+- `fenced`      the sentinel side of fenced mode (docs/safety.md, *Fenced mode*)
 - `replies`     SENTINEL …, INFO sentinel and ROLE replies from the policy's state
 - `config`      sentinel.conf parsing and rewriting
 

@@ -34,7 +34,7 @@ from node.config_rewrite import RewriteState as _RewriteState
 from node.config_rewrite import sdscatrepr
 from node.persistence.files import atomic_write
 from node.sentinel.ctext import atoi, strtoull
-from node.sentinel.instance import Instance
+from node.sentinel.instance import DEFAULT_FENCED_LEASE_MS, Instance
 from node.sentinel.policy import DEFAULT_DRIFT_PERMILLE, Sentinel, SentinelError
 from node.sentinel.settings import (
     DEFAULT_ANNOUNCE_HOSTNAMES,
@@ -520,7 +520,7 @@ def _rewrite_sentinel(state: _RewriteState, sentinel: Sentinel) -> None:
             )
         if master.fenced:
             state.rewrite_line("sentinel fenced-mode", f"sentinel fenced-mode {name} yes", True)
-        if master.lease_ms:
+        if master.lease_ms != DEFAULT_FENCED_LEASE_MS:
             state.rewrite_line(
                 "sentinel fenced-lease-milliseconds", f"sentinel fenced-lease-milliseconds {name} {master.lease_ms}", True
             )

@@ -34,7 +34,7 @@ The rules, as sentinel.c has them:
 Fenced mode (per master, off by default) inserts two steps between the election and the
 selection — fence a majority of the replicas at the failover's epoch, then wait out the old
 primary's lease — and promotes the fenced replica with the highest (epoch, offset); see
-docs/fenced-mode.md.
+docs/safety.md, *Fenced mode*.
 """
 
 from __future__ import annotations
