@@ -8,7 +8,7 @@ PY := $(VENV)/bin/python
 PORT ?= 6379
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: run test bench lint deps native clean-native system-deps sentinel-deps clean proto chaos chaos-deps
+.PHONY: run test bench lint deps native clean-native system-deps sentinel-deps deploy-deps clean proto chaos chaos-deps
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -53,7 +53,7 @@ lint: deps
 	$(VENV)/bin/mypy node replication chaos
 	$(VENV)/bin/lint-imports
 
-test: deps system-deps sentinel-deps chaos-deps lint native
+test: deps system-deps sentinel-deps chaos-deps deploy-deps lint native
 	$(VENV)/bin/pytest
 
 # Regenerates replication/pb/ from proto/ (tests/replication/test_proto_fresh.py checks it).
@@ -76,6 +76,15 @@ $(VENV)/.chaos-installed: $(VENV)/.installed pyproject.toml
 	touch $@
 
 chaos-deps: deps sentinel-deps $(VENV)/.chaos-installed $(TOXIPROXY)
+
+# The deploy tests (tests/deploy/) run deploy/compose.yaml on a real Docker engine: Debian's
+# docker.io and docker-compose 1.29, debootstrap for their local base image, and the pinned
+# toxiproxy-server above for the `chaos` profile's image.
+deploy-deps: $(TOXIPROXY)
+	@if ! command -v dockerd >/dev/null || ! command -v docker-compose >/dev/null || ! command -v debootstrap >/dev/null; then \
+		$(SUDO) apt-get update -q && \
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q --no-install-recommends docker.io docker-compose debootstrap; \
+	fi
 
 # The chaos matrix: every scenario against every target (report in chaos/results/<time>/report.html).
 chaos: chaos-deps system-deps

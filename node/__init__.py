@@ -15,7 +15,11 @@ class StaleNativeBuild(ImportError):
 def check_native_build(here: str) -> None:
     """Python imports a compiled module before its .py: refuse to run compiled code older
     than its source, which would silently run yesterday's code after an edit. `here` is the
-    package directory."""
+    package directory. Only a source checkout (setup.py beside the package) is checked: an
+    installed wheel cannot be edited under its build, and pip gives its files the install
+    time as mtime, in extraction order."""
+    if not _os.path.exists(_os.path.join(_os.path.dirname(here), "setup.py")):
+        return
     libs = [e for e in _os.scandir(here) if e.name.startswith("_native__mypyc.")]
     if not libs:
         return  # no native build: everything runs from the .py sources

@@ -23,8 +23,16 @@ def _touch(path: str, mtime: float) -> None:
     os.utime(path, (mtime, mtime))
 
 
+def _checkout(tmp_path: os.PathLike[str]) -> str:
+    """A source checkout's package directory: setup.py beside it."""
+    _touch(os.path.join(tmp_path, "setup.py"), 1)
+    here = os.path.join(tmp_path, "node")
+    os.mkdir(here)
+    return here
+
+
 def test_a_source_newer_than_the_build_is_refused_naming_it(tmp_path: os.PathLike[str]) -> None:
-    here = str(tmp_path)
+    here = _checkout(tmp_path)
     for package in ("engine", "server"):
         os.mkdir(os.path.join(here, package))
     _touch(os.path.join(here, "_native__mypyc.cpython-311-x86_64-linux-gnu.so"), 1000)
@@ -38,7 +46,7 @@ def test_a_source_newer_than_the_build_is_refused_naming_it(tmp_path: os.PathLik
 
 
 def test_a_c_source_newer_than_its_extension_is_refused(tmp_path: os.PathLike[str]) -> None:
-    here = str(tmp_path)
+    here = _checkout(tmp_path)
     os.mkdir(os.path.join(here, "log"))
     _touch(os.path.join(here, "_native__mypyc.cpython-311-x86_64-linux-gnu.so"), 1000)
     _touch(os.path.join(here, "log", "_resp_encode.cpython-311-x86_64-linux-gnu.so"), 1000)
@@ -50,7 +58,20 @@ def test_a_c_source_newer_than_its_extension_is_refused(tmp_path: os.PathLike[st
 
 
 def test_without_a_build_nothing_is_checked(tmp_path: os.PathLike[str]) -> None:
-    check_native_build(str(tmp_path))  # no _native__mypyc library, no package directories
+    check_native_build(_checkout(tmp_path))  # no _native__mypyc library, no package directories
+
+
+def test_an_installed_package_is_not_checked(tmp_path: os.PathLike[str]) -> None:
+    # site-packages/node from a wheel: pip wrote the sources after the library (deploy/Dockerfile).
+    here = os.path.join(tmp_path, "node")
+    os.makedirs(os.path.join(here, "engine"))
+    _touch(os.path.join(here, "_native__mypyc.cpython-311-x86_64-linux-gnu.so"), 1000)
+    _touch(os.path.join(here, "engine", "stream.cpython-311-x86_64-linux-gnu.so"), 1000)
+    _touch(os.path.join(here, "engine", "stream.py"), 1100)
+    check_native_build(here)
+    _touch(os.path.join(tmp_path, "setup.py"), 1)  # the same files in a checkout are refused
+    with pytest.raises(StaleNativeBuild):
+        check_native_build(here)
 
 
 def test_the_suite_runs_the_compiled_modules_when_a_build_exists() -> None:
