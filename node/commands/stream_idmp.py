@@ -41,15 +41,15 @@ def xadd_idmp(ctx: Session, argv: list[bytes], args: AddTrimArgs, value: StreamV
     config = ctx.node.config
     settings = new_stream_effects(ctx, argv[1], value) if created else []
     try:
-        entry_id, added, effect = idmp_ops.xadd_idmp(
+        entry_id, _, effect = idmp_ops.xadd_idmp(
             value, argv, args, ctx.now_ms(), config.stream_node_max_entries, config.stream_node_max_bytes,
             from_log(ctx),
         )
     except StreamError as exc:
         raise engine_error(exc) from None
-    if settings and added:
-        # See idmp_ops: the XCFGSET must come after the XADD that creates the stream, and
-        # must not forget the iid that XADD records.
+    if settings:
+        # The XADD created the stream (so it added): see idmp_ops, the XCFGSET must come
+        # after that XADD and must not forget the iid the XADD records.
         propagate_all(ctx, [idmp_ops.without_idmp(effect), *settings, idmp_ops.record_effect(effect, entry_id)])
     else:
         ctx.propagate_argv(effect)
