@@ -6,9 +6,10 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 PORT ?= 6379
+PIPELINE_SECONDS ?= 60
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: run test bench lint deps native clean-native system-deps sentinel-deps deploy-deps clean proto chaos chaos-deps
+.PHONY: run test bench lint deps native clean-native system-deps sentinel-deps deploy-deps clean proto chaos chaos-deps spark-deps pipeline
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -17,6 +18,18 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 deps: $(VENV)/.installed
+
+# PySpark for pipeline/ (the `spark` extra: pyspark, pyarrow) and a Java runtime for it.
+# (tests/spark also finds replicas through Debian's redis-sentinel: sentinel-deps.)
+$(VENV)/.spark-installed: $(VENV)/.installed pyproject.toml
+	$(PY) -m pip install -q -e '.[spark]'
+	touch $@
+
+spark-deps: $(VENV)/.spark-installed
+	@if ! command -v java >/dev/null; then \
+		$(SUDO) apt-get update -q && \
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q openjdk-17-jre-headless; \
+	fi
 
 # The request path, command handlers and stream engine compiled to C with mypyc (setup.py);
 # rebuilt whenever one of their sources changed. node/__init__.py refuses a stale build.
@@ -48,17 +61,22 @@ sentinel-deps:
 run: deps native
 	$(VENV)/bin/rill cluster --port $(PORT)
 
-lint: deps
+lint: deps spark-deps
 	$(VENV)/bin/ruff check .
-	$(VENV)/bin/mypy node replication chaos
+	$(VENV)/bin/mypy node replication chaos pipeline
 	$(VENV)/bin/lint-imports
 
-test: deps system-deps sentinel-deps chaos-deps deploy-deps lint native
+test: deps system-deps sentinel-deps chaos-deps deploy-deps spark-deps lint native
 	$(VENV)/bin/pytest
 
 # Regenerates replication/pb/ from proto/ (tests/replication/test_proto_fresh.py checks it).
 proto: deps
 	$(PY) -m replication.pb.generate
+
+# The example data pipeline on Spark (pipeline/example): a local Rill cluster, event producers,
+# a Structured Streaming job reading a replica, a batch report (PIPELINE_SECONDS of streaming).
+pipeline: deps spark-deps
+	$(PY) -m pipeline.example --seconds $(PIPELINE_SECONDS)
 
 bench: deps system-deps native
 	$(PY) -m bench

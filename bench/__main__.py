@@ -21,7 +21,7 @@ from bench.throughput import DEFAULT_TESTS, PIPELINED_SCALE, STREAM_READ_MAX_REQ
 
 DEFAULT_REQUESTS = 100_000
 QUICK_REQUESTS = 10_000
-SUITE_NAMES = ("throughput", "scaling", "latency", "memory", "replication", "readscale")
+SUITE_NAMES = ("throughput", "scaling", "latency", "memory", "replication", "readscale", "spark")
 
 
 def _parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -189,8 +189,15 @@ def _readscale(args: argparse.Namespace) -> int:
     return readscale.main([*(["--quick"] if args.quick else []), "--out", os.path.join(args.out, "readscale")])
 
 
+def _spark(args: argparse.Namespace) -> int:
+    # the Spark data source (needs `make spark-deps`)
+    from bench import spark_source
+
+    return spark_source.main([*(["--quick"] if args.quick else []), "--out", os.path.join(args.out, "spark")])
+
+
 _SUITES = {"throughput": _throughput, "scaling": _scaling, "latency": _latency, "memory": _memory,
-           "replication": _replication, "readscale": _readscale}
+           "replication": _replication, "readscale": _readscale, "spark": _spark}
 
 
 if __name__ == "__main__":
