@@ -8,7 +8,7 @@ PY := $(VENV)/bin/python
 PORT ?= 6379
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: run test bench lint deps native clean-native asan-fuzz system-deps sentinel-deps clean proto chaos chaos-deps
+.PHONY: run test test-pure bench lint deps native clean-native asan-fuzz system-deps sentinel-deps clean proto chaos chaos-deps
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -67,8 +67,16 @@ lint: deps
 	$(VENV)/bin/mypy node replication chaos
 	$(VENV)/bin/lint-imports
 
-test: deps system-deps sentinel-deps chaos-deps lint native
+test: deps system-deps sentinel-deps chaos-deps lint native asan-fuzz test-pure
 	$(VENV)/bin/pytest
+
+# The differential and model tests, and those of the paths that have C and Python
+# implementations, once more with every extension ignored (RILL_PURE_PYTHON=1: the node's
+# modules and the fallbacks of the C modules as Python runs them without `make native`).
+PURE_TESTS := tests/conformance tests/model tests/unit/test_native_build.py tests/unit/test_replica_apply.py \
+	tests/unit/test_replication_units.py tests/unit/test_resp_encoder.py
+test-pure: deps system-deps sentinel-deps
+	RILL_PURE_PYTHON=1 $(VENV)/bin/pytest -q -p no:cacheprovider $(PURE_TESTS)
 
 # Regenerates replication/pb/ from proto/ (tests/replication/test_proto_fresh.py checks it).
 proto: deps
