@@ -6,9 +6,10 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 PORT ?= 6379
+PIPELINE_SECONDS ?= 60
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: run test test-pure bench lint deps native clean-native asan-fuzz system-deps sentinel-deps clean proto chaos chaos-deps
+.PHONY: run test test-pure bench lint deps native clean-native asan-fuzz system-deps sentinel-deps deploy-deps clean proto chaos chaos-deps spark-deps pipeline
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -17,6 +18,18 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 deps: $(VENV)/.installed
+
+# PySpark for pipeline/ (the `spark` extra: pyspark, pyarrow) and a Java runtime for it.
+# (tests/spark also finds replicas through Debian's redis-sentinel: sentinel-deps.)
+$(VENV)/.spark-installed: $(VENV)/.installed pyproject.toml
+	$(PY) -m pip install -q -e '.[spark]'
+	touch $@
+
+spark-deps: $(VENV)/.spark-installed
+	@if ! command -v java >/dev/null; then \
+		$(SUDO) apt-get update -q && \
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q openjdk-17-jre-headless; \
+	fi
 
 # The request path, command handlers and stream engine compiled to C with mypyc, and the
 # hand-written C modules (setup.py; node/native_build.py lists what goes in). Rebuilt when an
@@ -62,12 +75,12 @@ sentinel-deps:
 run: deps native
 	$(VENV)/bin/rill cluster --port $(PORT)
 
-lint: deps
+lint: deps spark-deps
 	$(VENV)/bin/ruff check .
-	$(VENV)/bin/mypy node replication chaos
+	$(VENV)/bin/mypy node replication chaos pipeline
 	$(VENV)/bin/lint-imports
 
-test: deps system-deps sentinel-deps chaos-deps lint native asan-fuzz test-pure
+test: deps system-deps sentinel-deps chaos-deps deploy-deps spark-deps lint native asan-fuzz test-pure
 	$(VENV)/bin/pytest
 
 # The differential and model tests, and those of the paths that have C and Python
@@ -81,6 +94,11 @@ test-pure: deps system-deps sentinel-deps
 # Regenerates replication/pb/ from proto/ (tests/replication/test_proto_fresh.py checks it).
 proto: deps
 	$(PY) -m replication.pb.generate
+
+# The example data pipeline on Spark (pipeline/example): a local Rill cluster, event producers,
+# a Structured Streaming job reading a replica, a batch report (PIPELINE_SECONDS of streaming).
+pipeline: deps spark-deps
+	$(PY) -m pipeline.example --seconds $(PIPELINE_SECONDS)
 
 bench: deps system-deps native
 	$(PY) -m bench
@@ -98,6 +116,15 @@ $(VENV)/.chaos-installed: $(VENV)/.installed pyproject.toml
 	touch $@
 
 chaos-deps: deps sentinel-deps $(VENV)/.chaos-installed $(TOXIPROXY)
+
+# The deploy tests (tests/deploy/) run deploy/compose.yaml on a real Docker engine: Debian's
+# docker.io and docker-compose 1.29, debootstrap for their local base image, and the pinned
+# toxiproxy-server above for the `chaos` profile's image.
+deploy-deps: $(TOXIPROXY)
+	@if ! command -v dockerd >/dev/null || ! command -v docker-compose >/dev/null || ! command -v debootstrap >/dev/null; then \
+		$(SUDO) apt-get update -q && \
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q --no-install-recommends docker.io docker-compose debootstrap; \
+	fi
 
 # The chaos matrix: every scenario against every target (report in chaos/results/<time>/report.html).
 chaos: chaos-deps system-deps

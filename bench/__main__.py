@@ -1,6 +1,6 @@
 """`python -m bench`: start redis-server and a Rill node, run every selected test at each
 pipeline depth against both in the same run, print the table and write the JSON results.
-`--suite` selects other side-by-side suites too (scaling, latency, memory, replication; see
+`--suite` selects other side-by-side suites too (scaling, latency, memory, replication, readscale; see
 bench/README.md). The throughput suite is followed by the AOF and replication runs."""
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from bench.throughput import DEFAULT_TESTS, PIPELINED_SCALE, STREAM_READ_MAX_REQ
 
 DEFAULT_REQUESTS = 100_000
 QUICK_REQUESTS = 10_000
-SUITE_NAMES = ("throughput", "scaling", "latency", "memory", "replication")
+SUITE_NAMES = ("throughput", "scaling", "latency", "memory", "replication", "readscale", "spark")
 
 
 def _parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -182,8 +182,22 @@ def _memory(args: argparse.Namespace) -> int:
     return done.returncode
 
 
+def _readscale(args: argparse.Namespace) -> int:
+    # Readers on the primary vs spread over two replicas, producers at full speed.
+    from bench import readscale
+
+    return readscale.main([*(["--quick"] if args.quick else []), "--out", os.path.join(args.out, "readscale")])
+
+
+def _spark(args: argparse.Namespace) -> int:
+    # the Spark data source (needs `make spark-deps`)
+    from bench import spark_source
+
+    return spark_source.main([*(["--quick"] if args.quick else []), "--out", os.path.join(args.out, "spark")])
+
+
 _SUITES = {"throughput": _throughput, "scaling": _scaling, "latency": _latency, "memory": _memory,
-           "replication": _replication}
+           "replication": _replication, "readscale": _readscale, "spark": _spark}
 
 
 if __name__ == "__main__":
