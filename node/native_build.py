@@ -4,12 +4,12 @@
 hand-written C modules, writing each extension next to its source. Python imports an
 extension before the .py of the same name, so a build that is not the sources' would
 silently run other code: yesterday's after an edit, or a module deleted since. An in-place
-build therefore records the SHA-256 of every input (the modules mypyc compiles, the C
-sources, their headers and stubs, setup.py; a change to the lists below changes the inputs)
-and the extensions it wrote, in
-`node/_native_build.json`; `check_native_build` (run once per process by node/__init__.py)
-refuses a build whose inputs changed, an extension the build did not write (an orphan of a
-deleted module or of an older checkout) and a recorded one that is missing.
+build therefore records in `node/_native_build.json` the SHA-256 of every input (the modules
+mypyc compiles, the C sources, their headers and stubs, setup.py; a change to the lists below
+changes the inputs) and the extensions it wrote. `check_native_build` (run once per process
+by node/__init__.py) refuses a build whose inputs changed, an extension the build did not
+write (an orphan of a deleted module or of an older checkout) and a recorded one that is
+missing.
 `python -P node/native_build.py fresh` is how the Makefile decides to rebuild, by the same
 rule. `RILL_PURE_PYTHON=1` makes the node ignore every extension (`use_python_sources`).
 
