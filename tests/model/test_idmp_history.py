@@ -279,9 +279,9 @@ class IdmpHistory(RuleBasedStateMachine):
         assert fresh.digest() == self.node.digest()
         with tempfile.TemporaryDirectory() as tmp:
             path = os.path.join(tmp, "snap")
-            write_snapshot(path, self.node.server.keyspace.dbs, SnapshotMeta("a" * 40))
+            write_snapshot(path, self.node.server.keyspace, SnapshotMeta("a" * 40))
             loaded = Keyspace(16)
-            load_snapshot(path, loaded.dbs)
+            load_snapshot(path, loaded)
         assert digest_keyspace(loaded) == self.node.digest()
 
 

@@ -108,7 +108,7 @@ def test_a_snapshot_written_before_idmp_existed_still_loads(nodes: Nodes) -> Non
     d0ffbbb): streams, a group with a PEL, a string. It loads, and its streams have the
     default IDMP settings and nothing remembered."""
     loaded = Keyspace(16)
-    result = load_snapshot(str(DATA / "pre-idmp.snapshot"), loaded.dbs)
+    result = load_snapshot(str(DATA / "pre-idmp.snapshot"), loaded)
     assert result.keys == 3 and result.meta.offset == 1234
     assert digest_keyspace(loaded) == b"0b44c28912f4f7a55d9c4a957791a405f2f772aa"
     # And a node starts from it.
