@@ -387,6 +387,7 @@ class Stream:
         out: list[Any],
         ids: list[int] | None = None,
         raw_ids: list[bytes] | None = None,
+        max_bytes: int = 0,
     ) -> int:
         """``range`` written as RESP: appends each entry's ``*2 <id> *2n <field> <value> ...``
         to ``out`` (the caller adds the array header) straight from the packed nodes, with
@@ -394,12 +395,22 @@ class Stream:
         entries' IDs are appended to it too (XREADGROUP records them as pending), and their
         wire forms to ``raw_ids`` (its effects name them: no second formatting).
 
+        With ``max_bytes`` the writing stops after the node at which the bytes written
+        pass it, returning -1: the reply would not fit (a client's output limit), and
+        building it whole first would cost its full size in memory.
+
         This is the reply of XRANGE, XREVRANGE, XREAD and XREADGROUP, so it lives beside
         the storage it reads, like Redis's streamReplyWithRange in t_stream.c."""
         n = 0
         raw = raw_ids if raw_ids is not None else []
+        written = 0
         for node, lo, hi in self._spans(start, end, rev):
+            mark = len(out)
             n = encode_entries(node, lo, hi, rev, count, n, out, ids, raw)
+            if max_bytes:
+                written += sum(map(len, out[mark:]))
+                if written > max_bytes:
+                    return -1
             if count and n >= count:
                 break
         return n
