@@ -410,6 +410,14 @@ class ClientConnection(asyncio.Protocol):
             self._resume_scheduled = True
             asyncio.get_running_loop().call_soon(self._resume)
 
+    def buffered_bytes(self) -> int:
+        """What the client's buffers hold: output not taken by the socket yet, input not
+        parsed or not run yet (INFO's mem_clients_normal, the maxmemory check)."""
+        transport = self.transport
+        if transport is not None and not self._closed:
+            self._buffered = transport.get_write_buffer_size()
+        return self._buffered + self._unsent_size + self._held_size + self.parser.buffered()
+
     def release_output(self, data: bytes) -> None:
         """Replies the AOF held back, now that their effects are on disk."""
         self._send(data)
