@@ -56,6 +56,8 @@ _FLOW_HIGH: Final = 4 * 1024 * 1024
 # Stop reading from a backed-up client once this much of its input waits unparsed.
 _HELD_HIGH: Final = 16 * 1024 * 1024
 _NO_LIMIT: Final = 1 << 62
+# Output queued below this is not compared with the limits on every push.
+_PUSH_CHECK: Final = 16 * 1024
 
 
 class ClientConnection(asyncio.Protocol):
@@ -244,8 +246,9 @@ class ClientConnection(asyncio.Protocol):
         # Past this many pending bytes the output is checked against the limits, and the
         # batch stops (flow control).
         check_at = min(_FLOW_HIGH, hard or _NO_LIMIT, soft or _NO_LIMIT)
-        # Output pending before the batch (written or queued), then what the batch adds.
-        owed = self._pending_output()
+        # Output pending before the batch (written, queued, or produced by the caller's
+        # earlier batches into `out`), then what this batch adds.
+        owed = self._pending_output() + _size(out, 0)
         it = iter(commands)
         for argv in it:
             mark = len(out)
@@ -383,12 +386,15 @@ class ClientConnection(asyncio.Protocol):
         else:
             unsent.append(data)
         self._unsent_size += len(data)
-        if self._buffered + self._unsent_size > _FLOW_HIGH:
+        size = self._buffered + self._unsent_size
+        if size > _PUSH_CHECK:
             # Pushes (Pub/Sub, MONITOR) to a client that does not read pile up here within
             # one loop turn: checked as they come, not only once written.
-            size = self._pending_output()
-            if self._over_limits(size):
-                self._drop_for_output(size)
+            hard, soft, _ = self.server.config.output_limits.get(self.output_class, (0, 0, 0))
+            if size > min(_FLOW_HIGH, hard or _NO_LIMIT, soft or _NO_LIMIT):
+                size = self._pending_output()
+                if self._over_limits(size):
+                    self._drop_for_output(size)
 
     def write_unsent(self) -> None:
         """Writes the queued output with one `transport.write` (the server calls it at the end
