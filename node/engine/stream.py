@@ -57,6 +57,7 @@ class Stream:
     __slots__ = (
         "_last_id",
         "_sealed",
+        "digests",
         "masters",
         "nodes",
         "entries_added",
@@ -76,11 +77,16 @@ class Stream:
     # (a node's estimate does not change once it stopped being the tail); -1: not known,
     # summed again on the next memory_estimate().
     _sealed: int
+    # DEBUG DIGEST's entry chains, by starting digest (node.engine.digest): (digest after
+    # the last entry hashed, that entry's ID). Entries are only ever added after the last
+    # one, so a chain is continued; anything that removes entries drops them (None).
+    digests: dict[bytes, tuple[bytes, int]] | None
 
     def __init__(self) -> None:
         self.masters: list[int] = []
         self.nodes: list[StreamNode] = []
         self._sealed = 0
+        self.digests = None
         self.length = 0
         self.last_id = 0
         self.max_deleted_id = 0
@@ -277,6 +283,7 @@ class Stream:
         node.live -= 1
         node.tombs += 1
         self.length -= 1
+        self.digests = None
         self.max_deleted_id = max(self.max_deleted_id, entry_id)
         if node.live == 0:
             # streamIteratorRemoveEntry frees the listpack when its last live entry goes.
@@ -316,6 +323,7 @@ class Stream:
         by_len = maxlen >= 0
         nodes = self.nodes
         removed = 0
+        self.digests = None
         gone = 0  # whole nodes removed from the head
         for node in nodes:
             if by_len and self.length <= maxlen:
@@ -541,6 +549,7 @@ class Stream:
         s.masters = self.masters[:]
         s.nodes = [n.clone() for n in self.nodes]
         s._sealed = -1
+        s.digests = None
         s.length = self.length
         s.last_id = self.last_id
         s.max_deleted_id = self.max_deleted_id
