@@ -19,11 +19,17 @@ from dataclasses import dataclass, field
 
 import pytest
 import redis
+from hypothesis import HealthCheck, settings
 
 import replication  # noqa: F401  (before any test module imports grpc: the node's gRPC I/O)
 from bench.procs import free_port
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# Property tests judge behaviour, not speed: no per-example deadline (200 ms by default) and
+# no health check on slow data generation, both of which fail on a busy machine.
+settings.register_profile("rill", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("rill")
 
 
 def wait_for_port(port: int, proc: subprocess.Popen[bytes], timeout: float = 10.0) -> None:
@@ -78,10 +84,13 @@ class Proc:
 
 def start_spinner(cpu: int, seconds: float) -> subprocess.Popen[bytes]:
     """A process that pins itself to `cpu` and keeps it busy for `seconds` (then exits by
-    itself, should the test die before killing it): CPU contention on demand."""
-    code = (f"import os, time\nos.sched_setaffinity(0, {{{cpu}}})\nend = time.monotonic() + {seconds}\n"
-            "while time.monotonic() < end: pass")
-    return subprocess.Popen([sys.executable, "-c", code])
+    itself, should the test die before killing it): CPU contention on demand. Returns once
+    it is pinned and spinning."""
+    code = (f"import os, time\nos.sched_setaffinity(0, {{{cpu}}})\nprint('pinned', flush=True)\n"
+            f"end = time.monotonic() + {seconds}\nwhile time.monotonic() < end: pass")
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stdout.readline() == b"pinned\n"
+    return proc
 
 
 def stop_process(proc: subprocess.Popen[bytes]) -> None:
@@ -89,11 +98,12 @@ def stop_process(proc: subprocess.Popen[bytes]) -> None:
     proc.wait()
 
 
-def start_rill(*extra: str, port: int | None = None, dir: str | None = None) -> Proc:
+def start_rill(*extra: str, port: int | None = None, dir: str | None = None, config: str | None = None) -> Proc:
+    """A node; `config` is a config file read before the flags (as redis-server's)."""
     port = port or free_port()
     workdir = dir or tempfile.mkdtemp(prefix="rill-test-")
-    args = [sys.executable, "-m", "node.main", "node", "--port", str(port), "--dir", workdir,
-            "--logfile", os.path.join(workdir, "server.log"), *extra]
+    args = [sys.executable, "-m", "node.main", "node", *([config] if config else []), "--port", str(port),
+            "--dir", workdir, "--logfile", os.path.join(workdir, "server.log"), *extra]
     # stderr goes to a file, never a pipe nobody reads (a full pipe would block the node).
     stderr_path = os.path.join(workdir, "stderr.log")
     with open(stderr_path, "wb") as stderr:
@@ -109,14 +119,15 @@ def start_rill(*extra: str, port: int | None = None, dir: str | None = None) -> 
     return Proc(port, proc, workdir, args, "rill")
 
 
-def start_redis(*extra: str, port: int | None = None) -> Proc:
+def start_redis(*extra: str, port: int | None = None, dir: str | None = None, config: str | None = None) -> Proc:
+    """A redis-server; `config` is a config file read before the flags."""
     binary = shutil.which("redis-server")
     if binary is None:
         pytest.fail("redis-server is not installed: `make test` installs Debian's redis-server")
     port = port or free_port()
-    workdir = tempfile.mkdtemp(prefix="redis-oracle-")
-    args = [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-            "--dir", workdir, "--logfile", os.path.join(workdir, "server.log"), *extra]
+    workdir = dir or tempfile.mkdtemp(prefix="redis-oracle-")
+    args = [binary, *([config] if config else []), "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+            "--appendonly", "no", "--dir", workdir, "--logfile", os.path.join(workdir, "server.log"), *extra]
     proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     wait_for_port(port, proc)
     return Proc(port, proc, workdir, args, "redis")
