@@ -5,6 +5,7 @@ other clients keep being served meanwhile. Peaks are the node's VmHWM."""
 
 from __future__ import annotations
 
+import re
 import socket
 import time
 from collections.abc import Iterator
@@ -12,7 +13,7 @@ from collections.abc import Iterator
 import pytest
 
 from tests.conformance.harness import RawConnection, encode
-from tests.conftest import Proc, start_rill
+from tests.conftest import Proc, start_redis, start_rill
 from tests.memory.peak import MB, peak_rss, rss
 
 HARD = 32 * MB
@@ -132,6 +133,33 @@ def test_a_pipeline_of_small_replies_is_served_in_bounded_memory() -> None:
         sock.close()
         assert received == len(reply) * 100_000
         assert peak_rss(proc.proc.pid) <= before + 2 * HARD
+        client.close()
+    finally:
+        proc.stop()
+
+
+@pytest.mark.parametrize("kind", ["redis", "rill"])
+def test_a_pipeline_over_a_small_hard_limit_closes_the_client_as_redis_does(kind: str) -> None:
+    # 200 GETs of 10 KB in one write: 2 MB of replies produced at once against a 1 MB
+    # hard limit. Both servers close the client (and log it) before answering them all.
+    limit = ("--client-output-buffer-limit", "normal 1mb 0 0")
+    proc = start_redis(*limit) if kind == "redis" else start_rill(*limit)
+    try:
+        client = proc.client()
+        client.set("k", b"x" * 10_000)
+        sock = socket.create_connection(("127.0.0.1", proc.port), timeout=10)
+        sock.sendall(encode([b"GET", b"k"]) * 200)
+        received = 0
+        try:
+            while chunk := sock.recv(1 << 20):
+                received += len(chunk)
+        except ConnectionResetError:
+            pass
+        sock.close()
+        assert received < 200 * 10_000
+        assert client.get("k") == b"x" * 10_000  # other clients go on
+        # Redis: "scheduled to be closed ASAP for overcoming of output buffer limits".
+        assert re.search(r"closed (ASAP )?for overcoming of output buffer limits", proc.log)
         client.close()
     finally:
         proc.stop()
