@@ -264,7 +264,8 @@ class ClientConnection(asyncio.Protocol):
                 session.output_room = 0
                 self._drop_for_output(hard + 1)
                 return
-            session.output_room = 0
+            if hard:
+                session.output_room = 0
             if type(reply) is Block:
                 self._block(reply)
                 self.pending.extend(it)

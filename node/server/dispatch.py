@@ -367,16 +367,13 @@ class Dispatcher:
         # first (node.commands.expiry); for a write, the DELs that logs are in its unit.
         volatile = len(session.expires.deadlines) != 0
         hidden: Hidden | None = None
-        meter = self.meter
-        measured: list[bytes] | None = None
+        meter = self.meter if unit else None
         before = 0
-        db = session.db
-        deadlines = session.expires.deadlines
-        if unit and meter is not None:
+        if meter is not None:
             # The dataset estimate follows the write: the keys it names, before and after.
             meter.dataset(self._effects.offset)
-            measured = command_keys(spec, argv)
-            before = meter.measure(db, deadlines, measured)
+            before = meter.measure(session.db, session.expires.deadlines, command_keys(spec, argv))
+            before_db = session.db
         if unit:
             self._effects.begin()
         try:
@@ -395,11 +392,12 @@ class Dispatcher:
                 restore_hidden(hidden)
             if unit:
                 self._effects.end()
-            if meter is not None and measured is not None:
-                if spec.name in _UNMEASURED_WRITES or meter.seen < 0:
+            if meter is not None:
+                if spec.name in _UNMEASURED_WRITES or meter.seen < 0 or session.db is not before_db:
                     meter.seen = -1  # counted again at the next reading
                 else:
-                    meter.total += meter.measure(db, deadlines, measured) - before
+                    after = meter.measure(session.db, session.expires.deadlines, command_keys(spec, argv))
+                    meter.total += after - before
                     meter.seen = self._effects.offset
         if type(reply) is Block:
             expire_before_retry(reply)
