@@ -63,14 +63,11 @@ def bytes_to_human(n: int) -> str:
 
 
 def _memory(node: RillNode) -> Fields:
-    memory = node.memory
-    dataset = memory.dataset()
-    clients = memory.clients()
-    backlog = memory.backlog()
-    aof = memory.aof_buffer()
-    overhead = clients + backlog + aof
-    used = dataset + overhead
-    memory.peak = peak = max(memory.peak, used)
+    parts = node.memory.parts()
+    dataset, clients, backlog, aof, overhead, used = (
+        parts.dataset, parts.clients, parts.backlog, parts.aof_buffer, parts.overhead, parts.used
+    )
+    peak = node.memory.peak
     rss = current_rss()
     system = _total_system_memory()
     maxmemory = node.server.config.get_int("maxmemory")
@@ -198,14 +195,11 @@ def add_node_sections(info: InfoSections, node: RillNode) -> None:
 
 def memory_stats(node: RillNode) -> dict[bytes, Any]:
     """MEMORY STATS in Redis's field names, from the same figures as INFO memory."""
-    memory = node.memory
-    dataset = memory.dataset()
-    clients = memory.clients()
-    backlog = memory.backlog()
-    aof = memory.aof_buffer()
-    overhead = clients + backlog + aof
-    used = dataset + overhead
-    memory.peak = peak = max(memory.peak, used)
+    parts = node.memory.parts()
+    dataset, clients, backlog, aof, overhead, used = (
+        parts.dataset, parts.clients, parts.backlog, parts.aof_buffer, parts.overhead, parts.used
+    )
+    peak = node.memory.peak
     rss = current_rss()
     keys = node.server.keyspace.key_count()
     out: dict[bytes, Any] = {

@@ -13,6 +13,7 @@ left out, as Redis leaves it out (mem_not_counted_for_evict).
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
 from node.engine.memory import DatasetMeter
@@ -23,6 +24,22 @@ if TYPE_CHECKING:
 
 # How long the summed overhead (clients, backlog, AOF buffer) is reused by the check.
 _OVERHEAD_TTL: Final = 0.1
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryParts:
+    dataset: int
+    clients: int
+    backlog: int
+    aof_buffer: int
+
+    @property
+    def overhead(self) -> int:
+        return self.clients + self.backlog + self.aof_buffer
+
+    @property
+    def used(self) -> int:
+        return self.dataset + self.overhead
 
 
 class MemoryAccounting:
@@ -65,14 +82,11 @@ class MemoryAccounting:
     def aof_buffer(self) -> int:
         return self.node.persistence.aof_buffer_length()
 
-    def overhead(self) -> int:
-        return self.clients() + self.backlog() + self.aof_buffer()
-
-    def used(self) -> int:
-        """used_memory: everything, summed now."""
-        used = self.dataset() + self.overhead()
-        self.peak = max(self.peak, used)
-        return used
+    def parts(self) -> MemoryParts:
+        """Every part, summed now (INFO memory, MEMORY STATS); the peak follows."""
+        parts = MemoryParts(self.dataset(), self.clients(), self.backlog(), self.aof_buffer())
+        self.peak = max(self.peak, parts.used)
+        return parts
 
     def over_maxmemory(self) -> bool:
         """Whether used memory is over maxmemory (the per-command check: the overhead is

@@ -17,8 +17,7 @@ from node.commands.context import Session
 from node.commands.reply import ReplyError
 from node.log.applier import LogApplier
 from node.persistence.aof_reader import ReplayRefused, read_aof
-from node.persistence.manifest import Manifest, ManifestError, load_manifest, manifest_name
-from node.persistence.manifest_rebuild import aof_files_on_disk
+from node.persistence.manifest import Manifest, ManifestError, aof_files_on_disk, load_manifest, manifest_name
 from node.persistence.snapshot import SnapshotError, SnapshotMeta, load_snapshot
 
 if TYPE_CHECKING:

@@ -17,30 +17,8 @@ from __future__ import annotations
 import os
 
 from node.persistence.aof_reader import read_aof
-from node.persistence.manifest import BASE, BASE_SUFFIX, INCR, INCR_SUFFIX, AofFile, Manifest, ManifestError
+from node.persistence.manifest import INCR, AofFile, Manifest, ManifestError, aof_files_on_disk
 from node.persistence.snapshot import SnapshotError, read_meta
-
-
-def aof_files_on_disk(dirpath: str, filename: str) -> tuple[list[AofFile], list[AofFile]]:
-    """The base files and the incr files of `filename` in `dirpath`, by sequence number."""
-    try:
-        names = os.listdir(dirpath)
-    except FileNotFoundError:
-        return [], []
-    bases: list[AofFile] = []
-    incrs: list[AofFile] = []
-    prefix = filename + "."
-    for name in names:
-        if not name.startswith(prefix):
-            continue
-        seq, _, suffix = name[len(prefix):].partition(".")
-        if not seq.isdigit():
-            continue
-        if "." + suffix == BASE_SUFFIX:
-            bases.append(AofFile(name, int(seq), BASE))
-        elif "." + suffix == INCR_SUFFIX:
-            incrs.append(AofFile(name, int(seq), INCR))
-    return sorted(bases, key=lambda f: f.seq), sorted(incrs, key=lambda f: f.seq)
 
 
 def rebuild_manifest(dirpath: str, filename: str) -> Manifest:
