@@ -91,7 +91,7 @@ _DIRECTIVES: Final[tuple[Directive, ...]] = (
     Directive("auto-aof-rewrite-min-size", "67108864", "memory", minimum=0, maximum=_LLONG_MAX),
     Directive("aof-load-truncated", "yes", "bool"),
     Directive("maxmemory", "0", "memory", minimum=0, maximum=_ULLONG_MAX),
-    # Every Redis policy is accepted (clients set them); Rill never evicts.
+    # Redis's policies are known names; only noeviction is implemented (the others refused).
     Directive(
         "maxmemory-policy", "noeviction", "enum",
         choices=("volatile-lru", "volatile-lfu", "volatile-random", "volatile-ttl", "allkeys-lru",
@@ -187,6 +187,9 @@ def _normalize(d: Directive, raw: str, current: str | None = None) -> str:
         low = raw.lower()
         if low not in d.choices:
             raise ConfigError(f"argument(s) must be one of the following: {', '.join(d.choices)}")
+        if d.name == "maxmemory-policy" and low != "noeviction":
+            # Redis's policy names are known, but Rill evicts nothing (docs/compatibility.md).
+            raise ConfigError(f"'{low}' is not supported: Rill only implements noeviction")
         return low
     if d.name == "client-output-buffer-limit":
         return _normalize_obl(raw, current or d.default)

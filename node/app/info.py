@@ -4,9 +4,9 @@ latencystats, cluster and keyspace; plus the figures behind MEMORY STATS.
 
 Field names are Redis 7.2's (server.c genRedisInfoString). Figures Rill does not have (forks,
 allocator internals, evictions, scripting) keep Redis's field with the value an idle Redis
-shows, so tools that read INFO find every field they expect. Memory figures come from the
-process itself (RSS from /proc/self/statm, peak RSS from getrusage): Rill runs on Python's
-allocator and cannot count its allocations as zmalloc does.
+shows, so tools that read INFO find every field they expect. `used_memory` and its parts are
+the node's estimate of what its data and buffers take (node.app.memory); `used_memory_rss`
+is the process's RSS (/proc/self/statm).
 """
 
 from __future__ import annotations
@@ -63,26 +63,29 @@ def bytes_to_human(n: int) -> str:
 
 
 def _memory(node: RillNode) -> Fields:
+    parts = node.memory.parts()
+    dataset, clients, backlog, aof, overhead, used = (
+        parts.dataset, parts.clients, parts.backlog, parts.aof_buffer, parts.overhead, parts.used
+    )
+    peak = node.memory.peak
     rss = current_rss()
-    peak = max(peak_rss(), rss)
-    startup = min(node.startup_rss or rss, rss)
-    dataset = rss - startup
     system = _total_system_memory()
     maxmemory = node.server.config.get_int("maxmemory")
+    ratio = rss / used if used else 1.0
     return [
-        ("used_memory", rss),
-        ("used_memory_human", bytes_to_human(rss)),
+        ("used_memory", used),
+        ("used_memory_human", bytes_to_human(used)),
         ("used_memory_rss", rss),
         ("used_memory_rss_human", bytes_to_human(rss)),
         ("used_memory_peak", peak),
         ("used_memory_peak_human", bytes_to_human(peak)),
-        ("used_memory_peak_perc", f"{100 * rss / peak:.2f}%"),
-        ("used_memory_overhead", startup),
-        ("used_memory_startup", startup),
+        ("used_memory_peak_perc", f"{100 * used / peak if peak else 100:.2f}%"),
+        ("used_memory_overhead", overhead),
+        ("used_memory_startup", 0),
         ("used_memory_dataset", dataset),
-        ("used_memory_dataset_perc", f"{100 * dataset / rss if rss else 0:.2f}%"),
-        ("allocator_allocated", rss),
-        ("allocator_active", rss),
+        ("used_memory_dataset_perc", f"{100 * dataset / used if used else 0:.2f}%"),
+        ("allocator_allocated", used),
+        ("allocator_active", used),
         ("allocator_resident", rss),
         ("total_system_memory", system),
         ("total_system_memory_human", bytes_to_human(system)),
@@ -104,19 +107,20 @@ def _memory(node: RillNode) -> Fields:
         ("maxmemory_policy", node.server.config.get("maxmemory-policy")),
         ("allocator_frag_ratio", "1.00"),
         ("allocator_frag_bytes", 0),
-        ("allocator_rss_ratio", "1.00"),
-        ("allocator_rss_bytes", 0),
+        ("allocator_rss_ratio", f"{ratio:.2f}"),
+        ("allocator_rss_bytes", rss - used),
         ("rss_overhead_ratio", "1.00"),
         ("rss_overhead_bytes", 0),
-        ("mem_fragmentation_ratio", "1.00"),
-        ("mem_fragmentation_bytes", 0),
-        ("mem_not_counted_for_evict", 0),
-        ("mem_replication_backlog", replication_info.backlog_memory(node.replication)),
-        ("mem_total_replication_buffers", replication_info.backlog_memory(node.replication)),
+        # The interpreter is in the RSS and not in used_memory: the ratio says how much.
+        ("mem_fragmentation_ratio", f"{ratio:.2f}"),
+        ("mem_fragmentation_bytes", rss - used),
+        ("mem_not_counted_for_evict", aof),
+        ("mem_replication_backlog", backlog),
+        ("mem_total_replication_buffers", backlog),
         ("mem_clients_slaves", 0),
-        ("mem_clients_normal", sum(s.output_size for s in node.server.sessions())),
+        ("mem_clients_normal", clients),
         ("mem_cluster_links", 0),
-        ("mem_aof_buffer", 0),
+        ("mem_aof_buffer", aof),
         ("mem_allocator", "pymalloc"),
         ("active_defrag_running", 0),
         ("lazyfree_pending_objects", 0),
@@ -190,21 +194,23 @@ def add_node_sections(info: InfoSections, node: RillNode) -> None:
 
 
 def memory_stats(node: RillNode) -> dict[bytes, Any]:
-    """MEMORY STATS in Redis's field names, from the same process figures as INFO memory."""
+    """MEMORY STATS in Redis's field names, from the same figures as INFO memory."""
+    parts = node.memory.parts()
+    dataset, clients, backlog, aof, overhead, used = (
+        parts.dataset, parts.clients, parts.backlog, parts.aof_buffer, parts.overhead, parts.used
+    )
+    peak = node.memory.peak
     rss = current_rss()
-    peak = max(peak_rss(), rss)
-    startup = min(node.startup_rss or rss, rss)
-    dataset = rss - startup
     keys = node.server.keyspace.key_count()
     out: dict[bytes, Any] = {
         b"peak.allocated": peak,
-        b"total.allocated": rss,
-        b"startup.allocated": startup,
-        b"replication.backlog": replication_info.backlog_memory(node.replication),
+        b"total.allocated": used,
+        b"startup.allocated": 0,
+        b"replication.backlog": backlog,
         b"clients.slaves": 0,
-        b"clients.normal": sum(s.output_size for s in node.server.sessions()),
+        b"clients.normal": clients,
         b"cluster.links": 0,
-        b"aof.buffer": 0,
+        b"aof.buffer": aof,
         b"lua.caches": 0,
         b"functions.caches": 0,
     }
@@ -216,22 +222,22 @@ def memory_stats(node: RillNode) -> dict[bytes, Any]:
                 b"overhead.hashtable.slot-to-keys": 0,
             }
     out.update({
-        b"overhead.total": startup,
+        b"overhead.total": overhead,
         b"keys.count": keys,
         b"keys.bytes-per-key": dataset // keys if keys else 0,
         b"dataset.bytes": dataset,
-        b"dataset.percentage": 100.0 * dataset / rss if rss else 0.0,
-        b"peak.percentage": 100.0 * rss / peak if peak else 0.0,
-        b"allocator.allocated": rss,
-        b"allocator.active": rss,
+        b"dataset.percentage": 100.0 * dataset / used if used else 0.0,
+        b"peak.percentage": 100.0 * used / peak if peak else 100.0,
+        b"allocator.allocated": used,
+        b"allocator.active": used,
         b"allocator.resident": rss,
         b"allocator-fragmentation.ratio": 1.0,
         b"allocator-fragmentation.bytes": 0,
-        b"allocator-rss.ratio": 1.0,
-        b"allocator-rss.bytes": 0,
+        b"allocator-rss.ratio": rss / used if used else 1.0,
+        b"allocator-rss.bytes": rss - used,
         b"rss-overhead.ratio": 1.0,
         b"rss-overhead.bytes": 0,
-        b"fragmentation": 1.0,
-        b"fragmentation.bytes": 0,
+        b"fragmentation": rss / used if used else 1.0,
+        b"fragmentation.bytes": rss - used,
     })
     return out

@@ -27,7 +27,8 @@ from collections.abc import Callable
 from typing import Any, Final
 
 from node import REDIS_VERSION, __version__
-from node.app.info import add_node_sections, current_rss, memory_stats
+from node.app.info import add_node_sections, memory_stats
+from node.app.memory import MemoryAccounting
 from node.commands import load_all
 from node.commands.context import Admin, Clients, PubSub, Session, Watches
 from node.commands.table import CommandTable
@@ -77,7 +78,8 @@ class RillNode:
         self.waits = self.replication.waits
         self.expire_cron = ExpireCron(self.server, self)
         self.keys_expired_at_load = 0  # INFO rdb_last_load_keys_expired
-        self.startup_rss = 0  # RSS once listening: INFO's used_memory_startup
+        # used_memory and the maxmemory check.
+        self.memory = MemoryAccounting(self)
         self.shutdown_reason = ""
         self.shutdown_flags: frozenset[str] = frozenset()
         self._shutdown: asyncio.Event | None = None
@@ -147,7 +149,6 @@ class RillNode:
         gc.collect()
         gc.freeze()
         gc.set_threshold(50_000, 50, 100)
-        self.startup_rss = current_rss()
         self.persistence.start(loop)
         self.keys_expired_at_load = self.expire_cron.start(loop)
         log.info(

@@ -177,7 +177,7 @@ class Session:
         "node", "id", "db_index", "db", "proto", "name", "lib_name", "lib_ver", "authenticated",
         "multi", "multi_error", "watched", "watch_dirty", "reply_mode", "addr", "laddr", "fd",
         "created_ms", "last_interaction_ms", "last_command", "flags", "closing", "no_evict",
-        "no_touch", "user", "effects_in_command", "blocked_on", "output_size", "in_exec",
+        "no_touch", "user", "effects_in_command", "blocked_on", "output_size", "output_room", "in_exec",
         "exec_ms", "woff", "expires", "subscriptions", "pushes", "send", "_clock", "_propagate",
     )
 
@@ -223,6 +223,10 @@ class Session:
         self.effects_in_command = 0
         self.blocked_on: Block | None = None
         self.output_size = 0
+        # Bytes the running command's reply may take before the client passes its hard
+        # output buffer limit (0: no limit); set by the connection around each command, read
+        # by replies that can grow large (XRANGE) to stop early (OutputLimitReached).
+        self.output_room = 0
         self.in_exec = False
         # While EXEC runs: its start time, the time every queued command sees (Redis's
         # commandTimeSnapshot), so no key expires half-way through a transaction.

@@ -37,6 +37,12 @@ class CommandError(Exception):
         self.message = message
 
 
+class OutputLimitReached(Exception):
+    """Raised by a handler whose reply would take the client past its hard output buffer
+    limit (`Session.output_room`): the connection closes the client, as Redis does when
+    its output passes the limit, without building the rest of the reply."""
+
+
 class ReplyError:
     """An error as a value, for errors nested in arrays (EXEC) or returned directly."""
 

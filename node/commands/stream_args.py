@@ -15,7 +15,7 @@ from typing import Any, Final
 
 from node.commands.args import NOT_AN_INTEGER, SYNTAX_ERROR, to_int
 from node.commands.context import Block, Session
-from node.commands.reply import NULL_ARRAY, CommandError, Raw
+from node.commands.reply import NULL_ARRAY, CommandError, OutputLimitReached, Raw
 from node.engine.ids import MAX_ID, MAX_SEQ, decr_id, format_id, incr_id, parse_id
 from node.engine.keyspace import WRONGTYPE, Database
 from node.engine.stream_ops import TRIM_MAXLEN, TRIM_MINID, TRIM_NONE, AddTrimArgs, Effect, Entry, StreamError
@@ -351,11 +351,16 @@ def entries_reply(entries: Sequence[Entry]) -> Any:
     return Raw(b"".join(parts))
 
 
-def range_reply(value: StreamValue, start: int, end: int, count: int, rev: bool) -> Raw:
+def range_reply(value: StreamValue, start: int, end: int, count: int, rev: bool, max_bytes: int = 0) -> Raw:
     """entries_reply(value.range(start, end, count, rev)), encoded straight from the packed
-    nodes (Stream.range_resp): XRANGE, XREVRANGE and XREAD answer through it."""
+    nodes (Stream.range_resp): XRANGE, XREVRANGE and XREAD answer through it. A reply that
+    would pass `max_bytes` (the room left under the client's hard output limit) raises
+    OutputLimitReached as soon as it does, before it is built whole."""
     out: list[Any] = [b""]
-    return encoded_entries_reply(out, value.range_resp(start, end, count, rev, out, None))
+    n = value.range_resp(start, end, count, rev, out, None, None, max_bytes)
+    if n < 0:
+        raise OutputLimitReached
+    return encoded_entries_reply(out, n)
 
 
 def encoded_entries_reply(out: list[Any], n: int) -> Raw:

@@ -127,7 +127,9 @@ def _range(ctx: Session, argv: list[bytes], rev: bool) -> Any:
         return []
     if count == 0:
         return NULL_ARRAY
-    return range_reply(value, start, end, max(count, 0), rev)
+    # Inside EXEC the transaction's replies are not cut short: every queued command runs.
+    room = 0 if ctx.in_exec else ctx.output_room
+    return range_reply(value, start, end, max(count, 0), rev, room)
 
 
 @command("xrange", -4, "readonly", 1, 1, 1, group="stream",

@@ -45,6 +45,10 @@ from node.engine.stream_node import StreamNode, collect_entries, new_node
 from node.engine.stream_resp import encode_entries
 
 _M64: Final = 0xFFFFFFFFFFFFFFFF
+# memory_estimate(): the Stream object with its two lists, and per node a slot in each list
+# plus the 128-bit master ID in `masters`.
+_STREAM_BASE: Final = 200
+_PER_NODE: Final = 60
 
 
 class Stream:
@@ -52,6 +56,8 @@ class Stream:
 
     __slots__ = (
         "_last_id",
+        "_sealed",
+        "digests",
         "masters",
         "nodes",
         "entries_added",
@@ -67,10 +73,20 @@ class Stream:
     last_seq: int  # last_id & (2**64 - 1)
     max_deleted_id: int  # greatest ID removed by XDEL (Redis max_deleted_entry_id)
     entries_added: int  # entries ever added (Redis entries_added); XSETID may set it
+    # memory_estimate() of every node but the tail, kept up to date as nodes come and go
+    # (a node's estimate does not change once it stopped being the tail); -1: not known,
+    # summed again on the next memory_estimate().
+    _sealed: int
+    # DEBUG DIGEST's entry chains, by starting digest (node.engine.digest): (digest after
+    # the last entry hashed, that entry's ID). Entries are only ever added after the last
+    # one, so a chain is continued; anything that removes entries drops them (None).
+    digests: dict[bytes, tuple[bytes, int]] | None
 
     def __init__(self) -> None:
         self.masters: list[int] = []
         self.nodes: list[StreamNode] = []
+        self._sealed = 0
+        self.digests = None
         self.length = 0
         self.last_id = 0
         self.max_deleted_id = 0
@@ -135,6 +151,8 @@ class Stream:
                 names = nodes[-1].fields
                 tmpl = nodes[-1].tmpl
             node = new_node(entry_id, names, tmpl)
+            if nodes and self._sealed >= 0:
+                self._sealed += nodes[-1].memory_estimate()  # the old tail is sealed now
             nodes.append(node)
             self.masters.append(entry_id)
             same = True
@@ -257,6 +275,7 @@ class Stream:
             if cut == 0:
                 del nodes[-1]
                 del self.masters[-1]
+                self._tail_removed()
                 continue
             data = node.data if type(node.data) is bytearray else bytearray(node.data)
             del data[node.offsets[cut] :]
@@ -281,12 +300,23 @@ class Stream:
         node.live -= 1
         node.tombs += 1
         self.length -= 1
+        self.digests = None
         self.max_deleted_id = max(self.max_deleted_id, entry_id)
         if node.live == 0:
             # streamIteratorRemoveEntry frees the listpack when its last live entry goes.
+            tail = j == len(self.nodes) - 1
+            if not tail and self._sealed >= 0:
+                self._sealed -= node.memory_estimate()
             del self.nodes[j]
             del self.masters[j]
+            if tail:
+                self._tail_removed()
         return True
+
+    def _tail_removed(self) -> None:
+        """The tail node went: the node before it is the tail now, no longer sealed."""
+        if self.nodes and self._sealed >= 0:
+            self._sealed -= self.nodes[-1].memory_estimate()
 
     def trim_maxlen(self, maxlen: int, approx: bool, limit: int) -> int:
         """XTRIM MAXLEN (Redis streamTrim); returns the number of entries removed."""
@@ -310,6 +340,7 @@ class Stream:
         by_len = maxlen >= 0
         nodes = self.nodes
         removed = 0
+        self.digests = None
         gone = 0  # whole nodes removed from the head
         for node in nodes:
             if by_len and self.length <= maxlen:
@@ -346,6 +377,10 @@ class Stream:
             removed += marked
             break
         if gone:
+            if gone == len(nodes):
+                self._sealed = 0
+            elif self._sealed >= 0:
+                self._sealed -= sum(node.memory_estimate() for node in nodes[:gone])
             del nodes[:gone]
             del self.masters[:gone]
         return removed
@@ -404,6 +439,7 @@ class Stream:
         out: list[Any],
         ids: list[int] | None = None,
         raw_ids: list[bytes] | None = None,
+        max_bytes: int = 0,
     ) -> int:
         """``range`` written as RESP: appends each entry's ``*2 <id> *2n <field> <value> ...``
         to ``out`` (the caller adds the array header) straight from the packed nodes, with
@@ -411,12 +447,22 @@ class Stream:
         entries' IDs are appended to it too (XREADGROUP records them as pending), and their
         wire forms to ``raw_ids`` (its effects name them: no second formatting).
 
+        With ``max_bytes`` the writing stops after the node at which the bytes written
+        pass it, returning -1: the reply would not fit (a client's output limit), and
+        building it whole first would cost its full size in memory.
+
         This is the reply of XRANGE, XREVRANGE, XREAD and XREADGROUP, so it lives beside
         the storage it reads, like Redis's streamReplyWithRange in t_stream.c."""
         n = 0
         raw = raw_ids if raw_ids is not None else []
+        written = 0
         for node, lo, hi in self._spans(start, end, rev):
+            mark = len(out)
             n = encode_entries(node, lo, hi, rev, count, n, out, ids, raw)
+            if max_bytes:
+                written += sum(map(len, out[mark:]))
+                if written > max_bytes:
+                    return -1
             if count and n >= count:
                 break
         return n
@@ -472,6 +518,21 @@ class Stream:
         """Number of macro nodes (XINFO STREAM radix-tree-keys)."""
         return len(self.nodes)
 
+    def memory_estimate(self) -> int:
+        """Bytes the stream's entries take, in O(1) (amortized): what INFO's
+        used_memory_dataset and the maxmemory check count. Close to memory_bytes() without
+        walking every node (the field-name lists and deletion bitmaps are left out)."""
+        nodes = self.nodes
+        if self._sealed < 0:
+            self._sealed = sum(node.memory_estimate() for node in nodes[:-1])
+        tail = nodes[-1].memory_estimate() if nodes else 0
+        # The masters list and its ints, the nodes list.
+        return _STREAM_BASE + len(nodes) * _PER_NODE + self._sealed + tail
+
+    def forget_memory_estimate(self) -> None:
+        """The nodes were replaced wholesale (a snapshot load): sum them again when asked."""
+        self._sealed = -1
+
     def memory_bytes(self) -> int:
         """Approximate bytes held by this stream's Python objects (MEMORY USAGE)."""
         getsizeof = sys.getsizeof
@@ -504,6 +565,8 @@ class Stream:
         """Make ``s`` (a fresh Stream, or a subclass's instance) an independent copy."""
         s.masters = self.masters[:]
         s.nodes = [n.clone() for n in self.nodes]
+        s._sealed = -1
+        s.digests = None
         s.length = self.length
         s.last_id = self.last_id
         s.max_deleted_id = self.max_deleted_id

@@ -144,4 +144,5 @@ def load_nodes(stream: Stream, buf: bytes | memoryview, pos: int) -> int:
         masters.append(master)
     stream.nodes = nodes
     stream.masters = masters
+    stream.forget_memory_estimate()
     return pos

@@ -80,6 +80,14 @@ class StreamValue(Stream):
             clone.idmp = self.idmp.copy()
         return clone
 
+    def memory_estimate(self) -> int:
+        """Stream.memory_estimate plus the consumer groups (O(groups + consumers))."""
+        total = Stream.memory_estimate(self)
+        if self.groups:
+            total += sys.getsizeof(self.groups)
+            total += sum(sys.getsizeof(name) + g.memory_bytes() for name, g in self.groups.items())
+        return total
+
     def memory_bytes(self) -> int:
         total = Stream.memory_bytes(self)
         if self.groups:

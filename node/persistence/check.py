@@ -1,5 +1,6 @@
 """`rill check-aof [--fix] FILE`: inspect (and repair) an AOF manifest, an incr AOF file or a
-snapshot, as redis-check-aof does for Redis.
+snapshot, as redis-check-aof does for Redis. A manifest that is missing while AOF files are
+beside it is rebuilt from them by --fix (node.persistence.manifest_rebuild).
 
 An incr file that ends in the middle of a command (or of a MULTI) is truncated at its last
 complete unit by --fix; one damaged in the middle is cut at the damage, which drops every
@@ -14,7 +15,8 @@ import os
 from typing import TextIO
 
 from node.persistence.aof_reader import AofReadResult, read_aof
-from node.persistence.manifest import MANIFEST_SUFFIX, ManifestError, load_manifest
+from node.persistence.manifest import MANIFEST_SUFFIX, ManifestError, load_manifest, write_manifest
+from node.persistence.manifest_rebuild import rebuild_manifest
 from node.persistence.snapshot import MAGIC, verify_snapshot
 
 
@@ -22,6 +24,8 @@ def check_aof(path: str, fix: bool, out: TextIO) -> int:
     """Exit status: 0 when the file is valid (or was fixed), 1 otherwise."""
     try:
         if path.endswith(MANIFEST_SUFFIX):
+            if not os.path.exists(path):
+                return _rebuild_manifest(path, fix, out)
             return _check_manifest(path, fix, out)
         with open(path, "rb") as f:
             head = f.read(len(MAGIC))
@@ -50,6 +54,24 @@ def _check_manifest(path: str, fix: bool, out: TextIO) -> int:
         status = _check_incr(os.path.join(dirpath, incr.name), fix, out, last=i == len(manifest.incrs) - 1)
     out.write("All AOF files and manifest are valid\n" if status == 0 else "")
     return status
+
+
+def _rebuild_manifest(path: str, fix: bool, out: TextIO) -> int:
+    dirpath = os.path.dirname(os.path.abspath(path))
+    filename = os.path.basename(path)[: -len(MANIFEST_SUFFIX)]
+    try:
+        manifest = rebuild_manifest(dirpath, filename)
+    except ManifestError as exc:
+        out.write(f"The manifest {path} does not exist. {exc}\n")
+        return 1
+    out.write(f"The manifest {path} does not exist; the AOF files beside it make this one:\n")
+    out.write(manifest.format().decode())
+    if not fix:
+        out.write("Use the --fix option to write it.\n")
+        return 1
+    write_manifest(dirpath, filename, manifest)
+    out.write(f"Manifest {os.path.basename(path)} rebuilt from the AOF files\n")
+    return _check_manifest(path, False, out)
 
 
 def _check_snapshot(path: str, out: TextIO) -> int:

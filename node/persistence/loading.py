@@ -17,7 +17,7 @@ from node.commands.context import Session
 from node.commands.reply import ReplyError
 from node.log.applier import LogApplier
 from node.persistence.aof_reader import ReplayRefused, read_aof
-from node.persistence.manifest import Manifest, ManifestError, load_manifest, manifest_name
+from node.persistence.manifest import Manifest, ManifestError, aof_files_on_disk, load_manifest, manifest_name
 from node.persistence.snapshot import SnapshotError, SnapshotMeta, load_snapshot
 
 if TYPE_CHECKING:
@@ -61,6 +61,14 @@ def load_aof(server: Server, aofdir: str, filename: str, truncated_tail_ok: bool
     (empty) keyspace; None when there is no AOF yet. `truncated_tail_ok`: aof-load-truncated."""
     mpath = os.path.join(aofdir, manifest_name(filename))
     if not os.path.exists(mpath):
+        bases, incrs = aof_files_on_disk(aofdir, filename)
+        if bases or incrs:
+            # Starting empty would lose them at the next rewrite (node.persistence.manifest_rebuild).
+            raise PersistenceError(
+                f"The AOF directory {aofdir} holds AOF files ({', '.join(f.name for f in bases + incrs)}) but no "
+                f"manifest {manifest_name(filename)}: refusing to start with an empty data set. Rebuild the manifest "
+                f"with `rill check-aof --fix {mpath}`, or move the files away to start empty."
+            )
         return None
     try:
         manifest = load_manifest(mpath)

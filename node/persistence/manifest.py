@@ -115,22 +115,9 @@ class Manifest:
     def past_seqs_on_disk(self, dirpath: str, filename: str) -> Manifest:
         """Sequence numbers above any base/incr file of `filename` in `dirpath`, so a new
         file never takes the name of one an older manifest (or a crash) left behind."""
-        base_seq, incr_seq = self.base_seq, self.incr_seq
-        try:
-            names = os.listdir(dirpath)
-        except FileNotFoundError:
-            names = []
-        prefix = filename + "."
-        for name in names:
-            if not name.startswith(prefix):
-                continue
-            seq, _, suffix = name[len(prefix):].partition(".")
-            if not seq.isdigit():
-                continue
-            if "." + suffix == BASE_SUFFIX:
-                base_seq = max(base_seq, int(seq))
-            elif "." + suffix == INCR_SUFFIX:
-                incr_seq = max(incr_seq, int(seq))
+        bases, incrs = aof_files_on_disk(dirpath, filename)
+        base_seq = max([self.base_seq, *(f.seq for f in bases)])
+        incr_seq = max([self.incr_seq, *(f.seq for f in incrs)])
         return replace(self, base_seq=base_seq, incr_seq=incr_seq)
 
     def without_history(self) -> Manifest:
@@ -139,6 +126,29 @@ class Manifest:
     def files(self) -> list[AofFile]:
         """Base then incr files: the load order."""
         return ([self.base] if self.base else []) + list(self.incrs)
+
+
+def aof_files_on_disk(dirpath: str, filename: str) -> tuple[list[AofFile], list[AofFile]]:
+    """The base files and the incr files of `filename` in `dirpath` (named by their
+    sequence numbers, whatever a manifest says), each list by sequence number."""
+    try:
+        names = os.listdir(dirpath)
+    except FileNotFoundError:
+        return [], []
+    bases: list[AofFile] = []
+    incrs: list[AofFile] = []
+    prefix = filename + "."
+    for name in names:
+        if not name.startswith(prefix):
+            continue
+        seq, _, suffix = name[len(prefix):].partition(".")
+        if not seq.isdigit():
+            continue
+        if "." + suffix == BASE_SUFFIX:
+            bases.append(AofFile(name, int(seq), BASE))
+        elif "." + suffix == INCR_SUFFIX:
+            incrs.append(AofFile(name, int(seq), INCR))
+    return sorted(bases, key=lambda f: f.seq), sorted(incrs, key=lambda f: f.seq)
 
 
 def manifest_name(filename: str) -> str:

@@ -572,16 +572,20 @@ class Persistence:
 
     # -- INFO ------------------------------------------------------------------------------
 
+    def aof_buffer_length(self) -> int:
+        """Bytes of effects buffered for the AOF, not written yet."""
+        writer = self.writer
+        return len(writer.buf) if writer is not None else 0
+
     def aof_size_fields(self) -> list[tuple[str, Any]]:
         """The INFO persistence fields Redis shows only while the AOF is on."""
         if self.aof_state == AOF_OFF:
             return []
-        writer = self.writer
         return [
             ("aof_current_size", self.current_size()),
             ("aof_base_size", self.rewrite_base_size),
             ("aof_pending_rewrite", int(self.rewrite_scheduled)),
-            ("aof_buffer_length", len(writer.buf) if writer is not None else 0),
+            ("aof_buffer_length", self.aof_buffer_length()),
             ("aof_pending_bio_fsync", int(self.aof.syncer is not None and self.aof.syncer.in_progress)),
             ("aof_delayed_fsync", 0),
         ]

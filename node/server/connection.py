@@ -7,10 +7,23 @@ once all the requests that arrived together ran. With many connections the clien
 finds many replies ready per wake-up instead of being woken once per reply, which costs it
 (and, on a shared machine, the server it preempts) less CPU.
 
-Flow control (uvicorn's model): when the transport's write buffer passes its high-water mark
-the connection stops reading, so a client that does not read its replies cannot make the
-server buffer without bound; `client-output-buffer-limit` disconnects clients whose
-unread output passes the hard limit (or the soft limit for longer than its seconds).
+Memory per client is bounded as replies are produced (issue 28), not only when they are
+written: the bytes a client has pending (the transport's buffer, the output queued for the
+end of the turn, and the replies of the batch being run) are counted after every command
+and every push. `client-output-buffer-limit` (class normal, pubsub; replicas are bounded by
+the replication service) closes a client once they pass the hard limit, or the soft limit
+for longer than its seconds, as Redis checks in addReply; a reply that could be large on
+its own (XRANGE) stops as soon as it would pass the hard limit (`Session.output_room`).
+
+Flow control: once a client's pending output passes `_FLOW_HIGH` (or the transport's buffer
+its high-water mark) the connection stops running that client's commands until the output
+drains; the rest of its batch waits parsed, and what it sends meanwhile waits unparsed,
+counted against `client-query-buffer-limit` (raw request bytes cost what they weigh, while
+replies can be thousands of times larger than their requests). Reading goes on until
+`_HELD_HIGH` bytes wait so: a client that writes its whole pipeline before it reads
+(redis-py does) would deadlock with a server that stopped reading it at once, while one
+that sends without end is still stopped. Other clients are served between the slices of a
+backed-up client.
 A client blocked in XREAD/XREADGROUP keeps its later pipelined commands queued until it is
 woken, as Redis does.
 """
@@ -24,7 +37,7 @@ from collections import deque
 from typing import TYPE_CHECKING, Any, Final, cast
 
 from node.commands.context import Block, Session
-from node.commands.reply import ReplyError
+from node.commands.reply import OutputLimitReached, ReplyError
 from node.server.blocking import REPROCESS, Waiter
 from node.server.dispatch import ProtocolViolation
 from node.server.request_parser import RequestParser
@@ -35,15 +48,23 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("rill.server")
 
-# Pause reading when this much output is unsent; resume below the low mark.
+# The transport reports its buffer as full above the high mark, drained below the low one.
 _WRITE_HIGH: Final = 4 * 1024 * 1024
 _WRITE_LOW: Final = 1024 * 1024
+# Stop running a client's commands while this much of its output is pending.
+_FLOW_HIGH: Final = 4 * 1024 * 1024
+# Stop reading from a backed-up client once this much of its input waits unparsed.
+_HELD_HIGH: Final = 16 * 1024 * 1024
+_NO_LIMIT: Final = 1 << 62
+# Output queued below this is not compared with the limits on every push.
+_PUSH_CHECK: Final = 16 * 1024
 
 
 class ClientConnection(asyncio.Protocol):
     __slots__ = (
-        "server", "session", "parser", "transport", "pending", "waiter", "_paused_reading",
-        "_writing_paused", "_soft_since", "_closed", "output_class", "unsent",
+        "server", "session", "parser", "transport", "pending", "waiter", "_writing_paused",
+        "_soft_since", "_closed", "output_class", "unsent", "_unsent_size", "_buffered",
+        "_backed_up", "_held_input", "_held_size", "_resume_scheduled", "_reading_paused",
     )
 
     def __init__(self, server: ServerCore) -> None:
@@ -53,12 +74,22 @@ class ClientConnection(asyncio.Protocol):
         self.session: Session | None = None
         self.pending: deque[list[bytes]] = deque()  # commands waiting behind a blocked one
         self.waiter: Waiter | None = None
-        self._paused_reading = False
         self._writing_paused = False
         self._soft_since = 0.0
         self._closed = False
         self.output_class = "normal"
         self.unsent: list[bytes] | None = None  # output queued for the end of the loop turn
+        self._unsent_size = 0  # bytes in `unsent`
+        # The transport's buffer size when last read: it only shrinks until the next write,
+        # so it plus `_unsent_size` never under-counts the pending output.
+        self._buffered = 0
+        # Commands stopped because the output is backed up (flow control): they resume
+        # when it drains; input received meanwhile waits unparsed in `_held_input`.
+        self._backed_up = False
+        self._held_input: deque[bytes] = deque()
+        self._held_size = 0
+        self._resume_scheduled = False
+        self._reading_paused = False
 
     # -- asyncio callbacks ---------------------------------------------------------------
 
@@ -90,21 +121,36 @@ class ClientConnection(asyncio.Protocol):
             return
         self.server.stats_net_input += len(data)
         session.last_interaction_ms = self.server.now_ms()  # CLIENT LIST idle=
+        out: list[bytes] = []
+        self._take_input(data, out)
+        self._flush(out)
+        self.server.after_batch()
+
+    def _take_input(self, data: bytes, out: list[bytes]) -> None:
+        """Parses and runs `data`, or keeps it for later while the client's output is backed
+        up or a blocked command holds its later commands."""
+        session = self.session
+        assert session is not None
+        if self._backed_up:
+            # Kept as received: parsed a read at a time later, so the parsed form of a long
+            # pipeline never exists whole.
+            self._held_input.append(data)
+            self._held_size += len(data)
+            if (
+                self._check_query_buffer(self._held_size) and self._held_size > _HELD_HIGH
+                and self.transport is not None
+            ):
+                self._reading_paused = True
+                self.transport.pause_reading()
+            return
         commands, error = self.parser.feed(data)
-        if self.parser.buffered() > self.server.config.query_buffer_limit:
-            # Redis's client-query-buffer-limit: a request growing past it closes the client
-            # rather than the server's memory.
-            log.warning("Closing client id=%d addr=%s that reached max query buffer length (%d bytes)",
-                        session.id, session.addr, self.parser.buffered())
-            self.server.stats_query_limit_disconnections += 1
-            self.abort()
+        if not self._check_query_buffer(0):
             return
         if self.waiter is not None or self.pending:
             self.pending.extend(commands)
             if error is not None:
                 self._fail_protocol(error)
             return
-        out: list[bytes] = []
         if commands:
             self._run(commands, out)
             # AUTH/HELLO may have authenticated the client: lift the parser's pre-AUTH limits.
@@ -112,7 +158,7 @@ class ClientConnection(asyncio.Protocol):
             # Before AUTH the parser hands out one request at a time.
             while (
                 error is None and self.parser.has_unparsed() and self.waiter is None
-                and not self.pending and not session.closing
+                and not self.pending and not session.closing and not self._closed
             ):
                 commands, error = self.parser.feed(b"")
                 self._run(commands, out)
@@ -120,20 +166,60 @@ class ClientConnection(asyncio.Protocol):
         if error is not None:
             out.append(encode_error("ERR " + error))
             session.closing = True
-        self._flush(out)
-        self.server.after_batch()
+
+    def _check_query_buffer(self, held: int) -> bool:
+        """Redis's client-query-buffer-limit: a request growing past it (or the input held
+        while output is backed up) closes the client rather than the server's memory."""
+        size = self.parser.buffered() + held
+        if size <= self.server.config.query_buffer_limit:
+            return True
+        session = self.session
+        assert session is not None
+        log.warning("Closing client id=%d addr=%s that reached max query buffer length (%d bytes)",
+                    session.id, session.addr, size)
+        self.server.stats_query_limit_disconnections += 1
+        self.abort()
+        return False
 
     def pause_writing(self) -> None:
+        # The transport's buffer passed its high-water mark: stop running commands (the
+        # transport calls resume_writing once it drained).
         self._writing_paused = True
-        if self.transport is not None and not self._paused_reading:
-            self._paused_reading = True
-            self.transport.pause_reading()
+        self._backed_up = True
 
     def resume_writing(self) -> None:
         self._writing_paused = False
-        if self.transport is not None and self._paused_reading:
-            self._paused_reading = False
-            self.transport.resume_reading()
+        self._resume()
+
+    def _resume(self) -> None:
+        """The output drained: run what waited for it."""
+        self._resume_scheduled = False
+        if self._closed or self.session is None or self._writing_paused or not self._backed_up:
+            return
+        self._backed_up = False
+        out: list[bytes] = []
+        self._continue(out)
+        self._flush(out)
+        self.server.after_batch()
+
+    def _continue(self, out: list[bytes]) -> None:
+        """Runs the commands that waited (behind a blocked one, or for output to drain), then
+        the input held meanwhile, unless they stop again."""
+        if self.pending and self.waiter is None:
+            queued = self.pending
+            self.pending = deque()
+            self._run(queued, out)
+        held = self._held_input
+        while (
+            held and not self._backed_up and self.waiter is None and not self.pending
+            and not self._closed and self.session is not None and not self.session.closing
+        ):
+            data = held.popleft()
+            self._held_size -= len(data)
+            if self._reading_paused and self._held_size <= _HELD_HIGH // 2 and self.transport is not None:
+                self._reading_paused = False
+                self.transport.resume_reading()
+            self._take_input(data, out)
 
     # -- running commands ----------------------------------------------------------------
 
@@ -156,14 +242,30 @@ class ClientConnection(asyncio.Protocol):
         server = self.server
         execute = server.execute
         proto = session.proto
+        hard, soft, _ = server.config.output_limits.get(self.output_class, (0, 0, 0))
+        # Past this many pending bytes the output is checked against the limits, and the
+        # batch stops (flow control).
+        check_at = min(_FLOW_HIGH, hard or _NO_LIMIT, soft or _NO_LIMIT)
+        # Output pending before the batch (written, queued, or produced by the caller's
+        # earlier batches into `out`), then what this batch adds.
+        owed = self._pending_output() + _size(out, 0)
         it = iter(commands)
         for argv in it:
+            mark = len(out)
+            if hard:
+                session.output_room = max(hard - owed, 1)
             try:
                 reply = execute(session, argv)
             except ProtocolViolation as exc:
                 out.append(encode_error("ERR " + str(exc)))
                 session.closing = True
                 return
+            except OutputLimitReached:
+                session.output_room = 0
+                self._drop_for_output(hard + 1)
+                return
+            if hard:
+                session.output_room = 0
             if type(reply) is Block:
                 self._block(reply)
                 self.pending.extend(it)
@@ -177,12 +279,53 @@ class ClientConnection(asyncio.Protocol):
                 elif session.reply_mode == "skip_next":
                     session.reply_mode = "skip"  # CLIENT REPLY SKIP: the next reply goes too
                 if type(reply) is not ReplyError or argv[0].lower() != b"client":
+                    owed += _size(out, mark)
+                    if owed > check_at and self._output_stops(owed, it):
+                        return
                     continue
             if session.proto != proto:
                 proto = session.proto  # HELLO switched the protocol mid-batch
             encode(reply, proto, out)
             if session.closing:
                 return
+            owed += _size(out, mark)
+            if owed > check_at and self._output_stops(owed, it):
+                return
+
+    def _pending_output(self) -> int:
+        transport = self.transport
+        self._buffered = transport.get_write_buffer_size() if transport is not None else 0
+        return self._buffered + self._unsent_size
+
+    def _output_stops(self, pending: int, rest: Any) -> bool:
+        """`pending` bytes of output wait for this client after a command: closes it over
+        its limits, or stops its batch (the rest waits in `pending`) while the output
+        drains. Returns whether the batch stops."""
+        if self._over_limits(pending):
+            self._drop_for_output(pending)
+            return True
+        if pending > _FLOW_HIGH:
+            self._backed_up = True
+            self.pending.extend(rest)
+            return True
+        return False
+
+    def _over_limits(self, size: int) -> bool:
+        """Whether `size` pending bytes break the client's class limits (Redis's
+        checkClientOutputBufferLimits: over the hard limit, or over the soft one for
+        longer than its seconds)."""
+        hard, soft, seconds = self.server.config.output_limits.get(self.output_class, (0, 0, 0))
+        if hard and size > hard:
+            return True
+        if soft and size > soft:
+            now = time.monotonic()
+            if not self._soft_since:
+                self._soft_since = now
+            elif now - self._soft_since > seconds:
+                return True
+        else:
+            self._soft_since = 0.0
+        return False
 
     def _block(self, block: Block) -> None:
         session = self.session
@@ -213,10 +356,8 @@ class ClientConnection(asyncio.Protocol):
             self.pending.appendleft(waiter.block.postponed)
         else:
             encode(reply, session.proto, out)
-        if self.pending:
-            queued = self.pending
-            self.pending = deque()
-            self._run(queued, out)
+        if not self._backed_up:
+            self._continue(out)
         self._flush(out)
 
     def deliver(self, data: bytes) -> None:
@@ -261,6 +402,16 @@ class ClientConnection(asyncio.Protocol):
             self.server.output_pending(self)
         else:
             unsent.append(data)
+        self._unsent_size += len(data)
+        size = self._buffered + self._unsent_size
+        if size > _PUSH_CHECK:
+            # Pushes (Pub/Sub, MONITOR) to a client that does not read pile up here within
+            # one loop turn: checked as they come, not only once written.
+            hard, soft, _ = self.server.config.output_limits.get(self.output_class, (0, 0, 0))
+            if size > min(_FLOW_HIGH, hard or _NO_LIMIT, soft or _NO_LIMIT):
+                size = self._pending_output()
+                if self._over_limits(size):
+                    self._drop_for_output(size)
 
     def write_unsent(self) -> None:
         """Writes the queued output with one `transport.write` (the server calls it at the end
@@ -269,11 +420,26 @@ class ClientConnection(asyncio.Protocol):
         if unsent is None:
             return
         self.unsent = None
+        self._unsent_size = 0
         transport = self.transport
         if transport is None or self._closed:
             return
         transport.write(unsent[0] if len(unsent) == 1 else b"".join(unsent))
+        del unsent
         self._check_output_limits()
+        if self._backed_up and not self._writing_paused and not self._resume_scheduled and not self._closed:
+            # The batch stopped for its output, which the socket took: go on after the other
+            # clients had their turn.
+            self._resume_scheduled = True
+            asyncio.get_running_loop().call_soon(self._resume)
+
+    def buffered_bytes(self) -> int:
+        """What the client's buffers hold: output not taken by the socket yet, input not
+        parsed or not run yet (INFO's mem_clients_normal, the maxmemory check)."""
+        transport = self.transport
+        if transport is not None and not self._closed:
+            self._buffered = transport.get_write_buffer_size()
+        return self._buffered + self._unsent_size + self._held_size + self.parser.buffered()
 
     def release_output(self, data: bytes) -> None:
         """Replies the AOF held back, now that their effects are on disk."""
@@ -286,20 +452,11 @@ class ClientConnection(asyncio.Protocol):
         transport = self.transport
         if transport is None:
             return
-        size = transport.get_write_buffer_size()
+        size = self._buffered = transport.get_write_buffer_size()
         if self.session is not None:
             self.session.output_size = size
-        hard, soft, seconds = self.server.config.output_limits.get(self.output_class, (0, 0, 0))
-        if hard and size > hard:
+        if self._over_limits(size):
             self._drop_for_output(size)
-        elif soft and size > soft:
-            now = time.monotonic()
-            if not self._soft_since:
-                self._soft_since = now
-            elif now - self._soft_since > seconds:
-                self._drop_for_output(size)
-        else:
-            self._soft_since = 0.0
 
     def _drop_for_output(self, size: int) -> None:
         session = self.session
@@ -324,9 +481,21 @@ class ClientConnection(asyncio.Protocol):
     def abort(self) -> None:
         """Closes at once, dropping unsent output."""
         self.unsent = None
+        self._unsent_size = 0
+        self._held_input.clear()
+        self._held_size = 0
+        self.pending.clear()
         if self.transport is not None:
             self._closed = True
             self.transport.abort()
+
+
+def _size(out: list[bytes], mark: int) -> int:
+    """Bytes appended to `out` from index `mark` on."""
+    n = 0
+    for i in range(mark, len(out)):
+        n += len(out[i])
+    return n
 
 
 def _addr(info: Any) -> str:

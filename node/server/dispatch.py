@@ -1,5 +1,6 @@
-"""Executing one command for one client: table lookup, arity, authentication, MULTI
-queueing, read-only replicas, the handler call, error texts and per-command statistics.
+"""Executing one command for one client: table lookup, arity, authentication, maxmemory,
+MULTI queueing, read-only replicas, the handler call, error texts and per-command
+statistics. While maxmemory is set, every write is measured (node.engine.memory).
 
 The rules and texts are Redis 7.2's (server.c processCommand/call).
 """
@@ -11,15 +12,22 @@ from collections.abc import Callable
 from typing import Any, Final
 
 from node.commands.context import Block, Session
-from node.commands.expiry import Hidden, expire_before_retry, expire_command_keys, restore_hidden
+from node.commands.expiry import Hidden, command_keys, expire_before_retry, expire_command_keys, restore_hidden
 from node.commands.reply import QUEUED, CommandError, ReplyError
 from node.commands.table import CommandSpec, CommandTable, lookup, queues_write
+from node.engine.memory import DatasetMeter
 from node.log.effect_log import EffectLog
 from node.server.pause import ALL, NONE
 
 # Commands that run immediately even inside MULTI (processCommand's exec/discard/multi/
 # watch/quit/reset exception).
 _MULTI_IMMEDIATE: Final = frozenset({b"exec", b"discard", b"multi", b"watch", b"quit", b"reset"})
+# What a client in MULTI may still run while over maxmemory (processCommand's OOM check).
+_OOM_IN_MULTI: Final = frozenset({"exec", "discard", "quit", "reset"})
+# Writes that change keys they do not name, or other databases: the dataset is counted
+# again after them.
+_UNMEASURED_WRITES: Final = frozenset({"flushall", "flushdb", "swapdb", "move", "copy"})
+OOM_ERROR: Final = "OOM command not allowed when used memory > 'maxmemory'."
 # What a RESP2 client in Pub/Sub mode may run (processCommand's pubsub check).
 _PUBSUB_CONTEXT: Final = frozenset({
     "ping", "subscribe", "ssubscribe", "unsubscribe", "sunsubscribe", "psubscribe", "punsubscribe", "quit", "reset",
@@ -80,6 +88,10 @@ class Dispatcher:
         # Set by the replication side while min-replicas-to-write or fenced mode is on:
         # returns the -NOREPLICAS text when writes must be refused now, else None.
         self._write_quorum: Callable[[], str | None] | None = None
+        # Set by the node while maxmemory is on: whether used memory is over it now.
+        self._memory_full: Callable[[], bool] | None = None
+        # Set with it: the dataset estimate each write updates (what it named, before/after).
+        self.meter: DatasetMeter | None = None
         # CLIENT PAUSE / FAILOVER (node/server/pause.py): what is postponed now.
         self._pause = NONE
         self._unpaused_plain: dict[bytes, _Plain] | None = None
@@ -102,8 +114,18 @@ class Dispatcher:
         self._write_quorum = check
         self._update_unchecked()
 
+    def limit_memory(self, full: Callable[[], bool] | None, meter: DatasetMeter | None) -> None:
+        """maxmemory on (`full` says whether used memory is over it; `meter` is kept up to
+        date by every write) or off (None, None)."""
+        self._memory_full = full
+        self.meter = meter
+        self._update_unchecked()
+
     def _update_unchecked(self) -> None:
-        self.writes_unchecked = self._write_denial is None and self._write_quorum is None and self._pause == NONE
+        self.writes_unchecked = (
+            self._write_denial is None and self._write_quorum is None and self._memory_full is None
+            and self._pause == NONE
+        )
 
     def set_pause_level(self, level: int) -> None:
         """The pause changed (node/server/pause.py). While everything is paused no command
@@ -256,6 +278,8 @@ class Dispatcher:
         flags = spec.flags
         if not session.authenticated and "no_auth" not in flags:
             return self.reject(session, spec, "NOAUTH Authentication required.")
+        if self._memory_full is not None and role == "master" and self._refuses_for_memory(session, spec):
+            return self.reject(session, spec, OOM_ERROR)
         if (
             self.write_denial is not None
             and role == "master"
@@ -304,6 +328,22 @@ class Dispatcher:
             return QUEUED
         return self.call(session, spec, argv)
 
+    def _refuses_for_memory(self, session: Session, spec: CommandSpec) -> bool:
+        """processCommand's maxmemory rule (noeviction): over maxmemory, commands that may
+        add memory (denyoom; EXEC when it queued one) are refused, and in MULTI every
+        command but EXEC, DISCARD, QUIT and RESET (queueing takes memory too); the
+        replication link and log replays never (a replica never refuses its primary)."""
+        flags = spec.flags
+        if "denyoom" in flags or (spec.name == "exec" and _queues_denyoom(self, session)):
+            pass
+        elif session.multi is None or spec.name in _OOM_IN_MULTI or "no_multi" in flags:
+            # "no_multi" commands inside MULTI get their own refusal first (processCommand).
+            return False
+        if "master" in session.flags or "replay" in session.flags:
+            return False
+        full = self._memory_full
+        return full is not None and full()
+
     def call(self, session: Session, spec: CommandSpec, argv: list[bytes]) -> Any:
         st = self._stat(spec)
         unit = spec.is_write or spec.name == "exec"
@@ -327,6 +367,13 @@ class Dispatcher:
         # first (node.commands.expiry); for a write, the DELs that logs are in its unit.
         volatile = len(session.expires.deadlines) != 0
         hidden: Hidden | None = None
+        meter = self.meter if unit else None
+        before = 0
+        if meter is not None:
+            # The dataset estimate follows the write: the keys it names, before and after.
+            meter.dataset(self._effects.offset)
+            before = meter.measure(session.db, session.expires.deadlines, command_keys(spec, argv))
+            before_db = session.db
         if unit:
             self._effects.begin()
         try:
@@ -345,6 +392,13 @@ class Dispatcher:
                 restore_hidden(hidden)
             if unit:
                 self._effects.end()
+            if meter is not None:
+                if spec.name in _UNMEASURED_WRITES or meter.seen < 0 or session.db is not before_db:
+                    meter.seen = -1  # counted again at the next reading
+                else:
+                    after = meter.measure(session.db, session.expires.deadlines, command_keys(spec, argv))
+                    meter.total += after - before
+                    meter.seen = self._effects.offset
         if type(reply) is Block:
             expire_before_retry(reply)
         end = time.perf_counter_ns()
@@ -361,6 +415,15 @@ class Dispatcher:
 
 class ProtocolViolation(Exception):
     """The request itself broke the protocol: reply with the error and close."""
+
+
+def _queues_denyoom(dispatcher: Dispatcher, session: Session) -> bool:
+    """EXEC counts as denyoom when a queued command is (Redis's mstate.cmd_flags)."""
+    for argv in session.multi or ():
+        spec = dispatcher.resolve(argv)
+        if spec is not None and "denyoom" in spec.flags:
+            return True
+    return False
 
 
 def _queues_write(session: Session) -> bool:

@@ -28,6 +28,8 @@ UNAUTH_MAX_MULTIBULK: Final = 10
 UNAUTH_MAX_BULK: Final = 16384
 
 _INCOMPLETE: Final = -1
+# An incomplete request larger than this is kept once (see RequestParser._deferred).
+_DEFER: Final = 1 << 20
 
 
 class ProtocolError(Exception):
@@ -73,7 +75,7 @@ class RequestParser:
     """Per-connection request parser. `authenticated` is updated by the connection so the
     tighter unauthenticated limits apply only before AUTH (as in Redis 7)."""
 
-    __slots__ = ("_reader", "_partial", "_scan", "_unparsed", "max_bulk", "authenticated")
+    __slots__ = ("_reader", "_partial", "_scan", "_unparsed", "_deferred", "max_bulk", "authenticated")
 
     def __init__(self, max_bulk: int = 512 * 1024 * 1024) -> None:
         self._reader = hiredis.Reader()
@@ -85,6 +87,10 @@ class RequestParser:
         # Before AUTH, requests are parsed one at a time (Redis applies its limits per
         # request, so an AUTH lifts them for the very next one): the rest waits here.
         self._unparsed = b""
+        # A large incomplete request is held in `_partial` only, not also in hiredis, so
+        # what it costs is what buffered() counts (client-query-buffer-limit); it is parsed
+        # once complete.
+        self._deferred = False
         self.max_bulk = max_bulk
         self.authenticated = True
 
@@ -107,6 +113,17 @@ class RequestParser:
         return bool(self._unparsed)
 
     def _feed(self, data: bytes, commands: list[list[bytes]]) -> None:
+        if self._deferred:
+            partial = self._partial
+            assert partial is not None
+            partial += data
+            if not self._check_partial(partial, complete_ok=True):
+                return  # still incomplete
+            # Complete: parse it (and what follows it) as a fresh chunk.
+            self._deferred = False
+            self._partial = None
+            data = bytes(partial)
+            del partial
         if self._unparsed:
             data = self._unparsed + data
             self._unparsed = b""
@@ -186,18 +203,28 @@ class RequestParser:
             self._scan = None
         if self._partial is not None:
             self._check_partial(self._partial)
+            self._defer_if_large()
 
-    def _check_partial(self, partial: bytearray) -> None:
+    def _defer_if_large(self) -> None:
+        """Past _DEFER bytes an incomplete request stops being fed to hiredis, which would
+        hold a second copy of it (a request split between two reads stays on the fast path)."""
+        partial = self._partial
+        if partial is not None and len(partial) > _DEFER and self.authenticated and partial[0] == 0x2A:
+            self._reader = hiredis.Reader()
+            self._deferred = True
+
+    def _check_partial(self, partial: bytearray, complete_ok: bool = False) -> bool:
         """Enforce the limits on the element headers received so far (hiredis buffers the
         rest). The walk resumes where the previous read left it, so a large request arriving
-        in many reads costs time linear in its size."""
+        in many reads costs time linear in its size. Returns whether the request is
+        complete, which only a deferred one (`complete_ok`) may be."""
         scan = self._scan
         if scan is None:
             nl = partial.find(b"\r\n")
             if nl < 0:
                 if len(partial) > MAX_INLINE:
                     raise ProtocolError("Protocol error: too big mbulk count string")
-                return
+                return False
             count = _parse_ll(partial[1:nl])
             if count is None or count > MAX_MULTIBULK:
                 raise ProtocolError("Protocol error: invalid multibulk length")
@@ -219,7 +246,10 @@ class RequestParser:
             left -= 1
         scan[0], scan[1] = pos, left
         if left <= 0 and pos <= n:
+            if complete_ok:
+                return True
             raise ProtocolError("Protocol error: invalid multibulk request")
+        return False
 
     def _rescan(self, data: bytes, commands: list[list[bytes]], first: int | None = None) -> None:
         """Exact path: forget what hiredis holds and re-parse the pending bytes plus `data`
@@ -238,6 +268,7 @@ class RequestParser:
                     self._partial = bytearray(buf[pos:])
                     self._scan = None
                     self._reader.feed(buf[pos:])
+                    self._defer_if_large()
                     return
                 if buf[pos + 1 : pos + 2] != b"-" and buf[pos + 1 : pos + 3] != b"0\r":
                     # A count <= 0 is an empty request, ignored as Redis does (hiredis would

@@ -6,6 +6,7 @@ make the node refuse to start with a message naming the file and the offset (or 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -13,7 +14,7 @@ from pathlib import Path
 import redis
 
 from tests.conftest import ROOT
-from tests.persistence.conftest import Nodes, aof_dir, digest, incr_files
+from tests.persistence.conftest import Nodes, aof_dir, digest, incr_files, wait_child_done, wait_for
 
 
 def _fill(client: redis.Redis, n: int = 50) -> None:
@@ -178,3 +179,49 @@ def test_manifest_naming_a_missing_file_refuses_to_start(nodes: Nodes) -> None:
     code, text = nodes.start_failure("--appendonly", "yes")
     assert code == 1
     assert "The AOF file appendonly.aof.1.incr.aof named by the manifest appendonly.aof.manifest doesn't exist" in text
+
+
+def test_a_lost_manifest_refuses_to_start_and_check_aof_rebuilds_it(nodes: Nodes) -> None:
+    # A base (after BGREWRITEAOF), an incr after it with a PUBLISH's offset annotation, and
+    # writes after that: the rebuilt manifest must chain the files at the right offsets.
+    node = nodes.start("--appendonly", "yes")
+    client = node.client()
+    _fill(client)
+    client.bgrewriteaof()
+    wait_child_done(client)
+    wait_for(lambda: len(incr_files(nodes.dir)) == 1 and "base" in str(os.listdir(aof_dir(nodes.dir))),
+             what="the rewrite's files")
+    client.xadd("s", {"after": "rewrite"}, id="500-0")
+    client.publish("ch", "m")
+    client.set("k2", "v2")
+    before = digest(client)
+    offset = client.info("replication")["master_repl_offset"]
+    node.stop()
+    manifest = os.path.join(aof_dir(nodes.dir), "appendonly.aof.manifest")
+    os.unlink(manifest)
+    code, text = nodes.start_failure("--appendonly", "yes")
+    assert code == 1
+    assert re.search(r"holds AOF files \(appendonly\.aof\.\d+\.base\.rill, appendonly\.aof\.\d+\.incr\.aof\) but no "
+                     r"manifest appendonly\.aof\.manifest", text), text
+    assert "refusing to start with an empty data set" in text
+    result = _check_aof(manifest)
+    assert result.returncode == 1 and "Use the --fix option to write it." in result.stdout
+    result = _check_aof("--fix", manifest)
+    assert result.returncode == 0, result.stdout
+    assert "Manifest appendonly.aof.manifest rebuilt from the AOF files" in result.stdout
+    node = nodes.start("--appendonly", "yes")
+    client = node.client()
+    assert digest(client) == before
+    assert client.info("replication")["master_repl_offset"] == offset
+
+
+def test_check_aof_does_not_rebuild_a_manifest_from_several_bases(nodes: Nodes) -> None:
+    _prepared(nodes)
+    directory = aof_dir(nodes.dir)
+    os.unlink(os.path.join(directory, "appendonly.aof.manifest"))
+    for seq in (1, 2):
+        Path(directory, f"appendonly.aof.{seq}.base.rill").write_bytes(b"")
+    result = _check_aof("--fix", os.path.join(directory, "appendonly.aof.manifest"))
+    assert result.returncode == 1
+    assert "Several base files of appendonly.aof" in result.stdout
+    assert not os.path.exists(os.path.join(directory, "appendonly.aof.manifest"))

@@ -96,6 +96,36 @@ def test_large_argument_across_many_reads_is_reassembled() -> None:
     assert feed_all(chunks) == ([[b"SET", b"big", payload], [b"PING"]], None)
 
 
+@pytest.mark.parametrize("step", [65536, 65537, 1 << 20, 3_000_000])
+def test_a_request_of_several_mebibytes_is_held_once_and_reassembled(step: int) -> None:
+    # Past 1 MiB an incomplete request is kept by the parser alone (not hiredis too): its
+    # bytes are what buffered() counts, and it is parsed whole when its last byte comes.
+    payload = bytes(range(256)) * 4096 * 3  # 3 MiB, CRLFs and '*' included
+    data = PIPELINE + resp(b"SET", b"big", payload, b"EX", b"10") + PIPELINE + resp(b"ECHO", b"x" * 2_000_000)
+    parser = RequestParser()
+    commands: Commands = []
+    for i in range(0, len(data), step):
+        got, error = parser.feed(data[i : i + step])
+        assert error is None
+        commands.extend(got)
+        assert parser.buffered() <= len(data) - len(b"".join(resp(*a) for a in commands)) + 1
+    assert commands == [*PIPELINE_ARGS, [b"SET", b"big", payload, b"EX", b"10"], *PIPELINE_ARGS, [b"ECHO", b"x" * 2_000_000]]
+    assert parser.buffered() == 0
+
+
+def test_a_held_request_is_checked_and_completed_like_any_other() -> None:
+    head = b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$2000000\r\n"
+    parser = RequestParser()
+    assert parser.feed(head + b"v" * 1_500_000) == ([], None)
+    # The value's announced length is past: what follows must be CRLF, then nothing else.
+    commands, error = parser.feed(b"v" * 500_000 + b"\r\n*1\r\n$4\r\nPING\r\n")
+    assert error is None and len(commands) == 2 and commands[1] == [b"PING"]
+    # An element header after a held value is checked as it arrives.
+    parser = RequestParser()
+    assert parser.feed(b"*4" + head[2:] + b"v" * 2_000_000 + b"\r\n") == ([], None)
+    assert parser.feed(b"$x\r\n") == ([], "Protocol error: invalid bulk length")
+
+
 def test_chunk_larger_than_one_mebibyte_yields_every_command() -> None:
     argvs = [[b"ECHO", b"%07d" % i + b"x" * 100] for i in range(12000)]
     data = b"".join(resp(*argv) for argv in argvs)

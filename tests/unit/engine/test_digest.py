@@ -67,3 +67,30 @@ def test_field_values_and_ids_are_covered() -> None:
     assert digest_value(_stream((1, 0, [b"f", b"w"]))) != base
     assert digest_value(_stream((1, 1, [b"f", b"v"]))) != base
     assert digest_value(b"fv") != base
+
+
+def test_a_stream_digest_continued_after_appends_equals_one_computed_afresh() -> None:
+    # DEBUG DIGEST continues a stream's entry chain from its last call: whatever happened
+    # in between (appends, deletions, trims), the result is the full computation's.
+    keyspace = Keyspace(1)
+    stream = _stream(*((1, i, [b"f", b"%d" % i]) for i in range(250)))
+    keyspace.dbs[0][b"s"] = stream
+    steps = [
+        lambda: stream.add(make_id(2, 0), [b"f", b"x"], 100, 4096),
+        lambda: stream.add(make_id(3, 0), [b"g", b"y", b"h", b"z"], 100, 4096),
+        lambda: stream.delete(make_id(1, 5)),
+        lambda: stream.add(make_id(4, 0), [b"f", b"w"], 100, 4096),
+        lambda: stream.trim_maxlen(100, False, 0),
+        lambda: stream.delete(make_id(4, 0)),  # the last entry goes
+        lambda: stream.add(make_id(5, 0), [b"f", b"v"], 100, 4096),
+    ]
+    for step in steps:
+        continued = digest_keyspace(keyspace)
+        value = digest_value(stream)
+        fresh = stream.copy()  # a copy has no cached chain
+        check = Keyspace(1)
+        check.dbs[0][b"s"] = fresh
+        assert continued == digest_keyspace(check)
+        assert value == digest_value(fresh)
+        step()
+    assert digest_keyspace(keyspace) != continued

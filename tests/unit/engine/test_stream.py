@@ -797,6 +797,10 @@ class StreamVersusModel(RuleBasedStateMachine):
     @invariant()
     def consistent(self) -> None:
         self.s._check()
+        # The memory estimate kept up to date step by step equals the one summed afresh.
+        kept = self.s.memory_estimate()
+        self.s.forget_memory_estimate()
+        assert self.s.memory_estimate() == kept
         live = self.live()
         assert self.s.length == len(live)
         assert ids_of(self.s) == live
