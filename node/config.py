@@ -128,6 +128,8 @@ _DIRECTIVES: Final[tuple[Directive, ...]] = (
     Directive("repl-tls-key-file", "", "string", mutable=False),
     Directive("repl-tls-ca-cert-file", "", "string", mutable=False),
     Directive("repl-tls-auth-clients", "no", "bool", mutable=False),
+    # Rill's Prometheus metrics over HTTP on the bind addresses (node/app/metrics.py); 0 = off.
+    Directive("metrics-port", "0", "int", mutable=False, minimum=0, maximum=65535),
 )
 
 DIRECTIVES: Final[dict[str, Directive]] = {d.name: d for d in _DIRECTIVES}

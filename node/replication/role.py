@@ -73,6 +73,9 @@ class ReplicationNode:
         self.repl_port = 0
         self.master: tuple[str, int] | None = None  # REPLICAOF host port (the RESP address)
         self.apply_errors = 0
+        # Role changes since start (the metrics' rill_role_changes_total): to master, to replica.
+        self.promotions = 0
+        self.demotions = 0
         self.link_error = ""  # why the primary's replication port is not known yet
         self.feed = BacklogFeed(server)
         self._cpu_contention = CpuContention()
@@ -176,6 +179,7 @@ class ReplicationNode:
         assert self.primary is not None
         self.feed.record()
         was_master = self.server.role == "master"
+        self.demotions += int(was_master)
         self.server.role = "slave"
         self.config.set("replicaof", f"{host} {port}", startup=True)
         self.master = (host, port)
@@ -201,6 +205,7 @@ class ReplicationNode:
         self.master = None
         self.config.set("replicaof", "", startup=True)
         self.server.role = "master"
+        self.promotions += 1
         self.backlog.shift_replid()
         self.primary.waits.reopen()
         who = f"id={session.id} addr={session.addr}" if session is not None else "the node"
