@@ -60,7 +60,9 @@ def server_registry(*collectors: Collector) -> CollectorRegistry:
     """A server's registry: the process's figures (prometheus_client's standard collectors:
     process_resident_memory_bytes, process_cpu_seconds_total, open files, the Python version,
     GC) and the server's collectors."""
-    registry = CollectorRegistry()
+    # The collectors describe no names up front (which series exist depends on the state):
+    # registered as nameless, they still answer a `name[]`-restricted scrape.
+    registry = CollectorRegistry(support_collectors_without_names=True)
     ProcessCollector(registry=registry)
     PlatformCollector(registry=registry)
     GCCollector(registry=registry)

@@ -9,10 +9,10 @@ from prometheus_client.parser import text_string_to_metric_families
 Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
 
 
-def scrape(port: int, host: str = "127.0.0.1") -> Samples:
+def scrape(port: int, host: str = "127.0.0.1", query: str = "") -> Samples:
     """Every sample of one scrape, by name and labels (parsed by prometheus_client's parser,
     so a malformed exposition fails here)."""
-    with urllib.request.urlopen(f"http://{host}:{port}/metrics", timeout=10) as response:
+    with urllib.request.urlopen(f"http://{host}:{port}/metrics{query}", timeout=10) as response:
         assert response.status == 200
         assert response.headers["Content-Type"].startswith("text/plain")
         text = response.read().decode("utf-8")

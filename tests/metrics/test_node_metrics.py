@@ -199,6 +199,20 @@ def test_off_by_default(started: list[Proc]) -> None:
     assert "Metrics served" not in node.log
 
 
+def test_prometheus_http_semantics(started: list[Proc]) -> None:
+    """What prometheus_client's own server does: name[] filters, OpenMetrics on request."""
+    node, port = metrics_node(started)
+    with raw_client(node) as c:
+        c.execute_command("PING")
+    only = scrape(port, query="?name[]=rill_role&name[]=rill_commands_total")
+    assert {name for name, _ in only} == {"rill_role", "rill_commands_total"}
+    request = urllib.request.Request(f"http://127.0.0.1:{port}/metrics",
+                                     headers={"Accept": "application/openmetrics-text; version=1.0.0"})
+    with urllib.request.urlopen(request, timeout=10) as response:
+        assert response.headers["Content-Type"].startswith("application/openmetrics-text")
+        assert response.read().endswith(b"# EOF\n")
+
+
 def test_bad_requests_do_not_disturb_the_node(started: list[Proc]) -> None:
     node, port = metrics_node(started)
     request = urllib.request.Request(f"http://127.0.0.1:{port}/metrics", method="POST", data=b"")
