@@ -1,4 +1,4 @@
-# Rill: `make run` starts a local cluster (a primary and two replicas), `make test` runs the whole suite, `make bench` the benchmarks.
+# Rill: `make run` starts a local cluster (a primary, two replicas, three sentinels), `make test` runs the whole suite, `make bench` the benchmarks.
 # Each target installs what it needs on a fresh machine (a venv with the package, Debian's
 # redis-server/redis-tools as the oracle and benchmark baseline).
 
@@ -57,9 +57,10 @@ sentinel-deps:
 		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q redis-sentinel; \
 	fi
 
-# A local cluster: a primary on PORT and two replicas on PORT+1 and PORT+2 (Ctrl-C stops all).
+# A local cluster: a primary on PORT and two replicas on PORT+1 and PORT+2, three sentinels on
+# 26379-26381 (Ctrl-C stops all).
 run: deps native
-	$(VENV)/bin/rill cluster --port $(PORT)
+	$(VENV)/bin/rill cluster --port $(PORT) --sentinels 3
 
 lint: deps spark-deps
 	$(VENV)/bin/ruff check .

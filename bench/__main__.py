@@ -1,7 +1,7 @@
 """`python -m bench`: start redis-server and a Rill node, run every selected test at each
 pipeline depth against both in the same run, print the table and write the JSON results.
-`--suite` selects other side-by-side suites too (scaling, latency, memory, replication, readscale; see
-bench/README.md). The throughput suite is followed by the AOF and replication runs."""
+`--suite` selects other side-by-side suites too (scaling, latency, memory, replication, readscale, spark,
+failover; see bench/README.md). The throughput suite is followed by the AOF and replication runs."""
 
 from __future__ import annotations
 
@@ -21,7 +21,8 @@ from bench.throughput import DEFAULT_TESTS, PIPELINED_SCALE, STREAM_READ_MAX_REQ
 
 DEFAULT_REQUESTS = 100_000
 QUICK_REQUESTS = 10_000
-SUITE_NAMES = ("throughput", "scaling", "latency", "memory", "replication", "readscale", "spark")
+SUITE_NAMES = ("throughput", "scaling", "latency", "memory", "replication", "readscale", "spark", "failover",
+               "sentinels")
 
 
 def _parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -196,8 +197,23 @@ def _spark(args: argparse.Namespace) -> int:
     return spark_source.main([*(["--quick"] if args.quick else []), "--out", os.path.join(args.out, "spark")])
 
 
+def _failover(args: argparse.Namespace) -> int:
+    # redis-sentinel managing Rill nodes vs managing redis-server nodes (bench/failover.py).
+    from bench import failover
+
+    return failover.main([*(["--quick"] if args.quick else []), "--out", os.path.join(args.out, "failover")])
+
+
+def _sentinels(args: argparse.Namespace) -> int:
+    # rill sentinel vs redis-sentinel: failover time under SIGKILL/SIGSTOP, idle CPU and memory.
+    from bench import sentinels
+
+    return sentinels.main([*(["--quick"] if args.quick else []), "--out", os.path.join(args.out, "sentinels")])
+
+
 _SUITES = {"throughput": _throughput, "scaling": _scaling, "latency": _latency, "memory": _memory,
-           "replication": _replication, "readscale": _readscale, "spark": _spark}
+           "replication": _replication, "readscale": _readscale, "spark": _spark, "failover": _failover,
+           "sentinels": _sentinels}
 
 
 if __name__ == "__main__":

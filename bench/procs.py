@@ -125,20 +125,26 @@ def free_port() -> int:
 
 def _wait_ready(server: Server, timeout: float) -> None:
     """Until the server answers PING (a listening socket alone may precede readiness)."""
+    wait_pong(server.port, server.proc, server.kind, timeout)
+
+
+def wait_pong(port: int, proc: subprocess.Popen[bytes], name: str, timeout: float) -> None:
+    """Until the process listening on `port` answers PING; BenchError if it exits first or
+    does not answer within `timeout`."""
     deadline = time.monotonic() + timeout
     last = ""
     while time.monotonic() < deadline:
-        if not server.alive():
-            raise BenchError(f"{server.kind} exited with code {server.proc.returncode} before it was ready")
+        if proc.poll() is not None:
+            raise BenchError(f"{name} exited with code {proc.returncode} before it was ready")
         try:
-            with socket.create_connection(("127.0.0.1", server.port), timeout=0.5) as sock:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5) as sock:
                 sock.sendall(b"*1\r\n$4\r\nPING\r\n")
                 if sock.recv(64).startswith(b"+PONG"):
                     return
         except OSError as exc:
             last = str(exc)
         time.sleep(0.05)
-    raise BenchError(f"{server.kind} on port {server.port} not ready after {timeout}s ({last})")
+    raise BenchError(f"{name} on port {port} not ready after {timeout}s ({last})")
 
 
 def _launch(kind: str, args: list[str], workdir: str, port: int, stop_signal: int) -> Server:

@@ -19,6 +19,8 @@ SERVICE = "rill"  # the name sentinels monitor the primary under
 NODE_PORT = 6379  # every member has its own namespace, so the usual ports never clash
 SENTINEL_PORT = 26379
 RILL_REPL_OFFSET = 10000  # a Rill node's gRPC replication port is its RESP port + 10000
+FENCED_SET_SIZE = 5  # the lab's nodes (chaos/scenarios.py: Scenario.nodes)
+FENCED_LEASE_MS = 1000
 
 
 @dataclass(frozen=True)
@@ -34,19 +36,17 @@ class Target:
 
 TARGETS: dict[str, Target] = {
     "redis": Target("redis", "redis-server + redis-sentinel", node="redis", sentinel="redis"),
-    "rill-redis-sentinel": Target(
-        "rill-redis-sentinel", "Rill nodes + redis-sentinel", node="rill", sentinel="redis",
-        unavailable="issue 22: redis-sentinel needs Pub/Sub (__sentinel__:hello), replica-announce-ip "
-                    "and its promotion block (MULTI, SLAVEOF, CONFIG REWRITE, CLIENT KILL) on Rill nodes"),
-    "rill": Target(
-        "rill", "Rill nodes + rill sentinel", node="rill", sentinel="rill",
-        unavailable="issue 23: `rill sentinel` does not exist yet (and issue 22's node commands)"),
+    "rill-redis-sentinel": Target("rill-redis-sentinel", "Rill nodes + redis-sentinel", node="rill", sentinel="redis"),
+    "rill": Target("rill", "Rill nodes + rill sentinel", node="rill", sentinel="rill"),
     "fenced": Target(
         "fenced", "Rill in fenced mode", node="rill", sentinel="rill",
-        # The sentinel's directive as docs/fenced-mode.md names it; the nodes' side (epochs,
-        # lease, FENCE) has no directive yet: add it to node_directives when it does.
-        sentinel_directives=(("sentinel fenced-mode", f"{SERVICE} yes"),),
-        unavailable="issue 23: fenced mode is not in the nodes or `rill sentinel` yet"),
+        # docs/safety.md, *Fenced mode*: the replica set is the lab's five nodes; the nodes'
+        # lease and the sentinels' must be the same.
+        node_directives=(("fenced-mode", "yes"), ("fenced-replica-set-size", str(FENCED_SET_SIZE)),
+                         ("fenced-lease-milliseconds", str(FENCED_LEASE_MS))),
+        sentinel_directives=(("sentinel fenced-mode", f"{SERVICE} yes"),
+                             ("sentinel fenced-lease-milliseconds", f"{SERVICE} {FENCED_LEASE_MS}")),
+    ),
 }
 
 
@@ -106,9 +106,9 @@ def _lines(pairs: list[tuple[str, str]]) -> str:
 
 def node_config(target: Target, settings: Settings, real_ip: str, announced_ip: str, workdir: str,
                 primary: tuple[str, int] | None) -> str:
-    """A node's config file. It binds its real address first (a Rill node serves replication
-    on its first bind address, which is what the proxies forward to) and its announced one,
-    and announces the latter to its primary so sentinels and replicas use the proxied path."""
+    """A node's config file. It binds its real address (what the proxies forward to) and its
+    announced one (a Rill node serves RESP and replication on both), and announces the
+    latter to its primary so sentinels and replicas use the proxied path."""
     pairs = [
         ("port", str(NODE_PORT)),
         ("bind", f"{real_ip} {announced_ip}"),

@@ -1,13 +1,17 @@
 """`rill cluster`: a local replication cluster for trying Rill out — one primary and N
 replicas (2 by default) as separate `rill node` processes on loopback, on consecutive RESP
-ports from --port. It prints each node's address and role once the replicas are in sync,
-and stops every node on Ctrl-C (or SIGTERM), or when one of them exits.
+ports from --port, and with --sentinels M as many `rill sentinel` processes on consecutive
+ports from --sentinel-port, monitoring the primary as "rill" (quorum: a majority of them;
+each starts knowing the others). It prints each process's address and role once the
+replicas are in sync, and stops everything on Ctrl-C (or SIGTERM), or when one of them
+exits — except a node watched by sentinels, whose death is theirs to handle.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import secrets
 import shutil
 import signal
 import socket
@@ -78,6 +82,59 @@ def _start(port: int, directory: str, replicaof: int | None, extra: list[str]) -
     return _Node(port, directory, proc, replicaof)
 
 
+SERVICE = "rill"  # the name the sentinels monitor the primary under
+
+
+def _start_sentinels(base: str, first_port: int, count: int, primary: int, down_after: int) -> list[_Node]:
+    """`count` sentinels with known ids, each configured with the others (so they agree
+    from the start, without waiting for hello messages)."""
+    ids = [secrets.token_hex(20) for _ in range(count)]
+    ports = [first_port + i for i in range(count)]
+    quorum = count // 2 + 1
+    sentinels = []
+    for i, (port, myid) in enumerate(zip(ports, ids)):
+        directory = os.path.join(base, f"sentinel-{port}")
+        os.makedirs(directory, exist_ok=True)
+        lines = [
+            f"port {port}", "bind 127.0.0.1", f'dir "{directory}"', f'logfile "{os.path.join(directory, "server.log")}"',
+            f"sentinel myid {myid}",
+            f"sentinel monitor {SERVICE} 127.0.0.1 {primary} {quorum}",
+            f"sentinel down-after-milliseconds {SERVICE} {down_after}",
+        ]
+        lines += [f"sentinel known-sentinel {SERVICE} 127.0.0.1 {p} {other}"
+                  for j, (p, other) in enumerate(zip(ports, ids)) if j != i]
+        conf = os.path.join(directory, "sentinel.conf")
+        with open(conf, "w", encoding="utf-8") as f:
+            f.write("\n".join(lines) + "\n")
+        with open(os.path.join(directory, "stderr.log"), "wb") as stderr:
+            proc = subprocess.Popen([sys.executable, "-m", "node.main", "sentinel", conf],
+                                    stdout=subprocess.DEVNULL, stderr=stderr, start_new_session=True)
+        sentinels.append(_Node(port, directory, proc, None))
+    return sentinels
+
+
+def _sentinels_ready(sentinels: list[_Node]) -> str | None:
+    deadline = time.monotonic() + _READY_TIMEOUT
+    while time.monotonic() < deadline:
+        for node in sentinels:
+            if node.proc.poll() is not None:
+                return f"the sentinel on port {node.port} exited with code {node.proc.returncode} (see {node.directory})"
+        if all(_call(node.port, "PING") == b"PONG" for node in sentinels):
+            return None
+        time.sleep(0.1)
+    return f"the sentinels did not answer after {_READY_TIMEOUT:.0f}s"
+
+
+def _describe_sentinels(sentinels: list[_Node]) -> str:
+    lines = []
+    for node in sentinels:
+        reply = _call(node.port, "SENTINEL", "GET-MASTER-ADDR-BY-NAME", SERVICE)
+        primary = ":".join(x.decode() for x in reply) if isinstance(reply, list) else "?"
+        lines.append(f"  127.0.0.1:{node.port:<6} sentinel  monitoring {SERVICE!r} (primary {primary})")
+        lines.append(f"  {'':<16} log: {node.log_path}")
+    return "\n".join(lines)
+
+
 def _wait_ready(nodes: list[_Node]) -> str | None:
     """Until every node answers and every replica's link is up; the problem otherwise."""
     deadline = time.monotonic() + _READY_TIMEOUT
@@ -139,14 +196,29 @@ def main(argv: list[str]) -> int:
     )
     parser.add_argument("--port", type=int, default=6379, help="the primary's RESP port; replicas take the next ones")
     parser.add_argument("--replicas", type=int, default=2, help="number of replicas (default 2)")
+    parser.add_argument("--sentinels", type=int, default=0, help="number of `rill sentinel` processes (default 0)")
+    parser.add_argument("--sentinel-port", type=int, default=26379,
+                        help="the first sentinel's port; the others take the next ones (default 26379)")
+    parser.add_argument("--down-after", type=int, default=5000,
+                        help="the sentinels' down-after-milliseconds (default 5000)")
     parser.add_argument("--dir", default=None, help="data directory (default: a temporary one, removed on exit)")
     parser.add_argument("node_args", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     extra = args.node_args[1:] if args.node_args[:1] == ["--"] else args.node_args
     if args.replicas < 0 or not 0 < args.port <= 65535 - args.replicas:
         parser.error("--port and --replicas must leave every port in 1..65535")
+    if args.sentinels < 0 or (args.sentinels and not 0 < args.sentinel_port <= 65536 - args.sentinels):
+        parser.error("--sentinel-port and --sentinels must leave every port in 1..65535")
+    if args.down_after <= 0:
+        parser.error("--down-after must be positive")
+    node_ports = set(range(args.port, args.port + args.replicas + 1))
+    # A node's replication listens on its RESP port + 10000 by default.
+    taken = node_ports | {p + 10000 for p in node_ports}
+    if taken & set(range(args.sentinel_port, args.sentinel_port + args.sentinels)):
+        parser.error("the sentinels' ports would collide with the nodes' RESP or replication ports")
     base = args.dir or tempfile.mkdtemp(prefix="rill-cluster-")
     nodes: list[_Node] = []
+    sentinels: list[_Node] = []
     previous = {sig: signal.signal(sig, _raise_stop) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         nodes.append(_start(args.port, os.path.join(base, str(args.port)), None, extra))
@@ -157,16 +229,39 @@ def main(argv: list[str]) -> int:
         if problem is not None:
             print(f"rill cluster: {problem}", file=sys.stderr)
             return 1
-        print(f"Rill local cluster: 1 primary, {args.replicas} replica(s). Ctrl-C stops them all.")
+        if args.sentinels:
+            sentinels = _start_sentinels(base, args.sentinel_port, args.sentinels, args.port, args.down_after)
+            problem = _sentinels_ready(sentinels)
+            if problem is not None:
+                print(f"rill cluster: {problem}", file=sys.stderr)
+                return 1
+        watching = f", {args.sentinels} sentinel(s)" if args.sentinels else ""
+        print(f"Rill local cluster: 1 primary, {args.replicas} replica(s){watching}. Ctrl-C stops them all.")
         print(_describe(nodes))
-        print(f"Try: redis-cli -p {args.port} XADD s '*' f v; redis-cli -p {args.port + 1 if args.replicas else args.port} XRANGE s - +")
+        if sentinels:
+            print(_describe_sentinels(sentinels))
+        if sentinels:
+            print(f"Try: redis-cli -p {args.sentinel_port} SENTINEL GET-MASTER-ADDR-BY-NAME {SERVICE}; "
+                  f"redis-cli -p {args.port} XADD s '*' f v")
+        else:
+            print(f"Try: redis-cli -p {args.port} XADD s '*' f v; "
+                  f"redis-cli -p {args.port + 1 if args.replicas else args.port} XRANGE s - +")
         sys.stdout.flush()
+        gone: set[int] = set()
         while True:
-            for node in nodes:
-                if node.proc.poll() is not None:
+            for node in nodes + sentinels:
+                if node.proc.poll() is None or node.port in gone:
+                    continue
+                what = "sentinel" if node in sentinels else "node"
+                if what == "node" and sentinels:
+                    # Watched by sentinels, a node that dies is what they are there for.
+                    gone.add(node.port)
                     print(f"rill cluster: the node on port {node.port} exited with code {node.proc.returncode}; "
-                          "stopping the others", file=sys.stderr)
-                    return 1
+                          "the sentinels will fail over if it was the primary", file=sys.stderr, flush=True)
+                    continue
+                print(f"rill cluster: the {what} on port {node.port} exited with code {node.proc.returncode}; "
+                      "stopping the others", file=sys.stderr)
+                return 1
             time.sleep(0.2)
     except _Stop:
         print("\nStopping the cluster...")
@@ -176,6 +271,7 @@ def main(argv: list[str]) -> int:
         # one make forwards) must not interrupt the stop and leave nodes running.
         for sig in previous:
             signal.signal(sig, signal.SIG_IGN)
+        _stop(sentinels)  # first: no failover while the nodes stop
         _stop(nodes)
         if args.dir is None:
             shutil.rmtree(base, ignore_errors=True)

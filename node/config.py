@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final
 
+from node.config_rewrite import RewriteState, format_memory, overwrite_file, read_old, sdscatrepr
 from node.text import memory_to_bytes, split_config_line
 
 
@@ -100,6 +101,12 @@ _DIRECTIVES: Final[tuple[Directive, ...]] = (
     Directive("notify-keyspace-events", "", "special"),
     Directive("replica-read-only", "yes", "bool", aliases=("slave-read-only",)),
     Directive("replicaof", "", "special", mutable=False, aliases=("slaveof",)),
+    # What a replica tells Sentinel (INFO's slave_priority, replica_announced) and its primary
+    # (the address INFO's slaveN line and ROLE show for it), as in Redis.
+    Directive("replica-priority", "100", "int", minimum=0, maximum=_INT_MAX, aliases=("slave-priority",)),
+    Directive("replica-announced", "yes", "bool"),
+    Directive("replica-announce-ip", "", "string", aliases=("slave-announce-ip",)),
+    Directive("replica-announce-port", "0", "int", minimum=0, maximum=65535, aliases=("slave-announce-port",)),
     Directive("repl-port", "0", "int", mutable=False, minimum=0, maximum=65535),
     Directive("repl-backlog-size", "16777216", "memory", minimum=16 * 1024, maximum=_LLONG_MAX),
     Directive("repl-timeout", "60", "int", minimum=1, maximum=_INT_MAX),
@@ -128,6 +135,14 @@ _DIRECTIVES: Final[tuple[Directive, ...]] = (
     Directive("repl-tls-key-file", "", "string", mutable=False),
     Directive("repl-tls-ca-cert-file", "", "string", mutable=False),
     Directive("repl-tls-auth-clients", "no", "bool", mutable=False),
+    # Fenced mode (docs/safety.md, *Fenced mode*): epochs on the replication link, FENCE, a
+    # primary's lease from a majority of a replica set of `fenced-replica-set-size` nodes
+    # (itself included) lasting `fenced-lease-milliseconds` (the sentinels' setting of the
+    # same name must be equal). Fixed at startup: the majority arithmetic must not change
+    # under a running failover.
+    Directive("fenced-mode", "no", "bool", mutable=False),
+    Directive("fenced-replica-set-size", "0", "int", mutable=False, minimum=0, maximum=1000),
+    Directive("fenced-lease-milliseconds", "1000", "int", mutable=False, minimum=10, maximum=3_600_000),
     # Rill's Prometheus metrics over HTTP on the bind addresses (node/app/metrics.py); 0 = off.
     Directive("metrics-port", "0", "int", mutable=False, minimum=0, maximum=65535),
 )
@@ -350,38 +365,61 @@ class Config:
         self.set(canon, " ".join(args), startup=True)
 
     def rewrite(self) -> None:
-        """CONFIG REWRITE: write every non-default directive to the config file."""
+        """CONFIG REWRITE, as Redis's rewriteConfig (node/config_rewrite.py): the file the node
+        was started with keeps its comments and layout; each directive goes back on its line
+        with its current value, or is appended when it differs from its default; lines of
+        directives now at their default (or unset) go."""
         if self.config_file is None:
             raise ConfigError("The server is running without a config file")
-        lines = ["# Written by Rill CONFIG REWRITE"]
+        state = RewriteState(read_old(self.config_file), canonical_name)
         for d in _DIRECTIVES:
-            value = self._values[d.name]
-            default = _normalize(d, d.default) if d.kind != "special" or d.default else d.default
-            if value != default:
-                lines.append(f"{d.name} {_quote(value) if d.kind not in ('special',) else value}")
-        # Written aside and renamed: a crash mid-write never leaves a truncated config file.
-        temp = self.config_file + ".tmp"
-        with open(temp, "w", encoding="utf-8") as f:
-            f.write("\n".join(lines) + "\n")
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(temp, self.config_file)
+            self._rewrite_directive(state, d)
+        state.remove_orphaned()
+        overwrite_file(self.config_file, state.content())
 
-
-_ESCAPES: Final = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t", "\a": "\\a", "\b": "\\b"}
-
-
-def _quote(value: str) -> str:
-    """A value as one config-file word (Redis's sdscatrepr): quoted when it has spaces, quotes
-    or control characters, so a value can never spill onto a line of its own."""
-    if value and all(0x20 < ord(c) < 0x7F and c not in "\"'\\" for c in value):
-        return value
-    out = []
-    for c in value:
-        if c in _ESCAPES:
-            out.append(_ESCAPES[c])
-        elif 0x20 <= ord(c) < 0x7F:
-            out.append(c)
+    def _rewrite_directive(self, state: RewriteState, d: Directive) -> None:
+        """The line(s) of one directive, with the force rule of its type in config.c."""
+        name, value = d.name, self._values[d.name]
+        default = _normalize(d, d.default) if d.kind != "special" or d.default else d.default
+        if d.kind in ("int", "bool", "enum"):
+            state.rewrite_line(name, f"{name} {value}", value != default)
+        elif d.kind == "memory":
+            state.rewrite_line(name, f"{name} {format_memory(int(value))}", value != default)
+        elif name == "dir":
+            state.rewrite_line(name, f"dir {sdscatrepr(value)}", True)  # always, absolute
+        elif name == "bind":
+            if value == default:
+                state.mark(name)
+            else:
+                state.rewrite_line(name, "bind " + (value or '""'), True)
+        elif name == "replicaof":
+            if value:
+                state.rewrite_line(name, f"replicaof {value}", True)
+            else:
+                state.mark(name)  # a primary's file loses its replicaof lines
+        elif name == "save":
+            words = value.split()
+            for i in range(0, len(words), 2):
+                state.rewrite_line(name, f"save {words[i]} {words[i + 1]}", True)
+            if not words:
+                state.rewrite_line(name, 'save ""', True)  # so that no default applies
+        elif name == "notify-keyspace-events":
+            state.rewrite_line(name, f"{name} {sdscatrepr(value)}", value != "")
+        elif name == "client-output-buffer-limit":
+            defaults = dict(_parse_obl(d.default))
+            for cls, limits in _parse_obl(value):
+                hard, soft, seconds = limits
+                shown = "replica" if cls == "slave" else cls
+                state.rewrite_line(
+                    name, f"{name} {shown} {format_memory(hard)} {format_memory(soft)} {seconds}",
+                    limits != defaults[cls],
+                )
+        elif name in _UNSET_WHEN_EMPTY and value == "":
+            state.mark(name)
         else:
-            out.append("".join("\\x%02x" % b for b in c.encode("utf-8")))
-    return '"' + "".join(out) + '"'
+            # A string: always written once set, unless it is its (non-empty) default.
+            state.rewrite_line(name, f"{name} {sdscatrepr(value)}", value != default or name in _UNSET_WHEN_EMPTY)
+
+
+# Redis's EMPTY_STRING_IS_NULL strings: "" means unset, and an unset one has no line.
+_UNSET_WHEN_EMPTY: Final = frozenset({"requirepass", "masterauth", "pidfile", "replica-announce-ip"})

@@ -1,4 +1,6 @@
-"""The `rill` command line: `rill node [config-file] [--directive value ...]` starts a node."""
+"""The `rill` command line: `rill node [config-file] [--directive value ...]` starts a node,
+`rill sentinel sentinel.conf [--directive value ...]` (or `rill node sentinel.conf --sentinel`,
+as redis-server takes it) a sentinel."""
 
 from __future__ import annotations
 
@@ -142,6 +144,12 @@ def main(argv: list[str] | None = None) -> int:
         add_help=False,
     )
     sub.add_parser(
+        "sentinel",
+        help="start a sentinel (Redis Sentinel compatible failover monitor)",
+        description="rill sentinel sentinel.conf [--port 26379] [--sentinel monitor ...] ...",
+        add_help=False,
+    )
+    sub.add_parser(
         "cluster",
         help="start a local cluster: one primary and two replicas on loopback (Ctrl-C stops them)",
         add_help=False,
@@ -153,6 +161,14 @@ def main(argv: list[str] | None = None) -> int:
     if not argv:
         parser.print_help()
         return 2
+    if argv[0] == "sentinel" or (argv[0] == "node" and "--sentinel" in argv[1:]):
+        if argv[1:2] in (["-h"], ["--help"]):
+            print("usage: rill sentinel sentinel.conf [--directive value ...]\n\n"
+                  "Reads Redis's sentinel.conf syntax and rewrites the file as its state changes.")
+            return 0
+        from node.sentinel.shell import run as run_sentinel
+
+        return run_sentinel(argv[1:])
     if argv[0] == "node":
         if argv[1:2] in (["-h"], ["--help"]):
             print("usage: rill node [config-file] [--directive value ...]\n\ndirectives:")

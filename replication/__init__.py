@@ -11,15 +11,18 @@ from replication.grpc_io import prefer_poller_io
 prefer_poller_io()
 
 from replication.backlog import Backlog, BacklogInfo, PsyncDecision, new_replid
+from replication.epochs import NO_TENURE, EpochHistory, EpochStart, Fence
 from replication.errors import (
     ApplyFailed,
     LinkLost,
+    NotAcknowledging,
     ProtocolViolation,
     Refused,
     ReplicationClosed,
     ReplicationError,
 )
 from replication.history import NO_REPLID, History
+from replication.lease import Lease, lease_clock_ns
 from replication.primary import Primary
 from replication.registry import ReplicaInfo, ReplicaRegistry
 from replication.replica import LinkStatus, ReplicaLink
@@ -31,15 +34,21 @@ from replication.wire import PROTOCOL_VERSION, new_run_id
 
 __all__ = [
     "NO_REPLID",
+    "NO_TENURE",
     "PROTOCOL_VERSION",
     "AckWaiters",
     "ApplyFailed",
     "Backlog",
     "BacklogInfo",
+    "EpochHistory",
+    "EpochStart",
+    "Fence",
+    "Lease",
     "History",
     "ClientTls",
     "LinkLost",
     "LinkStatus",
+    "NotAcknowledging",
     "OutputBufferLimit",
     "Primary",
     "PrimarySettings",
@@ -54,6 +63,7 @@ __all__ = [
     "ReplicationError",
     "ServerTls",
     "StateMachine",
+    "lease_clock_ns",
     "new_replid",
     "new_run_id",
 ]

@@ -49,6 +49,12 @@ class ApplyFailed(ReplicationError):
     """The state machine rejected a batch or a snapshot; the next sync must be a full one."""
 
 
+class NotAcknowledging(ReplicationError):
+    """Fenced mode: the primary holds no lease (or was fenced), so it answers no WAIT."""
+
+    retriable = False
+
+
 class ReplicationClosed(ReplicationError):
     """The primary stopped or changed role while a WAIT was pending."""
 

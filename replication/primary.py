@@ -10,6 +10,15 @@ hard limit, or past the soft limit for too long, it is disconnected and resyncs 
 replica that stops reading blocks its stream's writes (gRPC/HTTP2 flow control), so its
 position stops and it hits the limit; a write stuck for repl-timeout drops it too. So memory
 is at most about max(backlog size, hard limit) whatever the replicas do.
+
+Fenced mode (a `Fence` and a `Lease` given): the handshake refuses a replica fenced at a
+newer epoch than this primary's, carries the primary's epoch and epoch history, and resyncs
+fully a replica whose (log epoch, offset) left that history; every batch and heartbeat
+carries a lease stamp (heartbeats at least every third of the lease), and the stamps the
+replicas echo feed the lease (docs/safety.md, *Fenced mode*).
+
+A hello with `failover` set is Redis's PSYNC ... FAILOVER: the node's `failover_handler`
+decides, and promotes this node, before the handshake goes on as any other.
 """
 
 from __future__ import annotations
@@ -19,14 +28,16 @@ import hmac
 import logging
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import grpc
 from google.protobuf.message import DecodeError
 
-from replication.backlog import Backlog
+from replication.backlog import Backlog, PsyncDecision
+from replication.epochs import Fence
 from replication.history import is_replid
+from replication.lease import Lease
 from replication.pb import replication_pb2 as pb
 from replication.pb import replication_pb2_grpc as pb_grpc
 from replication.registry import STATE_ONLINE, STATE_SEND_BULK, ReplicaRegistry
@@ -70,6 +81,7 @@ class _Session:
         self.refusal: _Refusal | None = None
         self.body: asyncio.Task[None] | None = None
         self.connected_at = time.monotonic()
+        self.epoch = 0  # this primary's epoch when the session's handshake was answered
 
     def close(self, refusal: _Refusal | None) -> None:
         """Ends the session (idempotent); the first reason given wins."""
@@ -97,14 +109,26 @@ class Primary:
         *,
         clock: Callable[[], float] = time.monotonic,
         before_resync: Callable[[], None] | None = None,
+        fence: Fence | None = None,
+        lease: Lease | None = None,
+        failover_handler: Callable[[str], str | None] | None = None,
     ) -> None:
         """`before_resync` runs when a replica's resync begins, before the backlog is
-        consulted: a node that does not record its log until a replica needs it starts now."""
+        consulted: a node that does not record its log until a replica needs it starts now.
+        `fence` and `lease` turn fenced mode on (both or neither). `failover_handler(replid)`
+        answers a replica's PSYNC FAILOVER: the refusal's text, or None once this node was
+        promoted."""
+        if (fence is None) != (lease is None):
+            raise ValueError("fenced mode needs both a fence and a lease")
         self.backlog = backlog
         self._before_resync = before_resync
         self.settings = settings if settings is not None else PrimarySettings()
         self.registry = ReplicaRegistry(clock)
-        self.waits = AckWaiters(self.registry, request_acks=self.request_acks)
+        self.fence = fence
+        self.lease = lease
+        self.waits = AckWaiters(
+            self.registry, request_acks=self.request_acks, acknowledging=self.acknowledging if lease else None
+        )
         self._snapshot = snapshot
         self._clock = clock
         self._sessions: dict[str, _Session] = {}
@@ -113,6 +137,9 @@ class Primary:
         self.full_syncs = 0  # Redis's sync_full
         self.partial_syncs = 0  # sync_partial_ok
         self.partial_sync_errors = 0  # sync_partial_err
+        self._failover_handler = failover_handler
+        # Set while handshakes must be refused (this node is failing over): the error text.
+        self.refuse_syncs: str | None = None
         backlog.add_listener(self)
 
     # ------------------------------------------------------------------ node-facing API
@@ -133,18 +160,22 @@ class Primary:
         """Registers the service on a server the node already runs (e.g. with other APIs)."""
         pb_grpc.add_ReplicationServicer_to_server(self._servicer, server)
 
-    async def start(self, host: str = "127.0.0.1", port: int = 0, tls: ServerTls | None = None) -> int:
-        """Starts a gRPC server for this service; returns the bound port (port 0 picks one)."""
+    async def start(self, host: str | Sequence[str] = "127.0.0.1", port: int = 0, tls: ServerTls | None = None) -> int:
+        """Starts a gRPC server for this service on one address or several (the same port on
+        each); returns the bound port (port 0 picks one, on the first address)."""
+        hosts = [host] if isinstance(host, str) else list(host)
         server = grpc.aio.server(options=SERVER_OPTIONS)
         self.add_to_server(server)
-        address = f"{host}:{port}"
-        bound = server.add_secure_port(address, tls.credentials()) if tls else server.add_insecure_port(address)
-        if bound == 0:
-            raise OSError(f"cannot listen for replication on {address}")
+        for h in hosts:
+            address = f"[{h}]:{port}" if ":" in h else f"{h}:{port}"
+            bound = server.add_secure_port(address, tls.credentials()) if tls else server.add_insecure_port(address)
+            if bound == 0:
+                raise OSError(f"cannot listen for replication on {address}")
+            port = bound
         await server.start()
         self._server = server
-        log.info("replication listening on %s:%d%s", host, bound, " (TLS)" if tls else "")
-        return bound
+        log.info("replication listening on %s port %d%s", " ".join(hosts), port, " (TLS)" if tls else "")
+        return port
 
     async def stop(self, grace: float | None = 1.0) -> None:
         """Disconnects every replica, fails pending WAITs, stops the server if we own one."""
@@ -165,10 +196,14 @@ class Primary:
         self._update_floor()
         return True
 
-    def disconnect_all(self, reason: str) -> None:
-        for session in list(self._sessions.values()):
+    def disconnect_all(self, reason: str) -> int:
+        """Closes every replica's stream (CLIENT KILL TYPE replica, shutdown); they reconnect.
+        Returns how many there were."""
+        open_sessions = [session for session in self._sessions.values() if not session.closed]
+        for session in open_sessions:
             session.close(_Refusal(grpc.StatusCode.UNAVAILABLE, reason))
         self._update_floor()
+        return len(open_sessions)
 
     def request_acks(self) -> None:
         """Asks every online replica for an immediate ack (Redis's REPLCONF GETACK)."""
@@ -179,6 +214,13 @@ class Primary:
 
     def session_count(self) -> int:
         return len(self._sessions)
+
+    def acknowledging(self) -> bool:
+        """Whether this primary may acknowledge writes and answer WAIT now: always outside
+        fenced mode; in it, while it leads its epoch and holds its lease."""
+        if self.fence is None or self.lease is None:
+            return True
+        return self.fence.leads() and self.lease.holds()
 
     # ------------------------------------------------------------------ backlog events
 
@@ -234,6 +276,8 @@ class Primary:
         """The Sync RPC: handshake, resync, then stream until the session ends."""
         peer = context.peer()
         hello, refusal = await self._read_hello(context)
+        if refusal is None and hello is not None:
+            refusal = self._admit(hello)
         if refusal is not None or hello is None:
             refusal = refusal or _Refusal(grpc.StatusCode.INVALID_ARGUMENT, "no hello")
             log.warning("refused replica %s: %s", peer, refusal.message)
@@ -314,7 +358,34 @@ class Primary:
             return _Refusal(invalid, f"announce port {hello.announce_port} is out of range")
         if len(hello.announce_host) > MAX_ANNOUNCE_HOST:
             return _Refusal(invalid, "announce host is too long")
+        if hello.fence_epoch < 0 or hello.log_epoch < 0 or hello.log_epoch > hello.fence_epoch:
+            return _Refusal(invalid, f"epochs out of range (fence {hello.fence_epoch}, log {hello.log_epoch})")
         return None
+
+    def _admit(self, hello: pb.Hello) -> _Refusal | None:
+        """After a valid hello: a PSYNC FAILOVER (the node promotes itself first), a node that
+        is failing over itself, a replica fenced at a newer epoch than ours."""
+        if hello.failover:
+            reason = "PSYNC FAILOVER is not supported here" if self._failover_handler is None else (
+                self._failover_handler(hello.replid))
+            if reason is not None:
+                return _Refusal(grpc.StatusCode.FAILED_PRECONDITION, reason)
+        if self.refuse_syncs is not None:
+            return _Refusal(grpc.StatusCode.UNAVAILABLE, self.refuse_syncs)
+        fence = self.fence
+        if fence is not None and hello.fence_epoch > fence.epoch:
+            return _Refusal(
+                grpc.StatusCode.FAILED_PRECONDITION,
+                f"STALEEPOCH this primary's epoch {fence.epoch} is older than the replica's fence epoch "
+                f"{hello.fence_epoch}",
+            )
+        return None
+
+    def _epoch_fields(self) -> tuple[int, list[pb.EpochStart]]:
+        fence = self.fence
+        if fence is None:
+            return 0, []
+        return fence.epoch, [pb.EpochStart(epoch=e.epoch, start_offset=e.start) for e in fence.history.entries]
 
     async def _run(self, session: _Session, hello: pb.Hello, context: Context) -> None:
         await self._resync(session, hello, context)
@@ -329,6 +400,16 @@ class Primary:
             self._before_resync()
         backlog = self.backlog
         decision = backlog.psync(hello.replid, hello.offset)
+        fence = self.fence
+        if fence is not None:
+            session.epoch = fence.epoch
+            if decision.ok and not fence.history.can_continue(hello.log_epoch, hello.offset, backlog.end):
+                decision = PsyncDecision(
+                    False,
+                    f"the replica's log (epoch {hello.log_epoch}, offset {hello.offset}) left this primary's "
+                    f"epoch history {fence.history!r}",
+                )
+        epoch, history = self._epoch_fields()
         if decision.ok:
             self.partial_syncs += 1
             session.streaming = True
@@ -345,7 +426,11 @@ class Primary:
             await self._write(
                 session,
                 context,
-                pb.PrimaryMessage(continue_sync=pb.ContinueSync(replid=backlog.replid, offset=hello.offset)),
+                pb.PrimaryMessage(
+                    continue_sync=pb.ContinueSync(
+                        replid=backlog.replid, offset=hello.offset, epoch=epoch, epoch_history=history
+                    )
+                ),
             )
             self._go_online(session)
             return
@@ -375,7 +460,12 @@ class Primary:
             context,
             pb.PrimaryMessage(
                 full_sync=pb.FullSync(
-                    replid=backlog.replid, offset=offset, snapshot_size=len(snapshot), reason=decision.reason
+                    replid=backlog.replid,
+                    offset=offset,
+                    snapshot_size=len(snapshot),
+                    reason=decision.reason,
+                    epoch=epoch,
+                    epoch_history=history,
                 )
             ),
         )
@@ -396,6 +486,8 @@ class Primary:
         session.online = True
         session.last_ack = self._clock()
         self.registry.set_state(session.replica_id, STATE_ONLINE)
+        if self.lease is not None:
+            session.ack_requested = True  # a stamped heartbeat at once: the lease needs its echo
 
     async def _write(self, session: _Session, context: Context, message: pb.PrimaryMessage) -> None:
         try:
@@ -422,7 +514,7 @@ class Primary:
                 return
             if session.position < backlog.end and self._may_send(session, settings.max_batch_bytes):
                 data, sizes = backlog.read(session.position, settings.max_batch_bytes)
-                batch = pb.Batch(start_offset=session.position, data=data, unit_sizes=sizes)
+                batch = pb.Batch(start_offset=session.position, data=data, unit_sizes=sizes, lease_stamp=self._stamp())
                 # The replica may apply and ack this before the write's completion is seen here.
                 session.sent = session.position + len(data)
                 await self._write(session, context, pb.PrimaryMessage(batch=batch))
@@ -431,17 +523,34 @@ class Primary:
                 last_sent = self._clock()
                 continue
             idle = self._clock() - last_sent
-            if session.ack_requested or idle >= settings.ping_period:
-                heartbeat = pb.Heartbeat(primary_offset=backlog.end, ack_requested=session.ack_requested)
+            ping_period = self._ping_period()
+            if session.ack_requested or idle >= ping_period:
+                heartbeat = pb.Heartbeat(
+                    primary_offset=backlog.end,
+                    ack_requested=session.ack_requested,
+                    epoch=session.epoch,
+                    lease_stamp=self._stamp(),
+                )
                 session.ack_requested = False
                 await self._write(session, context, pb.PrimaryMessage(heartbeat=heartbeat))
                 last_sent = self._clock()
                 continue
             try:
-                async with asyncio.timeout(min(settings.ping_period - idle, ack_due)):
+                async with asyncio.timeout(min(ping_period - idle, ack_due)):
                     await session.wake.wait()
             except TimeoutError:
                 pass
+
+    def _stamp(self) -> int:
+        return self.lease.stamp() if self.lease is not None else 0
+
+    def _ping_period(self) -> float:
+        """Heartbeats when idle: every repl-ping-replica-period, and in fenced mode at least
+        every third of the lease (a lease renewed by echoes of older stamps would lapse)."""
+        period = self.settings.ping_period
+        if self.lease is not None:
+            period = min(period, self.lease.duration_ns / 3e9)
+        return period
 
     def _enforce_ack_timeout(self, session: _Session) -> float:
         """Closes the session once an online replica has been silent for repl-timeout;
@@ -490,6 +599,8 @@ class Primary:
                 return
 
     def _take_ack(self, session: _Session, message: object) -> _Refusal | None:
+        if session.closed:
+            return None  # read as the session ended: its replica may follow someone else now
         invalid = grpc.StatusCode.INVALID_ARGUMENT
         if not isinstance(message, pb.ReplicaMessage) or message.WhichOneof("kind") != "ack":
             return _Refusal(invalid, "expected an ack")
@@ -501,9 +612,14 @@ class Primary:
             return _Refusal(invalid, f"ack offset {applied} is beyond what was sent ({session.sent})")
         if fsynced < -1 or fsynced > applied:
             return _Refusal(invalid, f"fsynced offset {fsynced} is not in -1..{applied}")
+        written = ack.written_offset
+        if written < -1 or written > applied:
+            return _Refusal(invalid, f"written offset {written} is not in -1..{applied}")
+        if self.lease is not None and not self.lease.echo(session.replica_id, ack.lease_stamp, session.epoch):
+            return _Refusal(invalid, f"lease stamp {ack.lease_stamp} was never sent")
         session.acked = applied
         session.last_ack = self._clock()
-        self.registry.ack(session.replica_id, applied, fsynced)
+        self.registry.ack(session.replica_id, applied, fsynced, written)
         if applied >= session.sent and session.position < self.backlog.end:
             session.wake.set()  # the batch that was held back goes now
         return None

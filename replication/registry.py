@@ -39,6 +39,7 @@ class _Entry:
     offset: int
     fsynced_offset: int
     last_ack: float
+    written_offset: int = -1  # end of what its log file has (write(2) done); -1: persists nothing
 
 
 class ReplicaRegistry:
@@ -65,12 +66,13 @@ class ReplicaRegistry:
             # Lag counts from when the replica could first ack, not from the handshake.
             entry.last_ack = self._clock()
 
-    def ack(self, replica_id: str, offset: int, fsynced_offset: int) -> None:
+    def ack(self, replica_id: str, offset: int, fsynced_offset: int, written_offset: int = -1) -> None:
         entry = self._entries.get(replica_id)
         if entry is None:
             return
         entry.offset = offset
         entry.fsynced_offset = fsynced_offset
+        entry.written_offset = written_offset
         entry.last_ack = self._clock()
         self._notify()
 
@@ -107,6 +109,14 @@ class ReplicaRegistry:
     def count_acked(self, offset: int) -> int:
         """Online replicas that acknowledged applying `offset` (replicationCountAcksByOffset)."""
         return sum(1 for e in self._entries.values() if e.state == STATE_ONLINE and e.offset >= offset)
+
+    def count_written(self, offset: int) -> int:
+        """Online replicas whose log file has `offset` (fenced mode's WAIT: what a SIGKILL of
+        the replica keeps); a replica that persists nothing counts what it applied."""
+        return sum(
+            1 for e in self._entries.values()
+            if e.state == STATE_ONLINE and (e.written_offset if e.written_offset >= 0 else e.offset) >= offset
+        )
 
     def count_fsynced(self, offset: int) -> int:
         """Online replicas that acknowledged fsyncing `offset` (replicationCountAOFAcksByOffset)."""

@@ -10,6 +10,16 @@ dead after `timeout` without a message, and reconnects with exponential backoff.
 Errors carry whether they are retriable (replication.errors); a non-retriable refusal (wrong
 secret) is retried only at the slowest pace and logged once per streak. If the background
 task itself dies, every `wait_for_offset` caller gets the error.
+
+Fenced mode (a `Fence` given): the hello carries the node's fence epoch and log epoch; a
+primary whose epoch is below the fence epoch is refused (STALEEPOCH) before anything it sent
+is used; otherwise the node adopts the primary's epoch and history (saved durably) before it
+takes the primary's id or data. Acks echo the newest lease stamp received; once the node is
+fenced by a newer epoch than its primary's (FENCE), the link applies and acknowledges nothing
+more from it and drops the connection.
+
+`failover` sends the first hellos as Redis's PSYNC ... FAILOVER (the FAILOVER command);
+`on_handshake` learns how each handshake ended (None: the primary answered with a resync).
 """
 
 from __future__ import annotations
@@ -20,7 +30,7 @@ import os
 import random
 import time
 from bisect import bisect_right
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from itertools import accumulate
 from typing import Any
@@ -28,7 +38,8 @@ from typing import Any
 import grpc
 
 from replication.backlog import Backlog
-from replication.errors import ApplyFailed, LinkLost, ProtocolViolation, ReplicationError, from_rpc_error
+from replication.epochs import EpochHistory, EpochStart, Fence
+from replication.errors import ApplyFailed, LinkLost, ProtocolViolation, Refused, ReplicationError, from_rpc_error
 from replication.pb import replication_pb2 as pb
 from replication.pb import replication_pb2_grpc as pb_grpc
 from replication.settings import ReplicaSettings
@@ -82,6 +93,9 @@ class ReplicaLink:
         clock: Callable[[], float] = time.monotonic,
         contended: Callable[[], bool] | None = None,
         cpu_clock: Callable[[], float] = time.thread_time,
+        fence: Fence | None = None,
+        failover: bool = False,
+        on_handshake: Callable[[ReplicationError | None], None] | None = None,
     ) -> None:
         if not is_run_id(replica_id):
             raise ValueError("replica_id must be 40 lowercase hex characters")
@@ -118,8 +132,16 @@ class ReplicaLink:
         self._logged_error: str | None = None
         self._force_full_sync = False
         self._ack_needed = asyncio.Event()
+        # Set to drop the current connection (disconnect()); exists while the link is up.
+        self._kill: asyncio.Event | None = None
         self._progress = asyncio.Condition()
         self._failure: BaseException | None = None
+        self.fence = fence
+        self.failover = failover
+        self._on_handshake = on_handshake
+        self._answered = False  # the current connection's handshake got its resync answer
+        self._primary_epoch = 0  # the epoch of the primary of the current connection
+        self._lease_stamp = 0  # the newest lease stamp it sent
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -181,6 +203,15 @@ class ReplicaLink:
             last_error=None if self._last_error is None else str(self._last_error),
         )
 
+    def disconnect(self) -> bool:
+        """Drops the connection if the link is up (Redis's CLIENT KILL TYPE master); the link
+        then reconnects as after any loss, continuing from its offset. False if it was not
+        up (connecting or syncing: Redis has no master client then either)."""
+        if not self._link_up or self._kill is None:
+            return False
+        self._kill.set()
+        return True
+
     def request_ack(self) -> None:
         """Acks at once (the state machine's fsynced offset advanced: a primary's WAITAOF may
         be waiting for it) rather than after the next batch or `ack_period`."""
@@ -209,6 +240,7 @@ class ReplicaLink:
         backoff = self.settings.backoff_initial
         while True:
             synced_before = self._full_syncs + self._partial_syncs
+            self._answered = False
             try:
                 await self._session()
                 error: ReplicationError = LinkLost("the primary closed the stream")
@@ -220,6 +252,8 @@ class ReplicaLink:
                 # grpc's way of saying the RPC already ended under a write.
                 error = LinkLost(f"the stream ended: {exc}")
             self._set_down(error)
+            if not self._answered and self._on_handshake is not None:
+                self._on_handshake(error)
             if self._full_syncs + self._partial_syncs > synced_before:
                 backoff = self.settings.backoff_initial
             delay = backoff if error.retriable else self.settings.backoff_max
@@ -269,9 +303,14 @@ class ReplicaLink:
                 await self._handshake(call)
                 reader = asyncio.create_task(self._stream(call))
                 acker = asyncio.create_task(self._ack_loop(call))
+                kill = self._kill = asyncio.Event()
+                killer = asyncio.create_task(kill.wait())
                 try:
-                    # Whichever ends first (error or the primary closing) ends the connection.
-                    done, _ = await asyncio.wait([reader, acker], return_when=asyncio.FIRST_COMPLETED)
+                    # Whichever ends first (error, the primary closing, disconnect()) ends the
+                    # connection.
+                    done, _ = await asyncio.wait([reader, acker, killer], return_when=asyncio.FIRST_COMPLETED)
+                    if killer in done:
+                        raise LinkLost("connection closed by this replica (CLIENT KILL TYPE master)")
                     if reader in done:
                         reader.result()
                         return
@@ -282,9 +321,11 @@ class ReplicaLink:
                     # says why (e.g. the primary's refusal).
                     await reader
                 finally:
+                    self._kill = None
                     reader.cancel()
                     acker.cancel()
-                    await asyncio.gather(reader, acker, return_exceptions=True)
+                    killer.cancel()
+                    await asyncio.gather(reader, acker, killer, return_exceptions=True)
             finally:
                 call.cancel()
 
@@ -305,6 +346,7 @@ class ReplicaLink:
     async def _handshake(self, call: Call) -> None:
         backlog = self.backlog
         replid = "" if self._force_full_sync else backlog.replid
+        fence = self.fence
         hello = pb.Hello(
             protocol_version=PROTOCOL_VERSION,
             replica_id=self.replica_id,
@@ -313,10 +355,19 @@ class ReplicaLink:
             announce_host=self.announce_host,
             announce_port=self.announce_port,
             auth=self.settings.masterauth or "",
+            fence_epoch=fence.fence_epoch if fence is not None else 0,
+            log_epoch=fence.log_epoch(backlog.end) if fence is not None else 0,
+            failover=self.failover,
         )
         await call.write(pb.ReplicaMessage(hello=hello))
         reply = await self._read(call)
         kind = None if reply is None else reply.WhichOneof("kind")
+        if reply is not None and kind in ("continue_sync", "full_sync"):
+            self._check_epoch(reply.continue_sync.epoch if kind == "continue_sync" else reply.full_sync.epoch)
+            self._answered = True
+            self.failover = False
+            if self._on_handshake is not None:
+                self._on_handshake(None)
         if reply is not None and kind == "continue_sync":
             await self._continue(reply.continue_sync)
         elif reply is not None and kind == "full_sync":
@@ -330,10 +381,48 @@ class ReplicaLink:
         self._logged_error = None
         self._ack_needed.set()
 
+    def _check_epoch(self, epoch: int) -> None:
+        """Fenced mode: a primary older than our promise is refused before anything it sent
+        is used (a replica fenced for a failover must not follow the old primary again)."""
+        fence = self.fence
+        if fence is not None and epoch < fence.fence_epoch:
+            raise Refused(
+                f"STALEEPOCH the primary's epoch {epoch} is older than this replica's fence epoch {fence.fence_epoch}",
+                retriable=False,
+            )
+        self._primary_epoch = epoch
+        self._lease_stamp = 0
+
+    def _adopt_epochs(self, replid: str, history: Sequence[pb.EpochStart]) -> None:
+        """Fenced mode: the primary's epoch and history become ours, durably, before its id
+        or data do (a restart must know which epochs the log it loads holds)."""
+        fence = self.fence
+        if fence is None:
+            return
+        try:
+            epochs = EpochHistory(EpochStart(e.epoch, e.start_offset) for e in history)
+        except ValueError as exc:
+            raise ProtocolViolation(f"bad epoch history from the primary: {exc}") from None
+        if epochs.last_epoch != self._primary_epoch:
+            raise ProtocolViolation(
+                f"the primary's epoch {self._primary_epoch} is not its history's last {epochs.last_epoch}"
+            )
+        fence.follow(self._primary_epoch, replid, epochs)
+
+    def _check_fenced(self) -> None:
+        """Raises once this node was fenced by an epoch newer than its primary's."""
+        fence = self.fence
+        if fence is not None and fence.fence_epoch > self._primary_epoch:
+            raise Refused(
+                f"STALEEPOCH fenced at epoch {fence.fence_epoch}, newer than the primary's {self._primary_epoch}",
+                retriable=False,
+            )
+
     async def _continue(self, cont: pb.ContinueSync) -> None:
         backlog = self.backlog
         if cont.offset != backlog.end:
             raise ProtocolViolation(f"primary continues from {cont.offset} but this replica is at {backlog.end}")
+        self._adopt_epochs(cont.replid, cont.epoch_history)
         if cont.replid != backlog.replid:
             # PSYNC2: the primary's history continues ours under a new id; keep ours as replid2.
             backlog.shift_replid(cont.replid)
@@ -373,6 +462,8 @@ class ReplicaLink:
             if self._sync_read > full.snapshot_size:
                 raise ProtocolViolation(f"snapshot longer than the announced {full.snapshot_size} bytes")
             chunks.append(data)
+        self._check_fenced()
+        self._adopt_epochs(full.replid, full.epoch_history)
         try:
             self.machine.load_snapshot(chunks, full.offset)
         except Exception as exc:
@@ -396,13 +487,21 @@ class ReplicaLink:
             if message is None:
                 return
             kind = message.WhichOneof("kind")
+            self._check_fenced()
             if kind == "batch":
                 await self._apply(message.batch)
+                self._take_stamp(message.batch.lease_stamp)
                 self._ack_needed.set()
                 await self._notify_progress()
             elif kind == "heartbeat":
-                self._primary_offset = message.heartbeat.primary_offset
-                if message.heartbeat.ack_requested:
+                heartbeat = message.heartbeat
+                if heartbeat.epoch != self._primary_epoch and self.fence is not None:
+                    raise ProtocolViolation(
+                        f"heartbeat of epoch {heartbeat.epoch} on a link of epoch {self._primary_epoch}"
+                    )
+                self._primary_offset = heartbeat.primary_offset
+                self._take_stamp(heartbeat.lease_stamp)
+                if heartbeat.ack_requested or (heartbeat.lease_stamp and self.fence is not None):
                     self._ack_needed.set()
             else:
                 raise ProtocolViolation(f"unexpected {kind} after the sync")
@@ -469,6 +568,10 @@ class ReplicaLink:
         if spent > 0:
             self._apply_rate = len(data) / spent
 
+    def _take_stamp(self, stamp: int) -> None:
+        if stamp > self._lease_stamp:
+            self._lease_stamp = stamp
+
     async def _ack_loop(self, call: Call) -> None:
         while True:
             try:
@@ -477,5 +580,13 @@ class ReplicaLink:
             except TimeoutError:
                 pass
             self._ack_needed.clear()
-            ack = pb.Ack(applied_offset=self.backlog.end, fsynced_offset=self.machine.fsynced_offset())
+            # Checked at the moment the ack is written: once fenced by a newer epoch, no ack
+            # (and no echo of a stamp) reaches the old primary, whatever was received before.
+            self._check_fenced()
+            ack = pb.Ack(
+                applied_offset=self.backlog.end,
+                fsynced_offset=self.machine.fsynced_offset(),
+                lease_stamp=self._lease_stamp if self.fence is not None else 0,
+                written_offset=self.machine.written_offset(),
+            )
             await call.write(pb.ReplicaMessage(ack=ack))

@@ -38,3 +38,9 @@ class StateMachine(Protocol):
     def fsynced_offset(self) -> int:
         """Offset of the log durably on disk here; -1 when nothing is persisted."""
         ...
+
+    def written_offset(self) -> int:
+        """Offset of the log handed to the OS here (write(2) done: a crash of the process
+        keeps it, a power loss may not); -1 when nothing is persisted. Fenced mode's WAIT
+        counts it."""
+        ...

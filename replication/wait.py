@@ -10,6 +10,11 @@ forever. Only online replicas count.
 Replicas here ack after every batch they apply, so a WAIT needs no extra request; a WAITAOF
 does (fsyncs advance without new batches), so it asks replicas for a fresh ack (Redis's
 REPLCONF GETACK) instead of waiting for their periodic one.
+
+Fenced mode (`acknowledging` given): WAIT counts what replicas wrote to their log files
+rather than applied (a SIGKILLed replica keeps it), and a wait is answered only while the
+primary may acknowledge (it leads its epoch and holds its lease): otherwise it fails with
+`NotAcknowledging`, at once or at the moment it would have been answered.
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from replication.errors import ReplicationClosed
+from replication.errors import NotAcknowledging, ReplicationClosed
 from replication.registry import ReplicaRegistry
 
 
@@ -31,9 +36,15 @@ class _Waiter:
 
 
 class AckWaiters:
-    def __init__(self, registry: ReplicaRegistry, request_acks: Callable[[], None] | None = None) -> None:
+    def __init__(
+        self,
+        registry: ReplicaRegistry,
+        request_acks: Callable[[], None] | None = None,
+        acknowledging: Callable[[], bool] | None = None,
+    ) -> None:
         self._registry = registry
         self._request_acks = request_acks
+        self._acknowledging = acknowledging
         self._waiters: list[_Waiter] = []
         self._closed: ReplicationClosed | None = None
         registry.add_ack_listener(self._on_ack)
@@ -41,7 +52,15 @@ class AckWaiters:
     def _count(self, offset: int, fsynced: bool) -> int:
         if fsynced:
             return self._registry.count_fsynced(offset)
+        if self._acknowledging is not None:
+            return self._registry.count_written(offset)
         return self._registry.count_acked(offset)
+
+    def _answer(self, count: int) -> int:
+        """The count as the reply, or NotAcknowledging when the primary may not answer now."""
+        if self._acknowledging is not None and not self._acknowledging():
+            raise NotAcknowledging("NOREPLICAS this primary holds no majority lease (fenced mode)")
+        return count
 
     async def wait_for(self, offset: int, numreplicas: int, timeout_ms: int) -> int:
         """WAIT: replicas that applied `offset`, once `numreplicas` did or `timeout_ms` passed."""
@@ -66,7 +85,7 @@ class AckWaiters:
             raise self._closed
         count = self._count(offset, fsynced)
         if count >= numreplicas:
-            return count
+            return self._answer(count)
         loop = asyncio.get_running_loop()
         waiter = _Waiter(offset, numreplicas, fsynced, loop.create_future())
         self._waiters.append(waiter)
@@ -74,13 +93,13 @@ class AckWaiters:
             self._request_acks()
         try:
             if timeout_ms == 0:
-                return await waiter.future
+                return self._answer(await waiter.future)
             try:
-                return await asyncio.wait_for(asyncio.shield(waiter.future), timeout_ms / 1000)
+                return self._answer(await asyncio.wait_for(asyncio.shield(waiter.future), timeout_ms / 1000))
             except TimeoutError:
                 if waiter.future.done():
-                    return waiter.future.result()
-                return self._count(offset, fsynced)
+                    return self._answer(waiter.future.result())
+                return self._answer(self._count(offset, fsynced))
         finally:
             # Also reached when the caller is cancelled (its client disconnected).
             if waiter in self._waiters:

@@ -89,11 +89,12 @@ def stop_process(proc: subprocess.Popen[bytes]) -> None:
     proc.wait()
 
 
-def start_rill(*extra: str, port: int | None = None, dir: str | None = None) -> Proc:
+def start_rill(*extra: str, port: int | None = None, dir: str | None = None, config: str | None = None) -> Proc:
+    """A node; `config` is a config file read before the flags (as redis-server's)."""
     port = port or free_port()
     workdir = dir or tempfile.mkdtemp(prefix="rill-test-")
-    args = [sys.executable, "-m", "node.main", "node", "--port", str(port), "--dir", workdir,
-            "--logfile", os.path.join(workdir, "server.log"), *extra]
+    args = [sys.executable, "-m", "node.main", "node", *([config] if config else []), "--port", str(port),
+            "--dir", workdir, "--logfile", os.path.join(workdir, "server.log"), *extra]
     # stderr goes to a file, never a pipe nobody reads (a full pipe would block the node).
     stderr_path = os.path.join(workdir, "stderr.log")
     with open(stderr_path, "wb") as stderr:
@@ -109,14 +110,15 @@ def start_rill(*extra: str, port: int | None = None, dir: str | None = None) -> 
     return Proc(port, proc, workdir, args, "rill")
 
 
-def start_redis(*extra: str, port: int | None = None) -> Proc:
+def start_redis(*extra: str, port: int | None = None, dir: str | None = None, config: str | None = None) -> Proc:
+    """A redis-server; `config` is a config file read before the flags."""
     binary = shutil.which("redis-server")
     if binary is None:
         pytest.fail("redis-server is not installed: `make test` installs Debian's redis-server")
     port = port or free_port()
-    workdir = tempfile.mkdtemp(prefix="redis-oracle-")
-    args = [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-            "--dir", workdir, "--logfile", os.path.join(workdir, "server.log"), *extra]
+    workdir = dir or tempfile.mkdtemp(prefix="redis-oracle-")
+    args = [binary, *([config] if config else []), "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+            "--appendonly", "no", "--dir", workdir, "--logfile", os.path.join(workdir, "server.log"), *extra]
     proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     wait_for_port(port, proc)
     return Proc(port, proc, workdir, args, "redis")

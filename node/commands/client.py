@@ -293,6 +293,16 @@ def client_kill(ctx: Session, argv: list[bytes]) -> Any:
         else:
             ctx.node.clients.close_session(session)
         killed += 1
+    # The replication links are gRPC streams, not RESP clients, but Redis lists them as
+    # clients of type master (on a replica) and slave (on a primary): a filter that only
+    # names a type (or nothing) kills them too. They have no address or client id; the
+    # link to a primary has no user (Redis's master client has none).
+    if addr is None and laddr is None and not wanted_id:
+        links = ctx.node.replication
+        if wanted_type in (None, "master") and user is None:
+            killed += links.kill_links("master")
+        if wanted_type in (None, "slave"):
+            killed += links.kill_links("slave")
     if old_form:
         if not killed:
             raise CommandError("ERR No such client")
@@ -315,7 +325,9 @@ def client_unblock(ctx: Session, argv: list[bytes]) -> Any:
         if session.id != target_id:
             continue
         block = session.blocked_on
-        if block is None:
+        if block is None or block.postponed is not None:
+            # A client postponed by a pause has nothing to time out (redis-server 7.0
+            # crashes on it).
             return 0
         reply = ReplyError(UNBLOCKED_ERROR) if with_error else block.timeout_reply
         return 1 if ctx.node.clients.unblock_session(session, reply) else 0
@@ -363,23 +375,28 @@ def client_reply(ctx: Session, argv: list[bytes]) -> Any:
 
 @subcommand("client", "pause", -3, "admin noscript loading stale", summary="Suspends commands processing.")
 def client_pause(ctx: Session, argv: list[bytes]) -> Any:
-    # Rill accepts and validates CLIENT PAUSE like Redis but does not suspend clients
-    # (documented in docs/compatibility.md): failover tooling only needs the OK.
+    # Commands that may write (WRITE) or every command (ALL) wait until the timeout passes
+    # or CLIENT UNPAUSE (node/server/pause.py).
     if len(argv) > 4:
         raise CommandError(unknown_subcommand(argv))
+    write_only = False
+    if len(argv) == 4:
+        mode = argv[3].lower()
+        if mode not in (b"write", b"all"):
+            raise CommandError("ERR CLIENT PAUSE mode must be WRITE or ALL")
+        write_only = mode == b"write"
     timeout = to_int(argv[2])
     if timeout is None:
         raise CommandError("ERR timeout is not an integer or out of range")
     if timeout < 0:
         raise CommandError("ERR timeout is negative")
-    if len(argv) == 4:
-        if argv[3].lower() not in (b"write", b"all"):
-            raise CommandError("ERR CLIENT PAUSE mode must be WRITE or ALL")
+    ctx.node.clients.pause_clients(timeout, write_only)
     return OK
 
 
 @subcommand("client", "unpause", 2, "admin noscript loading stale", summary="Resumes processing of clients that were paused.")
 def client_unpause(ctx: Session, argv: list[bytes]) -> Any:
+    ctx.node.clients.unpause_clients()
     return OK
 
 

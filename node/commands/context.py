@@ -46,6 +46,8 @@ class Clients(Protocol):
     def unblock_session(self, session: Session, reply: Any) -> bool: ...
     def add_monitor(self, session: Session) -> None: ...
     def remove_monitor(self, session: Session) -> None: ...
+    def pause_clients(self, timeout_ms: int, write_only: bool) -> None: ...  # CLIENT PAUSE
+    def unpause_clients(self) -> None: ...  # CLIENT UNPAUSE
 
 
 class Admin(Protocol):
@@ -133,12 +135,15 @@ class Block:
     """Returned by a handler that must wait: the server parks the client on `keys` (FIFO per
     key) and calls `retry(session)` whenever one of them is touched; a non-None result is
     the reply and ends the wait. `timeout_ms` 0 waits forever; on timeout the client gets
-    `timeout_reply`. `retry` may raise CommandError to end the wait with an error."""
+    `timeout_reply`. `retry` may raise CommandError to end the wait with an error.
+    `postponed` is set (to the command) when the client waits for a pause to end rather
+    than for keys: the command then runs again from the start (CLIENT PAUSE)."""
 
     keys: list[bytes]
     timeout_ms: int
     retry: Callable[[Session], Any]
     timeout_reply: Any = None
+    postponed: list[bytes] | None = None
 
 
 class Subscriptions:

@@ -1,7 +1,8 @@
-"""Replication commands: REPLICAOF/SLAVEOF, WAIT and ROLE (WAITAOF lives with the
-persistence commands). Replies and error texts are Redis 7.2's (replication.c); the work is
-done by the node's replication side, reached through `ctx.node.replication`, and WAIT's by
-the node's waits (`ctx.node.waits`, which WAITAOF shares).
+"""Replication commands: REPLICAOF/SLAVEOF, WAIT, ROLE and FAILOVER (WAITAOF lives with the
+persistence commands), and fenced mode's FENCE and SLAVEOF NO ONE EPOCH (docs/safety.md,
+*Fenced mode*). Replies and error texts are Redis 7.2's (replication.c); the work is done by
+the node's replication side, reached through `ctx.node.replication`, and WAIT's by the node's
+waits (`ctx.node.waits`, which WAITAOF shares).
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from typing import Any, Final, Protocol
 
 from node.commands.args import NOT_AN_INTEGER, to_int
 from node.commands.context import Session
-from node.commands.reply import OK, CommandError
+from node.commands.reply import CommandError
 from node.commands.stream_args import parse_timeout_ms
 from node.commands.table import command
 
@@ -26,8 +27,19 @@ class ReplicationControl(Protocol):
     """What the commands ask of the replication side (node.replication)."""
 
     def replicaof(self, session: Session, host: str, port: int) -> Any: ...
-    def promote(self, session: Session | None) -> None: ...
+    def promote(self, session: Session | None, epoch: int | None = None, why: str = "user request") -> Any: ...
     def role_reply(self) -> list[Any]: ...
+    def kill_links(self, kind: str) -> int: ...  # CLIENT KILL TYPE master ("master") / replica ("slave")
+    def fence(self, epoch: int) -> Any: ...
+
+    @property
+    def failover(self) -> Failover: ...
+
+
+class Failover(Protocol):
+    """The FAILOVER command's state machine (node.replication.failover)."""
+
+    def command(self, session: Session, argv: list[bytes]) -> Any: ...
 
 
 class Waits(Protocol):
@@ -37,14 +49,23 @@ class Waits(Protocol):
     def waitaof(self, session: Session, numlocal: int, numreplicas: int, timeout_ms: int) -> Any: ...
 
 
-@command("replicaof", 3, "admin noscript stale no_async_loading", group="server",
+# SLAVEOF NO ONE EPOCH e (5 arguments) is fenced mode's promotion, sent by a sentinel's
+# failover in the failover's epoch (node/sentinel/policy.py).
+@command("replicaof", 3, "admin noscript stale no_async_loading", group="server", extra_argc=(5,),
          summary="Configures a server as replica of another, or promotes it to a master.")
-@command("slaveof", 3, "admin noscript stale no_async_loading", group="server",
+@command("slaveof", 3, "admin noscript stale no_async_loading", group="server", extra_argc=(5,),
          summary="Sets a Redis server as a replica of another, or promotes it to being a master.")
 def replicaof(ctx: Session, argv: list[bytes]) -> Any:
-    if argv[1].lower() == b"no" and argv[2].lower() == b"one":
-        ctx.node.replication.promote(ctx)
-        return OK
+    promotion = argv[1].lower() == b"no" and argv[2].lower() == b"one"
+    epoch = None
+    if len(argv) == 5:
+        if not promotion or argv[3].lower() != b"epoch":
+            raise CommandError(f"ERR wrong number of arguments for '{argv[0].decode('utf-8', 'replace').lower()}' command")
+        epoch = to_int(argv[4])
+        if epoch is None or epoch < 0:
+            raise CommandError(NOT_AN_INTEGER)
+    if promotion:
+        return ctx.node.replication.promote(ctx, epoch)
     port = to_int(argv[2])
     if port is None or not 0 <= port <= 65535:
         raise CommandError(_INVALID_PORT)
@@ -68,3 +89,18 @@ def wait(ctx: Session, argv: list[bytes]) -> Any:
 @command("role", 1, "noscript loading stale fast", group="server", summary="Returns the replication role.")
 def role(ctx: Session, argv: list[bytes]) -> Any:
     return ctx.node.replication.role_reply()
+
+
+@command("failover", -1, "admin noscript stale", group="server",
+         summary="Starts a coordinated failover from a server to one of its replicas.")
+def failover(ctx: Session, argv: list[bytes]) -> Any:
+    return ctx.node.replication.failover.command(ctx, argv)
+
+
+@command("fence", 2, "admin noscript stale fast", group="server",
+         summary="Fenced mode: follow and lead nothing older than the epoch; returns [fence epoch, log epoch, offset].")
+def fence(ctx: Session, argv: list[bytes]) -> Any:
+    epoch = to_int(argv[1])
+    if epoch is None or epoch < 0:
+        raise CommandError(NOT_AN_INTEGER)
+    return ctx.node.replication.fence(epoch)

@@ -17,6 +17,7 @@ A handler builds its reply out of plain Python values; the RESP encoder
     ReplyError     error (also inside arrays, e.g. EXEC results)
     Raw            bytes already encoded the same way in both protocols
     Pushed         pushes a command produced inside EXEC, then its reply
+    Truncated      an array header followed by fewer items than it counts
 """
 
 from __future__ import annotations
@@ -99,8 +100,21 @@ class Pushed:
         self.reply = reply
 
 
+class Truncated:
+    """An array Redis started and stopped writing: the header counts `length` items, only
+    `items` follow. EXEC's reply once a queued CLIENT KILL closed the caller: Redis adds
+    nothing more to a client flagged CLIENT_CLOSE_AFTER_REPLY (prepareClientToWrite)."""
+
+    __slots__ = ("length", "items")
+
+    def __init__(self, length: int, items: list[object]) -> None:
+        self.length = length
+        self.items = items
+
+
 Reply = Union[
-    bytes, str, int, float, None, list, tuple, dict, RSet, Verbatim, ReplyError, Raw, Pushed, _NullArray  # type: ignore[type-arg]
+    bytes, str, int, float, None, list, tuple, dict, RSet, Verbatim, ReplyError, Raw, Pushed, _NullArray,  # type: ignore[type-arg]
+    Truncated,
 ]
 
 OK: Final = Raw(b"+OK\r\n")

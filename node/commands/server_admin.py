@@ -1,5 +1,5 @@
-"""Server-wide commands: INFO, TIME, LASTSAVE, MONITOR, SHUTDOWN and the FUNCTION
-stubs of a node without scripting.
+"""Server-wide commands: INFO, TIME, LASTSAVE, MONITOR, SHUTDOWN and the FUNCTION and
+SCRIPT KILL stubs of a node without scripting.
 
 Replies and error texts follow Redis 7.2 (server.c, replication.c, functions.c). The INFO
 text itself is rendered by the node (`node.app.info`), which sees every part's figures.
@@ -89,6 +89,8 @@ _FUNCTION_HELP: Final = (
     "    Return general information on all the libraries (Rill has none).",
     "FLUSH [ASYNC|SYNC]",
     "    Delete all the libraries.",
+    "KILL",
+    "    Kill a running function (there never is one).",
 )
 
 
@@ -116,6 +118,29 @@ def function_flush(ctx: Session, argv: list[bytes]) -> Any:
     if len(argv) > 3 or (len(argv) == 3 and argv[2].lower() not in (b"sync", b"async")):
         raise CommandError("ERR FUNCTION FLUSH only supports SYNC|ASYNC option")
     return OK
+
+
+# Sentinel sends SCRIPT KILL to an instance answering -BUSY (and a client may FUNCTION KILL):
+# with no scripting, nothing ever runs, so both get Redis's idle reply (script.c).
+NOTBUSY: Final = "NOTBUSY No scripts in execution right now."
+
+
+@subcommand("function", "kill", 2, "noscript allow_busy", summary="Terminates a function during execution.")
+def function_kill(ctx: Session, argv: list[bytes]) -> Any:
+    raise CommandError(NOTBUSY)
+
+
+container("script", -2, group="scripting", summary="A container for Lua scripts management commands.")
+
+
+@subcommand("script", "kill", 2, "noscript allow_busy", summary="Terminates a server-side Lua script during execution.")
+def script_kill(ctx: Session, argv: list[bytes]) -> Any:
+    raise CommandError(NOTBUSY)
+
+
+@subcommand("script", "help", 2, "loading stale", summary="Returns helpful text about the different subcommands.")
+def script_help(ctx: Session, argv: list[bytes]) -> Any:
+    return help_reply(argv[0], ("KILL", "    Kill the currently executing Lua script (there never is one)."))
 
 
 @subcommand("function", "help", 2, "loading stale", summary="Returns helpful text about the different subcommands.")

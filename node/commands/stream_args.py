@@ -242,15 +242,12 @@ def parse_read_args(argv: list[bytes], xreadgroup: bool, now_ms: int) -> ReadArg
         elif opt == b"streams" and more:
             streams_at = i + 1
             if (argc - streams_at) % 2:
-                # Redis 7.4's texts: XREAD accepts '+' (the last entry) since 7.4, and says so.
-                if xreadgroup:
-                    raise CommandError(
-                        "ERR Unbalanced 'xreadgroup' list of streams: for each stream key an ID or '>' must be "
-                        "specified."
-                    )
+                # Redis 7.2's text (t_stream.c xreadCommand), even though XREAD also accepts
+                # 7.4's '+' (which 7.4 added to this text): clients match 7.2's.
+                symbol = ">" if xreadgroup else "$"
                 raise CommandError(
-                    "ERR Unbalanced 'xread' list of streams: for each stream key an ID, '+', or '$' must be "
-                    "specified."
+                    f"ERR Unbalanced '{'xreadgroup' if xreadgroup else 'xread'}' list of streams: for each "
+                    f"stream key an ID or '{symbol}' must be specified."
                 )
             break
         elif opt == b"group" and more >= 2:

@@ -41,6 +41,9 @@ class CommandSpec:
     group: str = "generic"  # Redis ACL category / docs group ("stream", "string", …)
     summary: str = ""
     subcommands: dict[str, CommandSpec] = field(default_factory=dict)
+    # Argument counts accepted besides the Redis arity, for Rill's extensions of a command
+    # (SLAVEOF NO ONE EPOCH e); COMMAND INFO shows the Redis arity.
+    extra_argc: frozenset[int] = frozenset()
 
     @property
     def is_write(self) -> bool:
@@ -55,7 +58,7 @@ class CommandSpec:
 
     def arity_ok(self, argc: int) -> bool:
         a = self.arity
-        return argc == a if a > 0 else argc >= -a
+        return (argc == a if a > 0 else argc >= -a) or argc in self.extra_argc
 
 
 # Lower-case command name -> spec: what one server can run.
@@ -73,6 +76,7 @@ def command(
     key_step: int = 0,
     group: str = "generic",
     summary: str = "",
+    extra_argc: tuple[int, ...] = (),
 ) -> Callable[[Handler], Handler]:
     """Register a top-level command handler."""
     flag_set = frozenset(flags.split())
@@ -82,7 +86,8 @@ def command(
     def register(handler: Handler) -> Handler:
         key = name.lower().encode()
         existing = TABLE.get(key)
-        spec = CommandSpec(name.lower(), arity, flag_set, first_key, last_key, key_step, handler, group, summary)
+        spec = CommandSpec(name.lower(), arity, flag_set, first_key, last_key, key_step, handler, group, summary,
+                           extra_argc=frozenset(extra_argc))
         if existing is not None:
             assert existing.handler is None, f"{name} registered twice"
             spec.subcommands = existing.subcommands

@@ -9,7 +9,9 @@ when one is rejected before running (unknown, wrong arity, …). EXEC then:
 * otherwise unwatches and runs every queued command through the server, collecting each
   reply (errors as values). A command that would block answers at once instead, as if its
   timeout had expired, because nothing may wait inside a transaction. Every queued command
-  sees the time EXEC started, so no key expires half-way through (Session.command_ms).
+  sees the time EXEC started, so no key expires half-way through (Session.command_ms). A queued
+  CLIENT KILL that closes the caller ends its replies: EXEC's array is cut after the kill's
+  reply (the rest still runs), as Redis's CLIENT_CLOSE_AFTER_REPLY does.
 
 The server wraps the whole EXEC in one effect-log unit, so the transaction's effects reach
 replicas and the AOF as one MULTI/EXEC (or as a single command when there is only one).
@@ -21,7 +23,7 @@ from typing import Any, Final
 
 from node.commands.context import Block, Session
 from node.commands.expiry import is_expired
-from node.commands.reply import NULL_ARRAY, OK, CommandError, Pushed, ReplyError
+from node.commands.reply import NULL_ARRAY, OK, CommandError, Pushed, ReplyError, Truncated
 from node.commands.table import command, queues_write
 
 _EXECABORT: Final = "EXECABORT Transaction discarded because of previous errors."
@@ -88,6 +90,7 @@ def exec_(ctx: Session, argv: list[bytes]) -> Any:
     outer = ctx.pushes
     pushed: list[bytes] = []
     replies: list[Any] = []
+    closed = False
     try:
         for command_argv in queued:
             ctx.pushes = pushed
@@ -95,11 +98,15 @@ def exec_(ctx: Session, argv: list[bytes]) -> Any:
             if pushed:
                 reply = Pushed(b"".join(pushed), reply)
                 pushed.clear()
-            replies.append(reply)
+            if not closed:
+                replies.append(reply)
+                # A queued CLIENT KILL that closed the caller: its own reply is the last the
+                # caller gets; the rest runs without replies (CLIENT_CLOSE_AFTER_REPLY).
+                closed = ctx.closing
     finally:
         ctx.pushes = outer
         ctx.in_exec = False
-    return replies
+    return Truncated(len(queued), replies) if len(replies) < len(queued) else replies
 
 
 def _watched_key_expired(ctx: Session) -> bool:

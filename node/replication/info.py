@@ -54,7 +54,7 @@ def info_fields(repl: ReplicationNode) -> list[tuple[str, object]]:
         fields.append(("min_slaves_good_slaves", good))
     for i, r in enumerate(replicas):
         fields.append((f"slave{i}", f"ip={r.host},port={r.port},state={r.state},offset={r.offset},lag={int(r.lag)}"))
-    fields.append(("master_failover_state", "no-failover"))
+    fields.append(("master_failover_state", repl.failover.state))
     backlog = repl.backlog
     if backlog is not None:
         info = backlog.info()
@@ -81,6 +81,8 @@ def info_fields(repl: ReplicationNode) -> list[tuple[str, object]]:
             ("repl_backlog_histlen", 0),
         ]
     fields.append((INFO_PORT_FIELD, repl.repl_port))
+    end = backlog.end if backlog is not None else server.effects.offset
+    fields += repl.fencing.info_fields(end, server.role == "master")
     if server.role == "slave":
         # How often this replica's CPU was contended enough to apply in slices.
         status = repl.link.status() if repl.link is not None else None
@@ -116,9 +118,9 @@ def _replica_fields(repl: ReplicationNode) -> list[tuple[str, object]]:
         down = status.link_down_since_seconds if status is not None else -1
         fields.append(("master_link_down_since_seconds", down))
     fields += [
-        ("slave_priority", 100),
+        ("slave_priority", repl.config.get_int("replica-priority")),
         ("slave_read_only", 1 if repl.config.get("replica-read-only") == "yes" else 0),
-        ("replica_announced", 1),
+        ("replica_announced", 1 if repl.config.get("replica-announced") == "yes" else 0),
     ]
     return fields
 

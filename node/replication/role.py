@@ -8,7 +8,10 @@ package and owns everything that changes with the role.
   min-replicas-to-write gates writes; WAIT and WAITAOF park clients (node/replication/waits.py).
 * As a replica: a `ReplicaLink` to the primary, with a `NodeStateMachine`
   (node/replication/state_machine.py) that applies each batch and logs the primary's bytes.
-* Role changes (REPLICAOF host port, REPLICAOF NO ONE) and the replica's fsynced offset.
+* Role changes (REPLICAOF host port, REPLICAOF NO ONE [EPOCH e]) and the replica's fsynced
+  and written offsets.
+* The FAILOVER command (node/replication/failover.py) and, with `fenced-mode yes`, fenced
+  mode (node/replication/fencing.py): epochs on the link, FENCE, the primary's lease.
 ROLE and INFO's replication figures are rendered by node/replication/info.py.
 """
 
@@ -23,16 +26,18 @@ from typing import TYPE_CHECKING, Any, Final
 
 from node.commands.context import Session
 from node.commands.reply import OK, ReplyError
-from node.persistence.service import AOF_ON, Persistence
+from node.persistence.service import AOF_OFF, AOF_ON, Persistence
 from node.persistence.snapshot import SnapshotMeta, dump
 from node.replication.backlog_feed import BacklogFeed
 from node.replication.discovery import DiscoveryError, discover_repl_port, listen_port
+from node.replication.failover import Failover
+from node.replication.fencing import NOT_FENCED, Fencing
 from node.replication.info import role_reply
 from node.replication.loop_load import CpuContention
 from node.replication.settings import client_tls, primary_settings, replica_settings, server_tls
 from node.replication.state_machine import NodeStateMachine
 from node.replication.waits import Waits
-from replication import Backlog, Primary, ReplicaLink
+from replication import Backlog, Primary, ReplicaLink, ReplicationError, new_replid
 
 if TYPE_CHECKING:
     from node.server.server import Server
@@ -46,6 +51,7 @@ UNBLOCKED: Final = (
 )
 NOREPLICAS: Final = "NOREPLICAS Not enough good replicas to write."
 ALREADY_CONNECTED: Final = "OK Already connected to specified master"
+FAILING_OVER: Final = "ERR REPLICAOF not allowed while failing over."
 
 # Retry delays while asking a primary for its replication port: doubling from first to max.
 _DISCOVERY_FIRST_DELAY: Final = 0.1
@@ -80,8 +86,11 @@ class ReplicationNode:
         self.feed = BacklogFeed(server)
         self._cpu_contention = CpuContention()
         self._connecting: asyncio.Task[None] | None = None
+        self._min_replicas = False
         self._stopping: asyncio.Future[None] | None = None
-        self.waits = Waits(server, persistence, self.flush)
+        self.fencing = Fencing(self.config)
+        self.failover = Failover(self)
+        self.waits = Waits(server, persistence, self.flush, self.fencing)
         # A replica acks at once when its AOF's fsync advances (a primary's WAITAOF waits).
         persistence.add_durability_listener(self._durability_changed)
         self.config.on_change(self._on_config_change)
@@ -92,15 +101,21 @@ class ReplicationNode:
         """After the data set is loaded, before clients connect: the backlog continues the
         loaded log, and a node configured with `replicaof` is read-only from the start."""
         effects = self.server.effects
+        self.fencing.load(effects.replid, effects.offset)
         # The backlog records the effect log's history: the same object, never a copy.
         self.backlog = Backlog(self.config.get_int("repl-backlog-size"), offset=effects.offset, history=effects.history)
         self.backlog.add_listener(self)
         self.feed.attach(self.backlog)
-        self.primary = Primary(self.backlog, self.snapshot, primary_settings(self.config), before_resync=self.feed.record)
+        self.primary = Primary(
+            self.backlog, self.snapshot, primary_settings(self.config), before_resync=self.feed.record,
+            fence=self.fencing.fence, lease=self.fencing.lease, failover_handler=self._psync_failover,
+        )
         self.waits.attach(self.primary)
+        self.primary.registry.add_ack_listener(self.failover.check)
         if self.config.get("replicaof"):
             self.server.role = "slave"
             self.feed.record()
+            self.fencing.stepped_down()
         elif effects.offset > 0:
             # A primary restarted from disk may have lost a tail its replicas received (a
             # snapshot older than the log, an everysec power loss): continuing under the
@@ -109,13 +124,17 @@ class ReplicationNode:
             # to the loaded offset, so replicas that are not ahead still resync partially.
             self.backlog.shift_replid()
             self.history_changed()
+        if self.server.role == "master":
+            self.fencing.start_as_primary()
         self._update_write_gate()
 
     async def start(self) -> None:
         """Listens for replicas, and connects to the configured primary."""
         assert self.primary is not None
-        host = (self.config.get("bind").split() or ["127.0.0.1"])[0]
-        self.repl_port = await self.primary.start(host, listen_port(self.config, self.server.port), tls=server_tls(self.config))
+        # On every bind address, as RESP: a replica dials the host it was given for the RESP
+        # port (REPLICAOF host port), whichever of them that is.
+        hosts = self.config.get("bind").split() or ["127.0.0.1"]
+        self.repl_port = await self.primary.start(hosts, listen_port(self.config, self.server.port), tls=server_tls(self.config))
         target = self.config.get("replicaof").split()
         if len(target) == 2:
             self._become_replica(target[0], int(target[1]), "the configuration")
@@ -159,6 +178,9 @@ class ReplicationNode:
         reset also moves the log to the backlog's offset. The AOF records it at once."""
         backlog = self.backlog
         assert backlog is not None
+        # The same log under a new id (a restart, a reset): its epochs are recorded under it
+        # before the AOF records the id. A replica's and a promotion's change recorded them.
+        self.fencing.rename(backlog.replid)
         effects = self.server.effects
         if effects.offset != backlog.end:
             effects.move_to(backlog.end)
@@ -168,6 +190,8 @@ class ReplicationNode:
 
     def replicaof(self, session: Session, host: str, port: int) -> Any:
         """REPLICAOF host port."""
+        if self.failover.running:
+            return ReplyError(FAILING_OVER)
         if self.master is not None and self.master[0].lower() == host.lower() and self.master[1] == port:
             log.info("REPLICAOF would result into synchronization with the master we are already "
                      "connected with. No operation performed.")
@@ -175,11 +199,17 @@ class ReplicationNode:
         self._become_replica(host, port, f"id={session.id} addr={session.addr}")
         return OK
 
-    def _become_replica(self, host: str, port: int, who: str) -> None:
+    def become_replica_for_failover(self, host: str, port: int) -> None:
+        """FAILOVER hands over: a replica of the target, whose first handshake asks it to
+        take over (replicationSetMaster while failing over)."""
+        self._become_replica(host, port, "FAILOVER", failover=True)
+
+    def _become_replica(self, host: str, port: int, who: str, *, failover: bool = False) -> None:
         assert self.primary is not None
         self.feed.record()
         was_master = self.server.role == "master"
         self.demotions += int(was_master)
+        self.fencing.stepped_down()
         self.server.role = "slave"
         self.config.set("replicaof", f"{host} {port}", startup=True)
         self.master = (host, port)
@@ -192,25 +222,67 @@ class ReplicationNode:
                      "partial transfer.")
         log.info("REPLICAOF %s:%d enabled (user request from '%s')", host, port, who)
         self.link_error = ""
-        self._connecting = asyncio.ensure_future(self._connect(host, port, previous))
+        self._connecting = asyncio.ensure_future(self._connect(host, port, previous, failover))
         self._connecting.add_done_callback(_log_connect_failure)
 
-    def promote(self, session: Session | None) -> None:
-        """REPLICAOF NO ONE: a new history starts here; the old id stays valid as replid2 up to
-        this offset, so the old primary's other replicas continue partially from this node."""
-        if self.server.role == "master":
-            return
+    def promote(self, session: Session | None, epoch: int | None = None, why: str = "user request") -> Any:
+        """REPLICAOF NO ONE [EPOCH epoch]: a new history starts here; the old id stays valid
+        as replid2 up to this offset, so the old primary's other replicas continue partially
+        from this node. In fenced mode only with an epoch this node may be promoted in (a
+        primary promoted in a newer epoch starts that tenure); the refusal is returned."""
+        if self.failover.running:
+            return ReplyError(FAILING_OVER)
         assert self.backlog is not None and self.primary is not None
+        self.flush()
+        at = self.backlog.end
+        refusal = self.fencing.check_promotion(epoch, at)
+        if refusal is not None:
+            return ReplyError(refusal)
+        if self.server.role == "master" and epoch is None:
+            return OK
         self._drop_link()
         self.master = None
         self.config.set("replicaof", "", startup=True)
         self.server.role = "master"
         self.promotions += 1
-        self.backlog.shift_replid()
+        replid = new_replid()
+        # Fenced mode: the tenure is on disk before the node acts on it.
+        self.fencing.promoted(epoch, at, replid)
+        self.backlog.shift_replid(replid)
         self.primary.waits.reopen()
         who = f"id={session.id} addr={session.addr}" if session is not None else "the node"
-        log.info("MASTER MODE enabled (user request from '%s'): new replid %s, replid2 %s valid up to offset %d",
-                 who, self.backlog.replid, self.backlog.replid2, self.backlog.second_offset)
+        log.info("MASTER MODE enabled (%s from '%s'): new replid %s, replid2 %s valid up to offset %d%s",
+                 why, who, self.backlog.replid, self.backlog.replid2, self.backlog.second_offset,
+                 f", epoch {epoch}" if epoch is not None else "")
+        return OK
+
+    def _psync_failover(self, replid: str) -> str | None:
+        """A primary's PSYNC FAILOVER (its FAILOVER command) reached this node: take over if
+        this node follows that primary's history (syncCommand)."""
+        log.info("Failover request received for replid %s.", replid)
+        assert self.backlog is not None
+        if self.server.role == "master":
+            return "PSYNC FAILOVER can't be sent to a master."
+        if self.fencing.enabled:
+            return "PSYNC FAILOVER is not available in fenced mode"
+        if replid != self.backlog.replid:
+            return "PSYNC FAILOVER replid must match my replid."
+        self.promote(None, why="failover request")
+        return None
+
+    def fence(self, epoch: int) -> Any:
+        """FENCE epoch (fenced mode): promise to follow and lead nothing older than `epoch`;
+        a replica stops acknowledging an older primary at once, a primary older than it
+        stops acknowledging writes and WAITs. Replies [fence epoch, log epoch, offset]."""
+        if not self.fencing.enabled:
+            return ReplyError(NOT_FENCED)
+        self.flush()
+        assert self.backlog is not None
+        reply = self.fencing.fence_to(epoch, self.backlog.end)
+        if self.link is not None:
+            self.link.request_ack()  # its next ack finds the fence and drops the link instead
+        self.waits.changed()  # WAITs of a primary fenced now get their error
+        return reply
 
     def _drop_link(self) -> asyncio.Future[None] | None:
         """Detaches and cancels the current link at once; returns its end to await."""
@@ -225,7 +297,7 @@ class ReplicationNode:
             self._stopping = asyncio.ensure_future(link.stop())
         return self._stopping
 
-    async def _connect(self, host: str, port: int, previous: asyncio.Future[None] | None) -> None:
+    async def _connect(self, host: str, port: int, previous: asyncio.Future[None] | None, failover: bool) -> None:
         if previous is not None:
             with contextlib.suppress(Exception):
                 await previous
@@ -246,16 +318,27 @@ class ReplicationNode:
                 delay = min(delay * 2, _DISCOVERY_MAX_DELAY)
         self.link_error = ""
         machine = NodeStateMachine(self, f"{host}:{port}")
+        announce_host, announce_port = self._announced()
         link = ReplicaLink(
             host, repl_port, self.backlog, machine, replica_settings(self.config),
-            replica_id=self.server.run_id, announce_port=self.server.port, tls=client_tls(self.config),
-            contended=self._contended,
+            replica_id=self.server.run_id, announce_host=announce_host, announce_port=announce_port,
+            tls=client_tls(self.config), contended=self._contended, fence=self.fencing.fence, failover=failover,
+            on_handshake=self._handshake_done if failover else None,
         )
         self.machine, self.link = machine, link
         self._connecting = None
         log.info("Connecting to MASTER %s:%d (replication port %d) at offset %d of %s",
                  host, port, repl_port, self.backlog.end, self.backlog.replid)
         link.start()
+
+    def _announced(self) -> tuple[str, int]:
+        """The address this replica gives its primary (Redis's REPLCONF ip-address and
+        listening-port): replica-announce-ip (empty: the primary uses the connection's source
+        address) and replica-announce-port, else the RESP port."""
+        return self.config.get("replica-announce-ip"), self.config.get_int("replica-announce-port") or self.server.port
+
+    def _handshake_done(self, error: ReplicationError | None) -> None:
+        self.failover.handshake_done(error)
 
     def _contended(self) -> bool:
         """Whether other processes want the event loop's CPU (the link slices batches then)."""
@@ -265,7 +348,9 @@ class ReplicationNode:
         """Every blocked client (XREAD, XREADGROUP, WAIT, WAITAOF...) gets `message` as error."""
         server = self.server
         for conn in list(server.connections.values()):
-            if conn.waiter is not None:
+            # A client postponed by a pause is not: its command runs again from the start
+            # when the pause ends (disconnectAllBlockedClients).
+            if conn.waiter is not None and conn.waiter.block.postponed is None:
                 server.blocking.unblock(conn.waiter, ReplyError(message))
         self.waits.forget_all()
         server.after_batch()
@@ -289,19 +374,41 @@ class ReplicationNode:
             return -1
         return max(-1, min(writer.synced_offset, backlog.end))
 
+    def written_offset(self) -> int:
+        """What this replica reports as in its AOF (write(2) done, which a crash of the
+        process keeps; fenced mode's WAIT counts it): -1 without an AOF, 0 while the AOF on
+        disk does not follow the current history yet (a base being written)."""
+        persistence = self.persistence
+        writer = persistence.writer
+        backlog = self.backlog
+        if persistence.aof_state == AOF_OFF or backlog is None:
+            return -1
+        if writer is None or persistence.aof_state != AOF_ON or persistence.rewrite_scheduled:
+            return 0
+        if writer.written_offset + len(writer.buf) != self.server.effects.offset:
+            return 0
+        return max(0, min(writer.written_offset, backlog.end))
+
     def _update_write_gate(self) -> None:
         needed = self.config.get_int("min-replicas-to-write")
         max_lag = self.config.get_int("min-replicas-max-lag")
         # Redis checks good replicas only when both settings are non-zero.
-        self.server.dispatcher.write_quorum = self._check_good_replicas if needed and max_lag else None
+        self._min_replicas = bool(needed and max_lag)
+        gated = self._min_replicas or self.fencing.enabled
+        self.server.dispatcher.write_quorum = self._check_writes if gated else None
 
-    def _check_good_replicas(self) -> str | None:
+    def _check_writes(self) -> str | None:
+        """Why a write is refused before it runs: min-replicas-to-write (checkGoodReplicasStatus),
+        then in fenced mode a primary that holds no lease."""
         primary = self.primary
         if primary is None:
             return None
-        needed = self.config.get_int("min-replicas-to-write")
-        good = primary.waits.good_replicas(float(self.config.get_int("min-replicas-max-lag")))
-        return NOREPLICAS if good < needed else None
+        if self._min_replicas:
+            needed = self.config.get_int("min-replicas-to-write")
+            good = primary.waits.good_replicas(float(self.config.get_int("min-replicas-max-lag")))
+            if good < needed:
+                return NOREPLICAS
+        return self.fencing.refusal(primary)
 
     def _on_config_change(self, name: str, value: str) -> None:
         if name == "repl-backlog-size" and self.backlog is not None:
@@ -314,6 +421,19 @@ class ReplicationNode:
                 self.link.settings = replica_settings(self.config)
         elif name in ("min-replicas-to-write", "min-replicas-max-lag"):
             self._update_write_gate()
+        elif name in ("replica-announce-ip", "replica-announce-port") and self.link is not None:
+            # Told at the next (re)connection, as Redis sends REPLCONF at each handshake.
+            self.link.announce_host, self.link.announce_port = self._announced()
+
+    # -- CLIENT KILL -------------------------------------------------------------------------
+
+    def kill_links(self, kind: str) -> int:
+        """CLIENT KILL of the replication links, which Redis lists as clients: "master" drops
+        this replica's link to its primary, "slave" every replica's stream from this node.
+        They reconnect at once and continue from their offsets. Returns how many closed."""
+        if kind == "master":
+            return 1 if self.link is not None and self.link.disconnect() else 0
+        return self.primary.disconnect_all("connection killed by CLIENT KILL") if self.primary is not None else 0
 
     # -- ROLE ------------------------------------------------------------------------------
 

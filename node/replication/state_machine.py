@@ -110,6 +110,9 @@ class NodeStateMachine:
     def fsynced_offset(self) -> int:
         return self.repl.fsynced_offset()
 
+    def written_offset(self) -> int:
+        return self.repl.written_offset()
+
 
 def _load_snapshot_bytes(chunks: Sequence[bytes], keyspace: Keyspace, directory: str) -> SnapshotMeta:
     """Loads a snapshot received in chunks (the persistence format reads files: it goes

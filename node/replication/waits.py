@@ -9,17 +9,24 @@ every batch it applies and, on its side, whenever its own AOF's fsync advances, 
 polls. A parked client's timeout reply follows the counts, so a timeout answers what was
 reached at that moment (Redis's replies and errors, replication.c waitCommand and
 waitaofCommand).
+
+In fenced mode a WAIT counts what replicas wrote to their AOF (not merely applied), and a
+WAIT or WAITAOF is answered only while the primary may acknowledge (node/replication/
+fencing.py): decided without a lease, at once, on an ack or at its timeout, its reply is the
+-NOREPLICAS error. Its timeout is then timed here, so the reply is decided at that moment.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from node.commands.context import Block, Session
-from node.commands.reply import CommandError
+from node.commands.reply import CommandError, ReplyError
 from node.persistence.service import AOF_OFF, AOF_ON, Persistence
+from node.replication.fencing import Fencing
 
 if TYPE_CHECKING:
     from node.server.server import Server
@@ -38,14 +45,16 @@ class _Wait:
     numreplicas: int
     numlocal: int  # WAITAOF: 1 when this node's AOF must have it too
     fsync: bool  # WAITAOF (fsynced), not WAIT (applied)
+    timer: asyncio.TimerHandle | None = None  # fenced mode: the timeout, timed here
 
 
 class Waits:
     """The node's parked WAIT and WAITAOF clients (`ctx.node.waits`)."""
 
-    def __init__(self, server: Server, persistence: Persistence, flush: Callable[[], None]) -> None:
+    def __init__(self, server: Server, persistence: Persistence, flush: Callable[[], None], fencing: Fencing) -> None:
         self.server = server
         self.persistence = persistence
+        self.fencing = fencing
         # Ships the log's pending units to the replicas now (a waiting client's write must
         # not wait for the next batch).
         self._flush = flush
@@ -60,14 +69,14 @@ class Waits:
 
     def wait(self, session: Session, numreplicas: int, timeout_ms: int) -> Any:
         """WAIT: the replicas that applied the client's last write (c->woff)."""
-        primary = self._primary
-        assert primary is not None
-        count = primary.waits.count_now(session.woff)
-        if count >= numreplicas or session.in_exec:
-            return count
+        assert self._primary is not None
+        wait = _Wait(session, Block([], timeout_ms, _never_ready), session.woff, numreplicas, 0, False)
+        done, reply = self._state(wait)
+        if done or session.in_exec:
+            return reply
         self._flush()  # the client's write goes to the replicas now, not at the next tick
-        wait = _Wait(session, Block([], timeout_ms, _never_ready, count), session.woff, numreplicas, 0, False)
-        self._waits.append(wait)
+        wait.block.timeout_reply = reply
+        self._park(wait)
         return wait.block
 
     def waitaof(self, session: Session, numlocal: int, numreplicas: int, timeout_ms: int) -> Any:
@@ -85,17 +94,38 @@ class Waits:
         if done or session.in_exec or "replay" in session.flags:
             return reply
         wait.block.timeout_reply = reply
-        self._waits.append(wait)
+        self._park(wait)
         if numreplicas and self._primary is not None:
             self._flush()
             self._primary.request_acks()  # Redis's REPLCONF GETACK: a fresh ack from each replica
         return wait.block
 
+    def _park(self, wait: _Wait) -> None:
+        if self.fencing.enabled and wait.block.timeout_ms > 0:
+            # The reply at the timeout depends on the lease at that moment: timed here.
+            wait.timer = asyncio.get_running_loop().call_later(wait.block.timeout_ms / 1000, self._expire, wait)
+            wait.block.timeout_ms = 0
+        self._waits.append(wait)
+
+    def _expire(self, wait: _Wait) -> None:
+        if wait in self._waits:
+            self._waits.remove(wait)
+        if wait.session.blocked_on is wait.block:
+            _, reply = self._state(wait)
+            if self.server.unblock_session(wait.session, reply):
+                self.server.after_batch()
+
     def _state(self, wait: _Wait) -> tuple[bool, Any]:
-        """Whether `wait` is satisfied, and the reply it gets now."""
+        """Whether `wait` is satisfied (or must be answered with an error now), and the reply
+        it gets now."""
+        refusal = self.fencing.refusal(self._primary) if self.server.role == "master" else None
+        if refusal is not None:
+            return True, ReplyError(refusal)
         registry = self._primary.registry if self._primary is not None else None
         if not wait.fsync:
-            count = registry.count_acked(wait.offset) if registry is not None else 0
+            count = 0
+            if registry is not None:
+                count = registry.count_written(wait.offset) if self.fencing.enabled else registry.count_acked(wait.offset)
             return count >= wait.numreplicas, count
         local = self._local_fsynced(wait.offset)
         count = registry.count_fsynced(wait.offset) if registry is not None and wait.numreplicas else 0
@@ -121,6 +151,8 @@ class Waits:
                 continue  # timed out, unblocked or disconnected
             done, reply = self._state(wait)
             if done:
+                if wait.timer is not None:
+                    wait.timer.cancel()
                 released = self.server.unblock_session(wait.session, reply) or released
             else:
                 wait.block.timeout_reply = reply
@@ -132,4 +164,7 @@ class Waits:
 
     def forget_all(self) -> None:
         """The node stopped being a primary: its clients were unblocked with an error."""
+        for wait in self._waits:
+            if wait.timer is not None:
+                wait.timer.cancel()
         self._waits.clear()

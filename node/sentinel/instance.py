@@ -53,6 +53,8 @@ FLAG_NAMES: Final = (
 # election and the selection, so the values are spaced to keep those comparisons valid.
 FAILOVER_NONE: Final = 0
 FAILOVER_WAIT_START: Final = 10  # waiting to win the election
+DEFAULT_FENCED_LEASE_MS: Final = 1000  # the nodes' fenced-lease-milliseconds default
+
 FAILOVER_FENCE: Final = 11  # fenced mode: fencing a majority of the replicas
 FAILOVER_WAIT_LEASE: Final = 12  # fenced mode: waiting out the old primary's lease
 FAILOVER_SELECT_SLAVE: Final = 20
@@ -126,7 +128,7 @@ class Link:
 @dataclass(frozen=True, slots=True)
 class FenceReply:
     """A replica's answer to FENCE: the epoch it is fenced at, the epoch of the last entry of
-    its log and its log's end offset (docs/fenced-mode.md)."""
+    its log and its log's end offset (docs/safety.md, *Fenced mode*)."""
 
     fence_epoch: int
     log_epoch: int
@@ -192,7 +194,9 @@ class Instance:
     promoted_slave: Instance | None = None
     # Fenced mode (masters: the settings; replicas: their answer to this failover's FENCE).
     fenced: bool = False
-    lease_ms: int = 0
+    # The nodes' lease (their fenced-lease-milliseconds, 1000 by default): what a fenced
+    # failover waits out, stretched by the drift bound. Never 0: that would wait nothing.
+    lease_ms: int = DEFAULT_FENCED_LEASE_MS
     fence_majority_time: int = 0
     fence_reply: FenceReply | None = None
     fence_sent_conn: int | None = None  # the connection FENCE was last sent on

@@ -149,4 +149,10 @@ class ScriptRun:
     args: tuple[str, ...]
 
 
-Action = Union[Connect, Close, Send, Event, Log, FlushConfig, ScriptRun]
+@dataclass(frozen=True, slots=True)
+class Crash:
+    """Exit now with status 99 (SENTINEL SIMULATE-FAILURE): the actions before it in the
+    batch are carried out, the ones after it are not."""
+
+
+Action = Union[Connect, Close, Send, Event, Log, FlushConfig, ScriptRun, Crash]

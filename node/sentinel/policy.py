@@ -34,7 +34,7 @@ The rules, as sentinel.c has them:
 Fenced mode (per master, off by default) inserts two steps between the election and the
 selection — fence a majority of the replicas at the failover's epoch, then wait out the old
 primary's lease — and promotes the fenced replica with the highest (epoch, offset); see
-docs/fenced-mode.md.
+docs/safety.md, *Fenced mode*.
 """
 
 from __future__ import annotations
@@ -89,6 +89,7 @@ from node.sentinel.messages import (
     Closed,
     Connect,
     Connected,
+    Crash,
     Event,
     FlushConfig,
     Input,
@@ -109,6 +110,8 @@ from node.sentinel.settings import (
     HELLO_CHANNEL,
     MAX_DESYNC,
     MAX_PENDING_COMMANDS,
+    SIMFAILURE_CRASH_AFTER_ELECTION,
+    SIMFAILURE_CRASH_AFTER_PROMOTION,
     Timings,
 )
 
@@ -337,6 +340,42 @@ class Sentinel:
         voters = len(master.sentinels) + 1
         return usable, usable >= master.quorum, usable >= voters // 2 + 1
 
+    # ------------------------------------------------------------------ for the command layer
+
+    def event(self, level: int, type_: str, ri: Instance | None, text: str) -> None:
+        """A sentinelEvent raised by a command (SENTINEL SET's +set): `text` follows the
+        instance's description."""
+        self._event(level, type_, ri, text)
+
+    def flush_config(self) -> None:
+        """Queue a configuration rewrite (SENTINEL SET, CONFIG SET, FLUSHCONFIG)."""
+        self._flush()
+
+    def drop_instance_connections(self, master: Instance) -> None:
+        """dropInstanceConnections: close the links to a master and its replicas (their
+        credentials changed; the timer reconnects them)."""
+        for ri in [master, *master.slaves.values()]:
+            self._close(ri.link, ri.link.cc)
+            self._close(ri.link, ri.link.pc)
+
+    def drop_sentinel_connections(self) -> int:
+        """sentinelDropConnections: close the links to every connected sentinel."""
+        dropped = 0
+        for master in self.masters.values():
+            for si in master.sentinels.values():
+                if not si.link.disconnected:
+                    self._close(si.link, si.link.pc)
+                    self._close(si.link, si.link.cc)
+                    dropped += 1
+        return dropped
+
+    def set_down_after(self, master: Instance, period: int) -> None:
+        """down-after-milliseconds of a master, its replicas and its sentinels
+        (sentinelPropagateDownAfterPeriod)."""
+        master.down_after_period = period
+        for ri in [*master.slaves.values(), *master.sentinels.values()]:
+            ri.down_after_period = period
+
     # ------------------------------------------------------------------ outputs
 
     def _event(self, level: int, type_: str, ri: Instance | None, text: str, *, describe: bool = True) -> None:
@@ -358,6 +397,11 @@ class Sentinel:
         if not self._flush_queued:
             self._flush_queued = True
             self._out.append(FlushConfig())
+
+    def _crash(self) -> None:
+        """sentinelSimFailureCrash: the shell exits once the actions so far are done."""
+        self._log(WARNING, "Sentinel CRASH because of SENTINEL simulate-failure")
+        self._out.append(Crash())
 
     def _client_reconf_script(self, master: Instance, role: str, old: Addr, new: Addr) -> None:
         if master.client_reconfig_script:
@@ -740,6 +784,9 @@ class Sentinel:
                 master.failover_state_change_time = now
                 self._flush()
                 self._event(WARNING, "+promoted-slave", ri, "")
+                if self.simfailure_flags & SIMFAILURE_CRASH_AFTER_PROMOTION:
+                    self._crash()
+                    return
                 self._event(WARNING, "+failover-state-reconf-slaves", master, "")
                 self._client_reconf_script(master, "leader", master.addr, ri.addr)
                 self._force_hello_update(master)
@@ -1201,6 +1248,9 @@ class Sentinel:
                 self._abort_failover(master)
             return
         self._event(WARNING, "+elected-leader", master, "")
+        if self.simfailure_flags & SIMFAILURE_CRASH_AFTER_ELECTION:
+            self._crash()
+            return
         if master.fenced:
             self._set_state(master, FAILOVER_FENCE)
             self._event(WARNING, "+failover-state-fence", master, "")

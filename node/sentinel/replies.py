@@ -169,24 +169,29 @@ def _info(ri: Instance) -> bytes | None:
 
 
 
-def info_section(s: Sentinel, now: int) -> str:
-    """The `# Sentinel` section of INFO."""
-    lines = [
-        "# Sentinel",
-        f"sentinel_masters:{len(s.masters)}",
-        f"sentinel_tilt:{int(s.tilt)}",
-        f"sentinel_tilt_since_seconds:{(now - s.tilt_start_time) // 1000 if s.tilt else -1}",
-        f"sentinel_running_scripts:{s.running_scripts}",
-        f"sentinel_scripts_queue_length:{s.scripts_queue_length}",
-        f"sentinel_simulate_failure_flags:{s.simfailure_flags}",
+def info_fields(s: Sentinel, now: int) -> list[tuple[str, object]]:
+    """The fields of INFO's `# Sentinel` section, in Redis's order."""
+    fields: list[tuple[str, object]] = [
+        ("sentinel_masters", len(s.masters)),
+        ("sentinel_tilt", int(s.tilt)),
+        ("sentinel_tilt_since_seconds", (now - s.tilt_start_time) // 1000 if s.tilt else -1),
+        ("sentinel_running_scripts", s.running_scripts),
+        ("sentinel_scripts_queue_length", s.scripts_queue_length),
+        ("sentinel_simulate_failure_flags", s.simfailure_flags),
     ]
     for i, ri in enumerate(s.masters.values()):
         status = "odown" if ri.flags & O_DOWN else "sdown" if ri.flags & S_DOWN else "ok"
-        lines.append(
-            f"master{i}:name={ri.name},status={status},address={ri.addr.host}:{ri.addr.port},"
-            f"slaves={len(ri.slaves)},sentinels={len(ri.sentinels) + 1}"
-        )
-    return "\r\n".join(lines) + "\r\n"
+        fields.append((
+            f"master{i}",
+            f"name={ri.name},status={status},address={ri.addr.host}:{ri.addr.port},"
+            f"slaves={len(ri.slaves)},sentinels={len(ri.sentinels) + 1}",
+        ))
+    return fields
+
+
+def info_section(s: Sentinel, now: int) -> str:
+    """The `# Sentinel` section of INFO."""
+    return "# Sentinel\r\n" + "".join(f"{name}:{value}\r\n" for name, value in info_fields(s, now))
 
 
 def role(s: Sentinel) -> list[Any]:

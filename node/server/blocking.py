@@ -20,6 +20,9 @@ from node.commands.reply import CommandError, ReplyError
 
 KeyRef = tuple[int, bytes]
 
+# The "reply" that ends a postponed client's wait: its command runs again (CLIENT PAUSE).
+REPROCESS: Any = object()
+
 
 class Waiter:
     __slots__ = ("session", "block", "keys", "timer", "deliver", "done")

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Final, cast
 
 from node.commands.context import Block, Session
 from node.commands.reply import ReplyError
-from node.server.blocking import Waiter
+from node.server.blocking import REPROCESS, Waiter
 from node.server.dispatch import ProtocolViolation
 from node.server.request_parser import RequestParser
 from node.server.resp import encode, encode_error
@@ -188,15 +188,31 @@ class ClientConnection(asyncio.Protocol):
         session = self.session
         assert session is not None
         self.waiter = self.server.blocking.block(session, block, self._unblocked)
+        if block.postponed is not None:
+            self.server.pause.postponed(self)
+
+    def reprocess_postponed(self) -> None:
+        """The pause that postponed this client's command eased: it runs again."""
+        waiter = self.waiter
+        if waiter is not None and waiter.block.postponed is not None:
+            self.server.blocking.unblock(waiter, REPROCESS)
 
     def _unblocked(self, reply: Any) -> None:
-        """A blocked command finished: send its reply, then run what queued behind it."""
-        self.waiter = None
+        """A blocked command finished: send its reply, then run what queued behind it (a
+        postponed command runs again first)."""
+        waiter, self.waiter = self.waiter, None
         session = self.session
         if session is None or self._closed:
             return
+        if type(reply) is ReplyError:
+            # Woken into an error (group destroyed, key deleted), CLIENT UNBLOCK ERROR, a role
+            # change: an error reply like any other in INFO errorstats and commandstats.
+            self.server.dispatcher.count_failed(session.last_command, reply.message)
         out: list[bytes] = []
-        encode(reply, session.proto, out)
+        if reply is REPROCESS and waiter is not None and waiter.block.postponed is not None:
+            self.pending.appendleft(waiter.block.postponed)
+        else:
+            encode(reply, session.proto, out)
         if self.pending:
             queued = self.pending
             self.pending = deque()

@@ -35,6 +35,7 @@ from node.server.blocking import BlockingManager
 from node.server.connection import ClientConnection
 from node.server.dispatch import Dispatcher
 from node.server.info import Fields, InfoSections, InstantaneousMetrics, add_core_sections
+from node.server.pause import ALL, CLIENT, WRITE, ClientPause
 from node.server.pubsub import PubSubRegistry
 from node.server.reply_gate import ReplyGate
 from node.server.resp import encode_error
@@ -67,6 +68,8 @@ class ServerCore:
         self.node: Core = self
         self.dispatcher = Dispatcher(commands, self.effects)
         self.blocking = BlockingManager(self.effects.unit)
+        # CLIENT PAUSE and FAILOVER's pause: the dispatcher postpones what they pause.
+        self.pause = ClientPause(self.dispatcher.set_pause_level)
         # Replies waiting for the AOF to have their effects (the persistence releases them).
         self.reply_gate: ReplyGate = ReplyGate()
         self.pubsub = PubSubRegistry(self._pubsub_mode_changed)
@@ -121,6 +124,14 @@ class ServerCore:
 
     def sessions(self) -> Iterable[Session]:
         return [c.session for c in self.connections.values() if c.session is not None]
+
+    def pause_clients(self, timeout_ms: int, write_only: bool) -> None:
+        """CLIENT PAUSE timeout [WRITE|ALL]."""
+        self.pause.pause(CLIENT, time.monotonic() + timeout_ms / 1000, WRITE if write_only else ALL)
+
+    def unpause_clients(self) -> None:
+        """CLIENT UNPAUSE (a FAILOVER's pause stays)."""
+        self.pause.unpause(CLIENT)
 
     def connection_of(self, session: Session) -> ClientConnection | None:
         return self.connections.get(session.id)

@@ -13,8 +13,9 @@ from typing import Any, Final
 from node.commands.context import Block, Session
 from node.commands.expiry import Hidden, expire_before_retry, expire_command_keys, restore_hidden
 from node.commands.reply import QUEUED, CommandError, ReplyError
-from node.commands.table import CommandSpec, CommandTable, queues_write
+from node.commands.table import CommandSpec, CommandTable, lookup, queues_write
 from node.log.effect_log import EffectLog
+from node.server.pause import ALL, NONE
 
 # Commands that run immediately even inside MULTI (processCommand's exec/discard/multi/
 # watch/quit/reset exception).
@@ -76,9 +77,12 @@ class Dispatcher:
         # Set by the persistence service while the AOF or a snapshot cannot be written: the
         # -MISCONF text that write commands (and PING, as in Redis) get instead of running.
         self._write_denial: str | None = None
-        # Set by the replication side while min-replicas-to-write is on: returns the
-        # -NOREPLICAS text when too few good replicas are connected, else None.
+        # Set by the replication side while min-replicas-to-write or fenced mode is on:
+        # returns the -NOREPLICAS text when writes must be refused now, else None.
         self._write_quorum: Callable[[], str | None] | None = None
+        # CLIENT PAUSE / FAILOVER (node/server/pause.py): what is postponed now.
+        self._pause = NONE
+        self._unpaused_plain: dict[bytes, _Plain] | None = None
 
     @property
     def write_denial(self) -> str | None:
@@ -87,7 +91,7 @@ class Dispatcher:
     @write_denial.setter
     def write_denial(self, text: str | None) -> None:
         self._write_denial = text
-        self.writes_unchecked = text is None and self._write_quorum is None
+        self._update_unchecked()
 
     @property
     def write_quorum(self) -> Callable[[], str | None] | None:
@@ -96,7 +100,20 @@ class Dispatcher:
     @write_quorum.setter
     def write_quorum(self, check: Callable[[], str | None] | None) -> None:
         self._write_quorum = check
-        self.writes_unchecked = self._write_denial is None and check is None
+        self._update_unchecked()
+
+    def _update_unchecked(self) -> None:
+        self.writes_unchecked = self._write_denial is None and self._write_quorum is None and self._pause == NONE
+
+    def set_pause_level(self, level: int) -> None:
+        """The pause changed (node/server/pause.py). While everything is paused no command
+        may take the fast path: its table is set aside until the pause ends."""
+        self._pause = level
+        if level == ALL and self._unpaused_plain is None:
+            self._unpaused_plain, self._plain = self._plain, {}
+        elif level != ALL and self._unpaused_plain is not None:
+            self._plain, self._unpaused_plain = self._unpaused_plain, None
+        self._update_unchecked()
 
     def reset_stats(self) -> None:
         # Zeroed in place, not dropped: CONFIG RESETSTAT is itself counted after it runs,
@@ -154,6 +171,14 @@ class Dispatcher:
         code = message.split(" ", 1)[0]
         self.errors[code] = self.errors.get(code, 0) + 1
         self.total_errors += 1
+
+    def count_failed(self, name: str, message: str) -> None:
+        """An error reply that ends the blocked command `name` (its call was counted when it
+        blocked): a failed call of it, and an error in errorstats, as Redis counts it."""
+        st = self.stats.get(name)
+        if st is not None:
+            st.failed += 1
+        self.count_error(message)
 
     def reject(self, session: Session, spec: CommandSpec | None, message: str) -> ReplyError:
         """A command refused before running (unknown, arity, auth, …); inside MULTI it also
@@ -263,6 +288,15 @@ class Dispatcher:
                 "ERR Can't execute '%s': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET "
                 "are allowed in this context" % spec.name
             ))
+        if self._pause and not from_master and not session.in_exec and "replay" not in session.flags and (
+            self._pause == ALL or _may_replicate(spec, session)
+        ):
+            # Paused (CLIENT PAUSE, FAILOVER): the client waits and the command runs again,
+            # every check included, once the pause lets it. A transaction already running
+            # ends first (a pause starts at the end of the EXEC that set it). CLIENT LIST
+            # names the command, as Redis's lookup sets it before the pause check.
+            session.last_command = spec.name
+            return Block([], 0, _never_ready, postponed=argv)
         if session.multi is not None and argv[0].lower() not in _MULTI_IMMEDIATE:
             if "no_multi" in flags:
                 return self.reject(session, spec, "ERR Command not allowed inside a transaction")
@@ -274,7 +308,8 @@ class Dispatcher:
         st = self._stat(spec)
         unit = spec.is_write or spec.name == "exec"
         # Only top-level commands: argv[0] of a subcommand names its container.
-        if spec.handler is not None and not spec.subcommands and "|" not in spec.name and len(self._plain) < 4096:
+        if (spec.handler is not None and not spec.subcommands and "|" not in spec.name and len(self._plain) < 4096
+                and self._pause != ALL):
             arity = spec.arity
             # Writes, and PING (refused on a persistence error, as in Redis), pass the write
             # rules when any of them applies.
@@ -331,6 +366,23 @@ class ProtocolViolation(Exception):
 def _queues_write(session: Session) -> bool:
     """EXEC counts as a write when a queued command is one."""
     return queues_write(session.multi or ())
+
+
+def _may_replicate(spec: CommandSpec, session: Session) -> bool:
+    """What a WRITE pause postpones (processCommand's is_may_replicate_command): a command
+    that may write or be propagated, EXEC of a transaction holding one."""
+    if spec.is_write or "may_replicate" in spec.flags:
+        return True
+    if spec.name == "exec":
+        for argv in session.multi or ():
+            queued = lookup(argv)
+            if queued is not None and (queued.is_write or "may_replicate" in queued.flags):
+                return True
+    return False
+
+
+def _never_ready(session: Session) -> None:
+    return None
 
 
 def _printable(arg: bytes) -> str:

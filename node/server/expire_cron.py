@@ -1,5 +1,5 @@
 """The active expiry timer: `hz` times a second, while the node is a primary and active
-expiry is on (DEBUG SET-ACTIVE-EXPIRE), one bounded expiry cycle (node.commands.expiry:
+expiry is on (DEBUG SET-ACTIVE-EXPIRE) and no pause runs, one bounded expiry cycle (node.commands.expiry:
 `Expiry.cycle`, Redis's serverCron → activeExpireCycle), after which the clients its
 deletions woke are served. A replica runs none: its keys go when its primary's DELs arrive.
 
@@ -14,6 +14,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from node.commands.expiry import expire_all_due
+from node.server.pause import NONE
 
 if TYPE_CHECKING:
     from node.commands.context import Node
@@ -56,7 +57,9 @@ class ExpireCron:
 
     def _tick(self) -> None:
         server = self.server
-        if server.role == "master" and server.expiry.active:
+        # A pause (CLIENT PAUSE, FAILOVER's) stops the active cycle too, as Redis pauses
+        # PAUSE_ACTION_EXPIRE: the offset a FAILOVER waits for must not move.
+        if server.role == "master" and server.expiry.active and server.pause.level == NONE:
             if server.expiry.cycle(self.node, server.clock()):
                 server.after_batch()  # serve the clients blocked on deleted keys
         self._schedule()

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from node.commands.reply import NULL_ARRAY, Pushed, Raw, ReplyError, RSet, Verbatim
+from node.commands.reply import NULL_ARRAY, Pushed, Raw, ReplyError, RSet, Truncated, Verbatim
 from node.log.encode import array_header, bulk_header
 
 _CRLF: Final = b"\r\n"
@@ -102,6 +102,10 @@ def encode(reply: Any, proto: int, out: list[bytes]) -> None:
     elif t is Pushed:
         out.append(reply.pushes)
         encode(reply.reply, proto, out)
+    elif t is Truncated:
+        out.append(array_header(reply.length))
+        for item in reply.items:
+            encode(item, proto, out)
     else:
         raise TypeError(f"cannot encode reply of type {t.__name__}")
 

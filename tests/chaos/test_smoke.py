@@ -4,8 +4,9 @@ harness: the fault happened, the sentinels failed over, every node was read at t
 consumers drained, nothing was left behind. A run against a target that promises safety must lose
 no WAIT-majority-acknowledged write.
 
-Runs against Debian's redis-server + redis-sentinel today. Fenced mode joins by adding
-("fenced", scenario) rows to RUNS once it exists (issue 23); SAFE_TARGETS already holds it.
+Runs against Debian's redis-server + redis-sentinel, Rill nodes under redis-sentinel, Rill nodes +
+`rill sentinel` (where a partitioned primary loses acknowledged writes just as Redis's does), and
+Rill in fenced mode, which must lose no WAIT-majority-acknowledged write (SAFE_TARGETS).
 """
 
 from __future__ import annotations
@@ -21,7 +22,12 @@ import pytest
 
 from chaos.topology import PREFIX, cleanup_stale, lab_namespaces
 
-RUNS = [("redis", "kill-primary"), ("redis", "partition-primary")]
+RUNS = [
+    ("redis", "kill-primary"), ("redis", "partition-primary"),
+    ("rill-redis-sentinel", "kill-primary"),
+    ("rill", "partition-primary"),
+    ("fenced", "kill-primary"), ("fenced", "partition-primary"),
+]
 SAFE_TARGETS = {"fenced"}  # must never lose a write acknowledged by WAIT for a majority
 DURATION = 20
 RUN_TIMEOUT = 150  # setup ~3 s + 20 s of workload + settle + drain + final reads, with room

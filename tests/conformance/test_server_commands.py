@@ -34,6 +34,9 @@ SHARED_DIRECTIVES = [
     "repl-timeout", "repl-ping-replica-period", "min-replicas-to-write", "min-replicas-max-lag",
     "min-slaves-max-lag", "databases", "requirepass", "masterauth", "dbfilename", "daemonize",
     "tcp-backlog", "loglevel", "save",
+    # What Sentinel reads from a replica and what a replica announces to its primary.
+    "replica-priority", "slave-priority", "replica-announced", "replica-announce-ip",
+    "slave-announce-ip", "replica-announce-port", "slave-announce-port",
 ]
 
 BAD_VALUES = [
@@ -51,6 +54,8 @@ BAD_VALUES = [
     ("repl-timeout", "0"), ("client-output-buffer-limit", "normal 1"),
     ("client-output-buffer-limit", "bogus 1 2 3"), ("client-output-buffer-limit", "normal x 1 1"),
     ("save", "1 2 3"), ("save", "x y"), ("notify-keyspace-events", "KEq"),
+    ("replica-priority", "-1"), ("replica-priority", "2147483648"), ("slave-priority", "x"),
+    ("replica-announced", "1"), ("replica-announce-port", "65536"), ("slave-announce-port", "-1"),
 ]
 
 
@@ -83,7 +88,9 @@ def test_config_get_of_a_shared_directive_matches_redis(pair_any: Pair, name: st
     pair_any.check("CONFIG", "GET", name)
 
 
-@pytest.mark.parametrize("pattern", ["stream-node-*", "*read-only", "appendf*", "STREAM-NODE-MAX-[EB]*"])
+@pytest.mark.parametrize(
+    "pattern", ["stream-node-*", "*read-only", "appendf*", "STREAM-NODE-MAX-[EB]*", "replica-announce*", "slave-announce*", "*-priority"]
+)
 def test_config_get_glob_matches_the_same_directives(pair_any: Pair, pattern: str) -> None:
     expected, actual = pair_any.both("CONFIG", "GET", pattern)
     # Redis lists matches in hash-table order; the set of pairs is what is specified.
@@ -148,6 +155,12 @@ def test_config_set_of_several_pairs_is_all_or_nothing(pair: Pair) -> None:
         ("hz", "0"),
         ("hz", "100000"),
         ("appendfsync", "ALWAYS"),
+        ("replica-priority", "0"),
+        ("slave-priority", "42"),
+        ("replica-announced", "NO"),
+        ("replica-announce-ip", "10.1.2.3"),
+        ("slave-announce-ip", "host.example"),
+        ("replica-announce-port", "7000"),
     ],
 )
 def test_config_set_stores_the_value_redis_stores(pair: Pair, name: str, value: str) -> None:
@@ -438,7 +451,8 @@ def test_time_lastsave_and_role_have_redis_shapes(pair_any: Pair) -> None:
         ("FUNCTION", "LIST"), ("FUNCTION", "LIST", "WITHCODE"), ("FUNCTION", "LIST", "bogus"),
         ("FUNCTION", "LIST", "LIBRARYNAME"), ("FUNCTION", "LIST", "LIBRARYNAME", "x*", "WITHCODE"),
         ("FUNCTION", "FLUSH"), ("FUNCTION", "FLUSH", "ASYNC"), ("FUNCTION", "FLUSH", "bogus"),
-        ("FUNCTION", "bogus"), ("FUNCTION",),
+        ("FUNCTION", "bogus"), ("FUNCTION",), ("FUNCTION", "KILL"), ("FUNCTION", "KILL", "x"),
+        ("SCRIPT", "KILL"), ("SCRIPT", "KILL", "x"), ("SCRIPT",),
         ("SLOWLOG", "GET", "abc"), ("SLOWLOG", "GET", "-2"), ("SLOWLOG", "GET", "5", "6"),
         ("SLOWLOG", "RESET"), ("SLOWLOG", "bogus"), ("SLOWLOG", "HELP"),
         ("LATENCY", "LATEST"), ("LATENCY", "HISTORY", "command"), ("LATENCY", "HISTORY"),

@@ -74,3 +74,39 @@ def test_cluster_replicates_and_stops_every_node_on_ctrl_c() -> None:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
+
+
+def test_cluster_with_sentinels_prints_them_and_they_watch_the_primary() -> None:
+    base = _consecutive_free_ports(3)
+    sentinel_base = _consecutive_free_ports(3)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "node.main", "cluster", "--port", str(base), "--sentinels", "3",
+         "--sentinel-port", str(sentinel_base)],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
+    )
+    try:
+        assert proc.stdout is not None
+        deadline = time.monotonic() + 40
+        lines = []
+        while time.monotonic() < deadline:
+            line = proc.stdout.readline()
+            lines.append(line)
+            if line.startswith("Try:") or not line:
+                break
+        text = "".join(lines)
+        assert "1 primary, 2 replica(s), 3 sentinel(s)" in text, text
+        for port in range(sentinel_base, sentinel_base + 3):
+            assert f"127.0.0.1:{port}" in text and f"(primary 127.0.0.1:{base})" in text
+            sentinel = redis.Redis(port=port, decode_responses=True)
+            assert sentinel.execute_command("SENTINEL", "GET-MASTER-ADDR-BY-NAME", "rill") == ["127.0.0.1", str(base)]
+            # Each starts knowing the other two.
+            assert len(sentinel.execute_command("SENTINEL", "SENTINELS", "rill")) == 2
+            sentinel.close()
+        os.killpg(proc.pid, signal.SIGINT)
+        assert proc.wait(20) == 0
+        ports = list(range(base, base + 3)) + list(range(sentinel_base, sentinel_base + 3))
+        assert not any(_listening(p) for p in ports)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()

@@ -11,12 +11,16 @@ from typing import Any, TypeVar
 from replication import (
     Backlog,
     ClientTls,
+    Fence,
+    Lease,
     OutputBufferLimit,
     Primary,
     PrimarySettings,
     ReplicaLink,
     ReplicaSettings,
+    ReplicationError,
     ServerTls,
+    new_replid,
     new_run_id,
 )
 from tests.replication.toy import ToyMachine, encode
@@ -35,18 +39,36 @@ def run(coro: Coroutine[Any, Any, T], timeout: float = TEST_TIMEOUT) -> T:
 
 
 class Node:
-    """A backlog + toy machine that is a primary (serving) and/or a replica (linked)."""
+    """A backlog + toy machine that is a primary (serving) and/or a replica (linked). With
+    `fenced`, it runs fenced mode: a Fence (saved to `saves`) and a Lease needing `needed`
+    replicas' echoes for `lease` seconds."""
 
-    def __init__(self, backlog_size: int = 1 << 20, *, persistent: bool = False) -> None:
+    def __init__(
+        self,
+        backlog_size: int = 1 << 20,
+        *,
+        persistent: bool = False,
+        fenced: bool = False,
+        needed: int = 1,
+        lease: float = 0.6,
+    ) -> None:
         self.backlog = Backlog(backlog_size)
         self.machine = ToyMachine(persistent=persistent)
         self.run_id = new_run_id()
         self.primary: Primary | None = None
         self.port = 0
         self.link: ReplicaLink | None = None
+        self.saves: list[int] = []
+        self.fence = Fence(self.backlog.replid, save=lambda f: self.saves.append(f.fence_epoch)) if fenced else None
+        self.lease = Lease(needed, lease) if fenced else None
+        self.failover_handler: Callable[[str], str | None] | None = None
+        self.handshakes: list[ReplicationError | None] = []
 
     async def serve(self, settings: PrimarySettings = FAST_PRIMARY, tls: ServerTls | None = None) -> int:
-        self.primary = Primary(self.backlog, self.machine.snapshot, settings)
+        self.primary = Primary(
+            self.backlog, self.machine.snapshot, settings, fence=self.fence, lease=self.lease,
+            failover_handler=self.failover_handler,
+        )
         self.port = await self.primary.start("127.0.0.1", 0, tls)
         return self.port
 
@@ -74,6 +96,7 @@ class Node:
         host: str = "127.0.0.1",
         contended: Callable[[], bool] | None = None,
         cpu_clock: Callable[[], float] = time.thread_time,
+        failover: bool = False,
     ) -> ReplicaLink:
         self.link = ReplicaLink(
             host,
@@ -87,6 +110,9 @@ class Node:
             tls=tls,
             contended=contended,
             cpu_clock=cpu_clock,
+            fence=self.fence,
+            failover=failover,
+            on_handshake=self.handshakes.append,
         )
         self.link.start()
         return self.link
@@ -96,11 +122,23 @@ class Node:
             await self.link.stop()
             self.link = None
 
-    async def promote(self, settings: PrimarySettings = FAST_PRIMARY) -> int:
-        """REPLICAOF NO ONE: stop following, new replid (old kept as replid2), serve."""
+    async def promote(self, settings: PrimarySettings = FAST_PRIMARY, epoch: int | None = None) -> int:
+        """REPLICAOF NO ONE (in fenced mode SLAVEOF NO ONE EPOCH epoch): stop following, new
+        replid (old kept as replid2), serve."""
         await self.unfollow()
-        self.backlog.shift_replid()
+        self.promote_now(epoch)
+        if self.primary is not None:
+            await self.primary.stop(grace=0)
         return await self.serve(settings)
+
+    def promote_now(self, epoch: int | None = None) -> None:
+        """The synchronous part of a promotion (what a PSYNC FAILOVER handler does)."""
+        replid = new_replid()
+        if self.fence is not None and self.lease is not None:
+            assert epoch is not None
+            self.fence.promote(epoch, self.backlog.end, replid)
+            self.lease.restart(epoch)
+        self.backlog.shift_replid(replid)
 
     async def close(self) -> None:
         await self.unfollow()

@@ -36,17 +36,18 @@ class _Pipe(asyncio.Protocol):
 
 
 class LinkProxy:
-    def __init__(self, target_port: int) -> None:
+    def __init__(self, target_port: int, target_host: str = "127.0.0.1") -> None:
         self.target_port = target_port
+        self.target_host = target_host
         self.pipes: set[_Pipe] = set()
         self.paused = False
         self.paused_both = False
         self.connections = 0
         self._server: asyncio.Server | None = None
 
-    async def start(self) -> int:
+    async def start(self, host: str = "127.0.0.1", port: int = 0) -> int:
         loop = asyncio.get_running_loop()
-        self._server = await loop.create_server(self._accept, "127.0.0.1", 0)
+        self._server = await loop.create_server(self._accept, host, port)
         return int(self._server.sockets[0].getsockname()[1])
 
     def _accept(self) -> _Pipe:
@@ -58,7 +59,7 @@ class LinkProxy:
     async def _connect_upstream(self, downstream: _Pipe) -> None:
         loop = asyncio.get_running_loop()
         try:
-            _, upstream = await loop.create_connection(lambda: _Pipe(self), "127.0.0.1", self.target_port)
+            _, upstream = await loop.create_connection(lambda: _Pipe(self), self.target_host, self.target_port)
         except OSError:
             if downstream.transport is not None:
                 downstream.transport.close()

@@ -79,6 +79,9 @@ class ToyMachine:
     def fsynced_offset(self) -> int:
         return self.fsynced if self.persistent else -1
 
+    def written_offset(self) -> int:
+        return self.offset if self.persistent else -1
+
     def fsync(self) -> None:
         if self.persistent:
             self.fsynced = self.offset

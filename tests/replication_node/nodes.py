@@ -36,6 +36,16 @@ def raw_client(node: Proc, **kwargs: object) -> redis.Redis:
     return client
 
 
+def call(node: Proc, *args: object) -> object:
+    """One command on a fresh raw connection: its reply, or "-<error>" (as redis-py words it:
+    without the ERR prefix)."""
+    with raw_client(node) as c:
+        try:
+            return c.execute_command(*args)
+        except redis.ResponseError as exc:
+            return f"-{exc}"
+
+
 def info(node: Proc, section: str = "replication") -> dict[str, str]:
     with raw_client(node) as c:
         raw = c.execute_command("INFO", section)

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -35,33 +37,51 @@ class Cluster:
     ports: dict[str, int] = field(default_factory=dict)
     dirs: dict[str, str] = field(default_factory=dict)
 
-    def node(self, name: str, replica_of: str | None = None) -> int:
+    def node(self, name: str, replica_of: str | None = None, kind: str = "redis") -> int:
+        """A redis-server, or a Rill node for kind "rill", optionally a replica of another."""
         port = free_port()
         d = tempfile.mkdtemp(prefix=f"sentinel-diff-{name}-")
-        args = [binary("redis-server"), "--port", str(port), "--bind", "127.0.0.1", "--dir", d, "--save", "",
-                "--appendonly", "no", "--logfile", os.path.join(d, "server.log")]
+        log = ["--logfile", os.path.join(d, "server.log")]
+        if kind == "redis":
+            args = [binary("redis-server"), "--port", str(port), "--bind", "127.0.0.1", "--dir", d, "--save", "",
+                    "--appendonly", "no", *log,
+                    # A replica (re)syncs at once, not after the default 5 s wait for others.
+                    "--repl-diskless-sync-delay", "0"]
+        else:
+            args = [sys.executable, "-m", "node.main", "node", "--port", str(port), "--bind", "127.0.0.1",
+                    "--dir", d, *log]
         if replica_of is not None:
             args += ["--replicaof", "127.0.0.1", str(self.ports[replica_of])]
         self._start(name, port, d, args)
         return port
 
-    def sentinel(self, name: str, conf: str | Callable[[int, str], str]) -> int:
-        """A redis-sentinel with this sentinel.conf (or a function of its port and directory
-        returning it)."""
+    def sentinel(self, name: str, conf: str | Callable[[int, str], str], kind: str = "redis") -> int:
+        """A sentinel (Debian's redis-sentinel, or `rill sentinel` for kind "rill") with this
+        sentinel.conf (or a function of its port and directory returning it)."""
         port = free_port()
-        d = os.path.realpath(tempfile.mkdtemp(prefix=f"sentinel-diff-{name}-"))
+        d = os.path.realpath(tempfile.mkdtemp(prefix=f"sentinel-{kind}-{name}-"))
         text = conf(port, d) if callable(conf) else conf
         path = os.path.join(d, "sentinel.conf")
         with open(path, "w") as f:
             f.write(text)
-        self._start(name, port, d, [binary("redis-sentinel"), path])
+        program = [binary("redis-sentinel")] if kind == "redis" else [sys.executable, "-m", "node.main", "sentinel"]
+        self._start(name, port, d, [*program, path])
         return port
+
+    def rill_sentinel(self, name: str, conf: str | Callable[[int, str], str]) -> int:
+        return self.sentinel(name, conf, kind="rill")
+
+    def restart(self, name: str) -> None:
+        """Start a stopped process again with the same arguments (same port, directory)."""
+        old = self.procs[name]
+        args = [str(a) for a in old.args]  # type: ignore[union-attr]
+        self._start(name, self.ports[name], self.dirs[name], args)
 
     def _start(self, name: str, port: int, d: str, args: list[str]) -> None:
         with open(os.path.join(d, "stderr.log"), "wb") as err:
             proc = subprocess.Popen(args, cwd=d, stdout=subprocess.DEVNULL, stderr=err)
         self.procs[name], self.ports[name], self.dirs[name] = proc, port, d
-        wait_for_port(port, proc)
+        wait_for_port(port, proc, timeout=30.0)  # a Python process on a loaded machine starts slowly
 
     def conf_path(self, name: str) -> str:
         return os.path.join(self.dirs[name], "sentinel.conf")
@@ -76,9 +96,16 @@ class Cluster:
             proc.kill()
             proc.wait()
 
+    def pause(self, name: str) -> None:
+        self.procs[name].send_signal(signal.SIGSTOP)
+
+    def resume(self, name: str) -> None:
+        self.procs[name].send_signal(signal.SIGCONT)
+
     def stop(self) -> None:
         for proc in self.procs.values():
             if proc.poll() is None:
+                proc.send_signal(signal.SIGCONT)  # a stopped process cannot act on SIGTERM
                 proc.terminate()
         for proc in self.procs.values():
             try:

@@ -15,7 +15,7 @@ partitions, paused and killed processes, connection resets, and clocks that drif
   (its length is the replication offset), INFO as Redis formats it, the MULTI/SLAVEOF/CONFIG
   REWRITE/CLIENT KILL block, Pub/Sub for hello messages (PUBLISH reaches subscribers on the
   replicas too). Replication is replica-driven: every period a replica asks its master for the
-  log and acknowledges what it got. In fenced mode (docs/fenced-mode.md) nodes also keep a
+  log and acknowledges what it got. In fenced mode (docs/safety.md, *Fenced mode*) nodes also keep a
   fence epoch, refuse primaries older than it, answer FENCE, promote only with the epoch they
   were fenced at, and a primary holds a lease from a majority to accept writes and answer WAIT.
 - A client writes to whoever the sentinels say is the master and WAITs for a majority.

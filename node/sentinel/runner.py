@@ -1,0 +1,188 @@
+"""The sentinel's engine room: it owns the policy and carries out what the policy asks, in
+order — open, write to and close links, log and publish events, rewrite the configuration
+file, queue scripts, crash on request — and feeds it what happened: link events as they
+arrive and a timer tick every `next_tick_ms()` with the wall clock in milliseconds (the
+policy's TILT detection watches that clock jump, as Redis watches mstime()).
+
+Everything runs in the event loop's thread, one input at a time, so a command handler can
+call the policy and then `execute` its actions before its reply is queued: a FlushConfig in
+those actions (a vote, a new master) is on disk before the client reads the answer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import time
+from collections.abc import Callable
+
+from node.sentinel import config as sentinel_config
+from node.sentinel.links import Links
+from node.sentinel.messages import (
+    DEBUG,
+    NOTICE,
+    VERBOSE,
+    WARNING,
+    Action,
+    Close,
+    Closed,
+    Connect,
+    Connected,
+    Crash,
+    Event,
+    FlushConfig,
+    Input,
+    Log,
+    Message,
+    Reply,
+    ScriptRun,
+    Send,
+    Tick,
+    Value,
+)
+from node.sentinel.policy import Sentinel
+from node.sentinel.scripts import ScriptQueue
+
+log = logging.getLogger("rill.sentinel")
+
+# Python logging levels for the policy's (Redis's LL_*); VERBOSE sits between DEBUG and INFO.
+LOG_LEVELS = {DEBUG: logging.DEBUG, VERBOSE: 15, NOTICE: logging.INFO, WARNING: logging.WARNING}
+
+# The `loglevel` names, as Python logging levels ("nothing" logs nothing).
+REDIS_LOG_LEVELS = {
+    "debug": logging.DEBUG, "verbose": 15, "notice": logging.INFO, "warning": logging.WARNING,
+    "nothing": logging.CRITICAL + 10,
+}
+
+# Publishes `payload` on `channel` to this sentinel's subscribers; returns the receiver count.
+Publish = Callable[[bytes, bytes], int]
+
+
+def wall_clock_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class Runner:
+    """One sentinel's policy and the I/O it asks for."""
+
+    def __init__(
+        self,
+        sentinel: Sentinel,
+        options: sentinel_config.ServerOptions,
+        config_path: str,
+        *,
+        clock: Callable[[], int] = wall_clock_ms,
+        crash: Callable[[int], None] = os._exit,
+    ) -> None:
+        self.sentinel = sentinel
+        self.options = options
+        self.config_path = config_path
+        self.clock = clock
+        self._crash = crash
+        self.links = Links(self)
+        self.scripts = ScriptQueue(sentinel.timings)
+        # Set by the shell once its Pub/Sub exists: events published before are only logged.
+        self.publish: Publish | None = None
+        self._timer: asyncio.TimerHandle | None = None
+        self.ticks = 0
+
+    def now(self) -> int:
+        return self.clock()
+
+    def log_warning(self, text: str) -> None:
+        log.warning("%s", text)
+
+    def set_loglevel(self, name: str) -> None:
+        """SENTINEL CONFIG SET loglevel: the option is rewritten, the log filters at once."""
+        self.options.loglevel = name
+        logging.getLogger("rill").setLevel(REDIS_LOG_LEVELS[name])
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def start(self) -> None:
+        """sentinelIsRunning: log our id, announce the monitored masters, start the timer."""
+        log.log(LOG_LEVELS[NOTICE], "Sentinel ID is %s", self.sentinel.myid)
+        self.execute(self.sentinel.started(self.now()))
+        self._schedule()
+
+    def stop(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        self.links.close_all()
+        self.scripts.kill_all()
+
+    def _schedule(self) -> None:
+        delay = self.sentinel.next_tick_ms() / 1000
+        self._timer = asyncio.get_running_loop().call_later(delay, self._tick)
+
+    def _tick(self) -> None:
+        self.ticks += 1
+        now = self.now()
+        try:
+            self.step(Tick(now))
+            self.execute(list(self.scripts.tick(now)))
+            self.sentinel.running_scripts = self.scripts.running
+            self.sentinel.scripts_queue_length = len(self.scripts.jobs)
+        finally:
+            self._schedule()
+
+    # ------------------------------------------------------------------ inputs
+
+    def step(self, msg: Input) -> None:
+        self.execute(self.sentinel.step(msg))
+
+    def link_connected(self, conn: int, local_ip: str) -> None:
+        self.step(Connected(self.now(), conn, local_ip))
+
+    def link_closed(self, conn: int) -> None:
+        self.step(Closed(self.now(), conn))
+
+    def link_reply(self, conn: int, request: int, value: Value) -> None:
+        self.step(Reply(self.now(), conn, request, value))
+
+    def link_message(self, conn: int, channel: bytes, payload: bytes) -> None:
+        self.step(Message(self.now(), conn, channel, payload))
+
+    # ------------------------------------------------------------------ actions
+
+    def execute(self, actions: list[Action]) -> bool:
+        """Carry out `actions` in order; False if a configuration rewrite among them failed
+        (the commands that flush then answer Redis's error)."""
+        flushed = True
+        for action in actions:
+            if isinstance(action, Send):
+                self.links.send(action.conn, action.request, action.argv)
+            elif isinstance(action, Event):
+                self._event(action)
+            elif isinstance(action, Connect):
+                self.links.connect(action.conn, action.host, action.port, action.pubsub)
+            elif isinstance(action, Close):
+                self.links.close(action.conn)
+            elif isinstance(action, FlushConfig):
+                flushed = self.flush_config() and flushed
+            elif isinstance(action, Log):
+                log.log(LOG_LEVELS[action.level], "%s", action.text)
+            elif isinstance(action, ScriptRun):
+                self.scripts.schedule(action.path, action.args)
+            elif isinstance(action, Crash):
+                logging.shutdown()
+                self._crash(99)
+                return flushed
+        return flushed
+
+    def _event(self, event: Event) -> None:
+        log.log(LOG_LEVELS[event.level], "%s %s", event.type, event.message)
+        if event.published and self.publish is not None:
+            self.publish(event.type.encode(), event.message.encode("utf-8", "surrogateescape"))
+
+    def flush_config(self) -> bool:
+        """sentinelFlushConfig: rewrite the file from the policy's state, durably."""
+        try:
+            sentinel_config.flush(self.config_path, self.sentinel, self.options)
+        except OSError as exc:
+            log.warning("WARNING: Sentinel was not able to save the new configuration on disk!!!: %s", exc.strerror)
+            return False
+        log.log(LOG_LEVELS[NOTICE], "Sentinel new configuration saved on disk")
+        return True

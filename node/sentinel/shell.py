@@ -1,0 +1,141 @@
+"""The `rill sentinel` process: the server core (node/server/core.py) with a sentinel's
+command table — the commands redis-sentinel shares with a node, plus SENTINEL, ROLE and its
+own PUBLISH — and INFO section, the runner driving the policy, and the process's lifecycle
+(start-up as redis-sentinel, SIGTERM/SIGINT and SHUTDOWN stop it after closing its clients).
+
+Events the policy raises go to the core's Pub/Sub, where clients subscribe to them by name.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import signal
+import sys
+import time
+from typing import Any, Final
+
+from node.commands.context import Session
+from node.commands.table import CommandSpec, CommandTable, add_command
+from node.config import Config
+from node.sentinel import commands, replies
+from node.sentinel.runner import Runner, wall_clock_ms
+from node.sentinel.startup import Loaded, StartupError, ensure_id, load, setup_logging
+from node.server.core import ServerCore
+from node.server.info import Fields
+from node.server.sentinel_mode import sentinel_commands
+
+log = logging.getLogger("rill.sentinel")
+
+# How long a stopping sentinel waits for its clients to read what it already answered.
+_CLOSE_TIMEOUT: Final = 2.0
+
+
+def server_config(loaded: Loaded) -> Config:
+    """The core's settings from the sentinel's file: where to listen and the password."""
+    options = loaded.options
+    config = Config()
+    config.set("port", str(options.port), startup=True)
+    # No bind line: every IPv4 interface, as Redis's default ("* -::*") for a sentinel,
+    # which must be reachable by its peers (Redis also turns protected mode off).
+    config.set("bind", " ".join(options.bind) if options.bind else "0.0.0.0", startup=True)
+    if options.requirepass:
+        config.set("requirepass", options.requirepass, startup=True)
+    config.set("loglevel", options.loglevel, startup=True)
+    config.set("logfile", options.logfile, startup=True)
+    config.config_file = loaded.config_path
+    return config
+
+
+class SentinelShell:
+    """One sentinel process: its server and its runner."""
+
+    def __init__(self, loaded: Loaded) -> None:
+        self.loaded = loaded
+        self.runner = Runner(loaded.sentinel, loaded.options, loaded.config_path)
+        self.core = ServerCore(server_config(loaded), self._table(), wall_clock_ms, mode="sentinel")
+        self.core.info_sections.add("sentinel", "Sentinel", self._info_fields)
+        self.core.shutdown_requested = self._shutdown_requested
+        self.runner.publish = self.core.pubsub.publish
+        self._stop = asyncio.Event()
+
+    def _bind(self, handler: commands.Handler) -> Any:
+        runner = self.runner
+
+        def run(session: Session, argv: list[bytes]) -> Any:
+            return handler(runner, argv)
+
+        return run
+
+    def _table(self) -> CommandTable:
+        table = sentinel_commands()
+        sentinel = CommandSpec("sentinel", -2, frozenset({"admin"}), 0, 0, 0, None, "sentinel",
+                               "A container for Redis Sentinel commands.")
+        for sub in commands.SUBCOMMANDS.values():
+            sentinel.subcommands[sub.name] = CommandSpec(
+                f"sentinel|{sub.name}", sub.arity, frozenset({"admin"}), 0, 0, 0, self._bind(sub.handler), "sentinel",
+                sub.summary,
+            )
+        add_command(table, sentinel)
+        add_command(table, CommandSpec("role", 1, frozenset({"noscript", "loading", "stale", "fast"}), 0, 0, 0,
+                                       self._bind(commands.role), "server", "Returns the replication role."))
+        add_command(table, CommandSpec("publish", 3, frozenset({"pubsub", "loading", "stale", "fast"}), 0, 0, 0,
+                                       self._bind(commands.publish), "pubsub", "Posts a message to a channel."))
+        return table
+
+    def _info_fields(self) -> Fields:
+        return replies.info_fields(self.runner.sentinel, self.runner.now())
+
+    def _shutdown_requested(self, session: Session | None, flags: frozenset[str]) -> None:
+        log.warning("User requested shutdown...")
+        self._stop.set()
+
+    def _signal(self, signum: int) -> None:
+        log.warning("Received %s scheduling shutdown...", signal.Signals(signum).name)
+        self._stop.set()
+
+    async def serve(self) -> None:
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, self._signal, sig)
+        await self.core.listen()
+        log.info("Running mode=sentinel, port=%d.", self.core.port)
+        self.runner.start()
+        try:
+            await self._stop.wait()
+        finally:
+            self.runner.stop()
+            self.core.stop_listening()
+            await self.core.close_clients(time.monotonic() + _CLOSE_TIMEOUT)
+            log.warning("Sentinel is now ready to exit, bye bye...")
+
+
+def run(argv: list[str]) -> int:
+    """`rill sentinel CONF [--directive value …]`: 0 after a clean stop, 1 when it cannot
+    start, 99 after SENTINEL SIMULATE-FAILURE."""
+    try:
+        loaded = load(argv)
+        setup_logging(loaded.options)
+        ensure_id(loaded)
+    except StartupError as exc:
+        print(str(exc), file=sys.stderr)
+        return 1
+    except OSError as exc:
+        print(f"Can't open the log file: {exc.strerror}", file=sys.stderr)
+        return 1
+    try:
+        import uvloop
+
+        uvloop.install()
+    except ImportError:  # the stdlib loop works, only slower
+        pass
+    log.info("oO0OoO0OoO0Oo Rill sentinel is starting oO0OoO0OoO0Oo (pid %d, config %s)", os.getpid(),
+             loaded.config_path)
+    try:
+        asyncio.run(SentinelShell(loaded).serve())
+    except OSError as exc:
+        log.error("Could not start: %s", exc)
+        print(f"Could not start: {exc}", file=sys.stderr)
+        return 1
+    return 0

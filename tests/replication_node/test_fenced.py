@@ -1,0 +1,247 @@
+"""Fenced mode with real nodes (docs/safety.md, *Fenced mode*): a primary cut off from its
+replicas stops acknowledging writes and WAITs within its lease; a replica fenced at a newer
+epoch refuses an older primary (also after a restart: the promise is on disk); a failover
+done the fenced way (FENCE a majority, wait out the lease, SLAVEOF NO ONE EPOCH) leaves the
+old primary unable to get a write acknowledged, whether it comes back partitioned, healed or
+restarted, and loses no WAIT-majority write. The test plays the sentinels' part itself."""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import redis
+
+from tests.conftest import Proc, start_rill
+from tests.replication_node.netproxy import NodeProxy
+from tests.replication_node.nodes import FAST, call, info, raw_client, wait_synced, wait_until
+
+LEASE_MS = 1000
+LEASE = LEASE_MS / 1000
+DRIFT = 0.05  # the sentinels' default fenced-clock-drift-permille, 50
+FENCED = ("--fenced-mode", "yes", "--fenced-replica-set-size", "3", "--fenced-lease-milliseconds", str(LEASE_MS),
+          "--appendonly", "yes")
+
+
+def start_fenced(started: list[Proc], replicaof: tuple[str, int] | None = None, dir: str | None = None,
+                 repl_port: int | None = None) -> Proc:
+    from bench.procs import free_port
+
+    args = ["--repl-port", str(repl_port or free_port()), *FAST, *FENCED]
+    if replicaof is not None:
+        args += ["--replicaof", replicaof[0], str(replicaof[1])]
+    node = start_rill(*args, dir=dir)
+    started.append(node)
+    return node
+
+
+def repl_port(node: Proc) -> int:
+    return int(info(node)["repl_grpc_port"])
+
+
+@contextmanager
+def proxied(node: Proc) -> Iterator[NodeProxy]:
+    """`node` reachable at another loopback address, through a proxy a test can partition."""
+    ip = f"127.{random.randint(1, 254)}.{random.randint(1, 254)}.{random.randint(2, 254)}"
+    proxy = NodeProxy(ip, (node.port, repl_port(node)))
+    try:
+        yield proxy
+    finally:
+        proxy.close()
+
+
+def leased(node: Proc) -> bool:
+    fields = info(node)
+    return fields.get("leads_epoch") == "1" and int(fields.get("lease_remaining_ms", "0")) > 0
+
+
+class Writer:
+    """XADD then WAIT 1 (a majority of three nodes) in a loop on one node; records when each
+    write was sent and whether it and its WAIT were acknowledged."""
+
+    def __init__(self, node: Proc) -> None:
+        self.node = node
+        self.stop = threading.Event()
+        self.log: list[tuple[float, bytes | None, str]] = []  # (sent at, ID or None, outcome)
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        with raw_client(self.node, socket_timeout=5) as c:
+            n = 0
+            while not self.stop.is_set():
+                sent = time.monotonic()
+                try:
+                    entry = c.execute_command("XADD", "s", "*", "n", str(n))
+                except redis.ResponseError as exc:
+                    self.log.append((sent, None, str(exc).split(" ", 1)[0]))
+                    time.sleep(0.01)
+                    continue
+                n += 1
+                try:
+                    count = c.execute_command("WAIT", 1, 500)
+                    self.log.append((sent, entry, "majority" if count >= 1 else "written"))
+                except redis.ResponseError as exc:
+                    self.log.append((sent, entry, "wait-" + str(exc).split(" ", 1)[0]))
+
+    def __enter__(self) -> Writer:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.set()
+        self.thread.join(10)
+
+    def majority(self) -> list[bytes]:
+        return [entry for _, entry, outcome in self.log if outcome == "majority" and entry is not None]
+
+
+def test_a_primary_cut_off_from_its_replicas_stops_acknowledging_within_the_lease(started: list[Proc]) -> None:
+    primary = start_fenced(started)
+    with proxied(primary) as proxy:
+        a = start_fenced(started, replicaof=(proxy.ip, primary.port))
+        b = start_fenced(started, replicaof=(proxy.ip, primary.port))
+        wait_synced(primary, a, b)
+        wait_until(lambda: leased(primary), "the primary's lease")
+        assert call(primary, "WAIT", 2, 2000) == 2
+        with Writer(primary) as writer:
+            wait_until(lambda: len(writer.majority()) >= 20, "majority writes before the partition")
+            proxy.partition()
+            cut = time.monotonic()
+            wait_until(lambda: writer.log[-1][0] > cut + 2 * LEASE, "writes for two leases after the cut")
+        after = [(sent, outcome) for sent, _, outcome in writer.log if sent > cut]
+        # No write sent once the lease (running from a stamp sent before the cut) had lapsed
+        # was acknowledged, not even without WAIT: refused before it ran.
+        late = [(sent - cut, outcome) for sent, outcome in after if sent > cut + LEASE and outcome != "NOREPLICAS"]
+        assert not late, late
+        assert any(outcome == "NOREPLICAS" for _, outcome in after)
+        assert not any(outcome == "majority" for sent, outcome in after if sent > cut + LEASE)
+        assert not leased(primary)
+        assert str(call(primary, "WAIT", 1, 100)).startswith("-NOREPLICAS")
+        # Healed: the replicas' acks renew the lease and writes flow again.
+        proxy.heal()
+        wait_until(lambda: leased(primary), "the lease after the partition healed")
+        assert isinstance(call(primary, "XADD", "s", "*", "n", "after"), bytes)
+        assert call(primary, "WAIT", 2, 5000) == 2
+
+
+def test_a_replica_fenced_at_a_newer_epoch_refuses_an_older_primary_even_after_a_restart(started: list[Proc]) -> None:
+    primary = start_fenced(started)
+    replica = start_fenced(started)
+    assert call(replica, "FENCE", 3) == [3, 0, 0]
+    assert call(replica, "FENCE", 2) == [3, 0, 0]  # a promise never goes back
+    assert call(replica, "REPLICAOF", "127.0.0.1", primary.port) == b"OK"
+    call(primary, "XADD", "s", "*", "n", "1")
+    time.sleep(2)
+    fields = info(replica)
+    assert fields["master_link_status"] == "down" and fields["fence_epoch"] == "3"
+    assert int(fields["slave_repl_offset"]) == 0 and info(primary)["connected_slaves"] == "0"
+    assert "STALEEPOCH" in replica.log
+    # The promise is on disk: restarted, it still refuses.
+    replica.stop()
+    started.remove(replica)
+    again = start_fenced(started, replicaof=("127.0.0.1", primary.port), dir=replica.dir)
+    time.sleep(2)
+    fields = info(again)
+    assert fields["fence_epoch"] == "3" and fields["master_link_status"] == "down"
+    assert int(fields["slave_repl_offset"]) == 0
+
+
+def _fail_over(replicas: list[Proc], epoch: int) -> tuple[Proc, Proc]:
+    """What the sentinels' leader does in fenced mode: FENCE a majority, wait out the old
+    primary's lease stretched by the drift bound, promote the fenced replica with the highest
+    (log epoch, offset) and point the other at it. Returns (promoted, other)."""
+    replies: list[list[int]] = []
+    for node in replicas:
+        reply = call(node, "FENCE", epoch)
+        assert isinstance(reply, list) and reply[0] == epoch, reply
+        replies.append(reply)
+    time.sleep(LEASE * (1 + DRIFT) / (1 - DRIFT))
+    best = max(range(len(replicas)), key=lambda i: (replies[i][1], replies[i][2], -i))
+    promoted, other = replicas[best], replicas[1 - best]
+    assert call(promoted, "SLAVEOF", "NO", "ONE", "EPOCH", epoch) == b"OK"
+    assert call(other, "REPLICAOF", "127.0.0.1", promoted.port) == b"OK"
+    return promoted, other
+
+
+def test_an_old_primary_gets_nothing_acknowledged_after_the_promotion_and_no_majority_write_is_lost(
+    started: list[Proc],
+) -> None:
+    old = start_fenced(started)
+    with proxied(old) as proxy:
+        a = start_fenced(started, replicaof=(proxy.ip, old.port))
+        b = start_fenced(started, replicaof=(proxy.ip, old.port))
+        wait_synced(old, a, b)
+        wait_until(lambda: leased(old), "the old primary's lease")
+        with Writer(old) as before:
+            wait_until(lambda: len(before.majority()) >= 20, "majority writes on the old primary")
+            proxy.partition()  # the old primary keeps its clients, loses its replicas
+            new, other = _fail_over([a, b], epoch=1)
+            promoted_at = time.monotonic()
+            with Writer(new) as after:
+                wait_until(lambda: len(after.majority()) >= 20, "majority writes on the new primary")
+                # The partition heals: the old primary's replicas refuse it now.
+                proxy.heal()
+                time.sleep(2 * LEASE)
+                assert not leased(old)
+                assert str(call(old, "WAIT", 1, 200)).startswith("-NOREPLICAS")
+        assert not [o for sent, _, o in before.log if sent > promoted_at and o in ("majority", "written")]
+        # Restarted (SIGKILL), the old primary still gets nothing acknowledged.
+        os.kill(old.proc.pid, signal.SIGKILL)
+        old.proc.wait()
+        started.remove(old)
+        restarted = start_fenced(started, dir=old.dir)
+        time.sleep(2 * LEASE)
+        assert str(call(restarted, "XADD", "s", "*", "n", "restarted")).startswith("-NOREPLICAS")
+        assert info(restarted)["fence_epoch"] == "0"
+        # Demoted by the test (as the sentinels would), it follows the new primary's epoch.
+        assert call(restarted, "REPLICAOF", "127.0.0.1", new.port) == b"OK"
+        wait_synced(new, restarted, other)
+        assert info(restarted)["fence_epoch"] == "1" and info(restarted)["log_epoch"] == "1"
+    with raw_client(new) as c:
+        ids = {entry[0] for entry in c.execute_command("XRANGE", "s", "-", "+")}
+    majority = before.majority() + after.majority()
+    lost = [entry for entry in majority if entry not in ids]
+    assert not lost, f"{len(lost)} of {len(majority)} WAIT-majority writes lost"
+    assert call(restarted, "XLEN", "s") == call(other, "XLEN", "s") == len(ids)
+
+
+def test_fenced_commands_outside_fenced_mode_and_the_arity_of_slaveof(started: list[Proc]) -> None:
+    from tests.conftest import start_redis
+    from tests.replication_node.nodes import start_node
+
+    node = start_node()
+    started.append(node)
+    oracle = start_redis()
+    started.append(oracle)
+    # (redis-py drops the ERR prefix of an error.)
+    assert call(node, "FENCE", 1) == "-FENCE needs fenced-mode yes"
+    assert call(node, "SLAVEOF", "NO", "ONE", "EPOCH", 1) == "-SLAVEOF ... EPOCH needs fenced-mode yes"
+    assert "fenced_mode" not in info(node) and "fence_epoch" not in info(node)
+    # Only SLAVEOF NO ONE EPOCH e has five arguments: anything else is Redis's arity error.
+    for args in (("SLAVEOF", "a", "b", "c"), ("SLAVEOF", "a", "1", "EPOCH", "1"), ("REPLICAOF", "NO", "ONE", "x", "1"),
+                 ("SLAVEOF", "NO"), ("REPLICAOF", "NO", "ONE", "EPOCH", "1", "2")):
+        assert call(node, *args) == call(oracle, *args), args
+
+
+def test_fenced_mode_promotes_only_with_an_epoch(started: list[Proc]) -> None:
+    node = start_fenced(started)
+    assert str(call(node, "REPLICAOF", "NO", "ONE")).startswith("-fenced mode promotes only with")
+    for args in (("SLAVEOF", "NO", "ONE", "EPOCH", "x"), ("SLAVEOF", "NO", "ONE", "EPOCH", "-1"), ("FENCE", "x"),
+                 ("FENCE", "-2")):
+        assert call(node, *args) == "-value is not an integer or out of range", args
+    assert call(node, "FENCE") == "-wrong number of arguments for 'fence' command"
+    assert call(node, "FAILOVER") == "-FAILOVER requires connected replicas."
+    # A primary chosen again by a newer failover starts that tenure; never twice per epoch.
+    assert call(node, "SLAVEOF", "NO", "ONE", "EPOCH", 2) == b"OK"
+    assert str(call(node, "SLAVEOF", "NO", "ONE", "EPOCH", 2)).startswith("-STALEEPOCH")
+    assert str(call(node, "SLAVEOF", "NO", "ONE", "EPOCH", 1)).startswith("-STALEEPOCH")
+    fields = info(node)
+    assert (fields["fence_epoch"], fields["log_epoch"], fields["epoch"], fields["leads_epoch"]) == ("2", "2", "2", "1")
+    assert call(node, "FENCE", 5) == [5, 2, 0]
+    assert info(node)["leads_epoch"] == "0"  # fenced by a newer epoch: it leads nothing
+    assert str(call(node, "XADD", "s", "*", "a", "1")).startswith("-NOREPLICAS")
