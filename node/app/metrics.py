@@ -22,6 +22,7 @@ from node.engine.stream_value import StreamValue
 from node.metrics.core import CoreCollector, server_registry
 from node.metrics.exporter import MetricsExporter, serve
 from node.metrics.figures import PREFIX, Figure, families, number, section
+from node.replication.failover import IN_PROGRESS, NO_FAILOVER, WAITING
 
 if TYPE_CHECKING:
     from node.app.rill_node import RillNode
@@ -63,7 +64,17 @@ _REPLICATION: Final = (
     Figure("master_last_io_seconds_ago", "master_last_io_seconds", "On a replica: seconds since the primary last sent anything (-1 while down)"),
     Figure("master_sync_in_progress", "master_sync_in_progress", "On a replica: 1 during a full sync"),
     Figure("master_link_down_since_seconds", "master_link_down_seconds", "On a replica: seconds the link has been down"),
+    # Fenced mode only (docs/failover.md).
+    Figure("fence_epoch", "fence_epoch", "Fenced mode: the epoch this node promised not to follow anything older than"),
+    Figure("log_epoch", "log_epoch", "Fenced mode: the epoch of the primary that wrote the end of the log"),
+    Figure("epoch", "epoch", "Fenced mode: this node's epoch"),
+    Figure("leads_epoch", "leads_epoch", "Fenced mode, on a primary: 1 while it leads its epoch"),
+    Figure("lease_remaining_ms", "lease_remaining_seconds", "Fenced mode, on a primary: what remains of its lease",
+           scale=0.001),
 )
+
+# INFO's master_failover_state: the FAILOVER command's progress on a primary.
+_FAILOVER_STATES: Final = (NO_FAILOVER, WAITING, IN_PROGRESS)
 
 
 class NodeCollector(Collector):
@@ -89,6 +100,11 @@ class NodeCollector(Collector):
         yield changes
         replication = section(info, "replication")  # flushes the log into the backlog first
         yield from families(replication, _REPLICATION)
+        failover = GaugeMetricFamily(PREFIX + "failover_state", "1 for the FAILOVER command's state (INFO's "
+                                     "master_failover_state)", labels=["state"])
+        for state in _FAILOVER_STATES:
+            failover.add_metric([state], 1.0 if replication.get("master_failover_state") == state else 0.0)
+        yield failover
         yield from self._replicas(int(number(replication["master_repl_offset"])))
         yield from families(section(info, "memory"), _MEMORY)
         yield from families(section(info, "persistence"), _PERSISTENCE)

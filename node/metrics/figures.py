@@ -29,6 +29,7 @@ class Figure:
     name: str  # the metric's name after PREFIX (a counter's without `_total`, which is added)
     help: str
     counter: bool = False
+    scale: float = 1.0  # to the metric's base unit (ms to seconds: 0.001)
 
 
 def section(sections: InfoSections, name: str) -> dict[str, object]:
@@ -50,7 +51,7 @@ def families(fields: dict[str, object], figures: Iterable[Figure]) -> Iterator[M
     """One family per figure whose field is present."""
     for figure in figures:
         if figure.field in fields:
-            value = number(fields[figure.field])
+            value = number(fields[figure.field]) * figure.scale
             name = PREFIX + figure.name
             if figure.counter:
                 yield CounterMetricFamily(name, figure.help, value=value)

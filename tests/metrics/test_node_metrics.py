@@ -17,7 +17,7 @@ import pytest
 
 from tests.conftest import ROOT, Proc, free_port, wait_for_port
 from tests.metrics.scrape import Samples, labelled, scrape, value
-from tests.replication_node.nodes import raw_client, start_node, stop_all, wait_synced, wait_until
+from tests.replication_node.nodes import raw_client, start_node, stop_all, stopped, wait_synced, wait_until
 
 
 @pytest.fixture
@@ -163,6 +163,37 @@ def test_role_changes_are_counted(started: list[Proc]) -> None:
     assert value(demoted, "rill_role", role="slave") == 1
     assert labelled(demoted, "rill_role_changes_total", "to") == {"master": 0, "slave": 1}
     wait_until(lambda: value(scrape(primary_port), "rill_master_link_up") == 1, "the old primary's link to the new one")
+
+
+def test_a_planned_failover_shows_its_state_and_swaps_the_roles(started: list[Proc]) -> None:
+    primary, primary_port = metrics_node(started)
+    replica, replica_port = metrics_node(started, replicaof=primary)
+    wait_synced(primary, replica)
+    assert labelled(scrape(primary_port), "rill_failover_state", "state") == {
+        "no-failover": 1, "waiting-for-sync": 0, "failover-in-progress": 0}
+    with stopped(replica):  # the handover waits for the target while it is stopped
+        with raw_client(primary) as c:
+            assert c.execute_command("FAILOVER", "TO", "127.0.0.1", replica.port, "TIMEOUT", 60_000) == b"OK"
+        running = scrape(primary_port)
+        assert value(running, "rill_failover_state", state="no-failover") == 0
+    wait_until(lambda: value(scrape(replica_port), "rill_role", role="master") == 1, "the replica promoted")
+    old = scrape_until(primary_port, lambda s: value(s, "rill_failover_state", state="no-failover") == 1,
+                       "the failover over on the old primary")
+    assert value(old, "rill_role", role="slave") == 1
+    assert labelled(old, "rill_role_changes_total", "to") == {"master": 0, "slave": 1}
+    assert labelled(scrape(replica_port), "rill_role_changes_total", "to") == {"master": 1, "slave": 0}
+
+
+def test_fenced_mode_shows_its_epochs(started: list[Proc]) -> None:
+    plain, plain_port = metrics_node(started)
+    assert value(scrape(plain_port), "rill_fence_epoch") is None  # fenced mode off: no such series
+    node, port = metrics_node(started, "--fenced-mode", "yes", "--fenced-replica-set-size", "1")
+    assert value(scrape(port), "rill_leads_epoch") == 1
+    with raw_client(node) as c:
+        c.execute_command("FENCE", 5)
+    fenced = scrape(port)
+    assert value(fenced, "rill_fence_epoch") == 5
+    assert value(fenced, "rill_leads_epoch") == 0  # fenced past its own epoch, it leads nothing
 
 
 def test_aof_state(started: list[Proc]) -> None:
