@@ -11,22 +11,13 @@ import tempfile
 import threading
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import pytest
 
 from tests.conftest import ROOT, Proc, free_port, wait_for_port
 from tests.metrics.scrape import Samples, labelled, scrape, value
-from tests.replication_node.nodes import raw_client, start_node, stop_all, stopped, wait_synced, wait_until
-
-
-@pytest.fixture
-def started() -> Iterator[list[Proc]]:
-    procs: list[Proc] = []
-    try:
-        yield procs
-    finally:
-        stop_all(procs)
+from tests.replication_node.nodes import raw_client, start_node, stopped, wait_synced, wait_until
 
 
 def metrics_node(started: list[Proc], *flags: str, replicaof: Proc | None = None) -> tuple[Proc, int]:
