@@ -9,7 +9,7 @@ PORT ?= 6379
 PIPELINE_SECONDS ?= 60
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: run test bench lint deps native clean-native system-deps sentinel-deps deploy-deps clean proto chaos chaos-deps spark-deps pipeline
+.PHONY: run test test-pure bench lint deps native clean-native asan-fuzz system-deps sentinel-deps deploy-deps clean proto chaos chaos-deps spark-deps pipeline
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -31,18 +31,32 @@ spark-deps: $(VENV)/.spark-installed
 		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q openjdk-17-jre-headless; \
 	fi
 
-# The request path, command handlers and stream engine compiled to C with mypyc (setup.py);
-# rebuilt whenever one of their sources changed. node/__init__.py refuses a stale build.
-NATIVE_SOURCES := $(wildcard node/*.h node/engine/*.py node/engine/*.c node/commands/*.py node/log/*.py node/log/*.c node/server/*.py node/replication/*.py) node/persistence/aof_reader.py
-build/native.stamp: $(VENV)/.installed setup.py $(NATIVE_SOURCES)
-	RILL_NATIVE=1 $(PY) setup.py -q build_ext --inplace
-	touch node/_native__mypyc.*
-	@mkdir -p build && touch $@
-
-native: build/native.stamp
+# The request path, command handlers and stream engine compiled to C with mypyc, and the
+# hand-written C modules (setup.py; node/native_build.py lists what goes in). Rebuilt when an
+# input's hash differs from the build's record; node/__init__.py refuses such a build.
+native: deps
+	@$(PY) -P node/native_build.py fresh || RILL_NATIVE=1 $(PY) setup.py -q build_ext --inplace
 
 clean-native:
-	rm -rf build node/_native__mypyc.* node/*/*.so
+	rm -rf build node/_native__mypyc.* node/_native_build.json node/*/*.so
+
+# The hand-written C modules built with AddressSanitizer and UBSan in a copy of the sources
+# (build/asan: the normal build stays), and tests/unit/native run against them with the
+# engine in Python. CPython is not built with ASan: its runtime is preloaded, every Python
+# allocation goes through malloc (PYTHONMALLOC) so that redzones surround each object, leaks
+# are not reported (the interpreter's own at exit would drown any), and any report fails the
+# run. ASAN_EXAMPLES: examples per property (the run takes a few minutes).
+SANITIZE := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+ASAN_EXAMPLES ?= 300
+asan-fuzz: deps
+	rm -rf build/asan && mkdir -p build/asan
+	tar -cf - --exclude="*.so" --exclude=__pycache__ --exclude=_native_build.json setup.py pyproject.toml README.md node \
+		tests/__init__.py tests/unit/__init__.py tests/unit/native | tar -xf - -C build/asan
+	cd build/asan && RILL_NATIVE=c CFLAGS="$(SANITIZE) -O1 -g" LDFLAGS="$(SANITIZE)" \
+		$(abspath $(PY)) setup.py -q build_ext --inplace
+	cd build/asan && LD_PRELOAD="$$(gcc -print-file-name=libasan.so) $$(gcc -print-file-name=libubsan.so)" \
+		PYTHONMALLOC=malloc ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+		RILL_FUZZ_EXAMPLES=$(ASAN_EXAMPLES) $(abspath $(PY)) -m pytest -q -p no:cacheprovider --capture=sys --durations=6 tests/unit/native
 
 system-deps:
 	@if ! command -v redis-server >/dev/null || ! command -v redis-benchmark >/dev/null; then \
@@ -67,8 +81,16 @@ lint: deps spark-deps
 	$(VENV)/bin/mypy node replication chaos pipeline
 	$(VENV)/bin/lint-imports
 
-test: deps system-deps sentinel-deps chaos-deps deploy-deps spark-deps lint native
+test: deps system-deps sentinel-deps chaos-deps deploy-deps spark-deps lint native asan-fuzz test-pure
 	$(VENV)/bin/pytest
+
+# The differential and model tests, and those of the paths that have C and Python
+# implementations, once more with every extension ignored (RILL_PURE_PYTHON=1: the node's
+# modules and the fallbacks of the C modules as Python runs them without `make native`).
+PURE_TESTS := tests/conformance tests/model tests/unit/test_native_build.py tests/unit/test_replica_apply.py \
+	tests/unit/test_replication_units.py tests/unit/test_resp_encoder.py
+test-pure: deps system-deps sentinel-deps
+	RILL_PURE_PYTHON=1 $(VENV)/bin/pytest -q -p no:cacheprovider $(PURE_TESTS)
 
 # Regenerates replication/pb/ from proto/ (tests/replication/test_proto_fresh.py checks it).
 proto: deps

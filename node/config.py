@@ -78,6 +78,9 @@ _DIRECTIVES: Final[tuple[Directive, ...]] = (
     ),
     Directive("stream-node-max-entries", "100", "int", minimum=0, maximum=_LLONG_MAX),
     Directive("stream-node-max-bytes", "4096", "memory", minimum=0, maximum=_LLONG_MAX),
+    # Redis 8.6: the IDMP-DURATION (seconds) and IDMP-MAXSIZE a new stream starts with.
+    Directive("stream-idmp-duration", "100", "int", minimum=1, maximum=86400),
+    Directive("stream-idmp-maxsize", "100", "int", minimum=1, maximum=10000),
     Directive("save", "", "special"),
     Directive("appendonly", "no", "bool"),
     Directive("appendfilename", "appendonly.aof", "string", mutable=False),
@@ -273,6 +276,8 @@ class Config:
         v = self._values
         self.stream_node_max_entries = int(v["stream-node-max-entries"])
         self.stream_node_max_bytes = int(v["stream-node-max-bytes"])
+        self.stream_idmp_duration = int(v["stream-idmp-duration"])
+        self.stream_idmp_maxsize = int(v["stream-idmp-maxsize"])
         self.proto_max_bulk_len = int(v["proto-max-bulk-len"])
         self.query_buffer_limit = int(v["client-query-buffer-limit"])
         self.requirepass = v["requirepass"]

@@ -4,8 +4,8 @@ deriving each row's (producer ID, idempotent ID) so a retried task or batch adds
 
 Support is probed, not assumed from a version: ``XADD <fresh key> NOMKSTREAM IDMP p i * f v``
 answers nil on a server with IDMP (NOMKSTREAM: nothing is created) and an error on one without
-(the 7.x parser takes ``IDMP`` for the entry ID).  Once Rill's engine implements IDMP the same
-writer becomes exactly-once with no change here.
+(the 7.x parser takes ``IDMP`` for the entry ID).  Rill implements IDMP, so the writer is
+exactly once on Rill and says it is at least once on redis-server 7.
 
 IDs.  The server remembers, per stream and producer ID, the last IDMP-MAXSIZE idempotent IDs
 for IDMP-DURATION seconds (first in, first out).  Spark re-runs a task or a batch with the same

@@ -19,11 +19,17 @@ from dataclasses import dataclass, field
 
 import pytest
 import redis
+from hypothesis import HealthCheck, settings
 
 import replication  # noqa: F401  (before any test module imports grpc: the node's gRPC I/O)
 from bench.procs import free_port
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# Property tests judge behaviour, not speed: no per-example deadline (200 ms by default) and
+# no health check on slow data generation, both of which fail on a busy machine.
+settings.register_profile("rill", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("rill")
 
 
 def wait_for_port(port: int, proc: subprocess.Popen[bytes], timeout: float = 10.0) -> None:
@@ -78,10 +84,13 @@ class Proc:
 
 def start_spinner(cpu: int, seconds: float) -> subprocess.Popen[bytes]:
     """A process that pins itself to `cpu` and keeps it busy for `seconds` (then exits by
-    itself, should the test die before killing it): CPU contention on demand."""
-    code = (f"import os, time\nos.sched_setaffinity(0, {{{cpu}}})\nend = time.monotonic() + {seconds}\n"
-            "while time.monotonic() < end: pass")
-    return subprocess.Popen([sys.executable, "-c", code])
+    itself, should the test die before killing it): CPU contention on demand. Returns once
+    it is pinned and spinning."""
+    code = (f"import os, time\nos.sched_setaffinity(0, {{{cpu}}})\nprint('pinned', flush=True)\n"
+            f"end = time.monotonic() + {seconds}\nwhile time.monotonic() < end: pass")
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stdout.readline() == b"pinned\n"
+    return proc
 
 
 def stop_process(proc: subprocess.Popen[bytes]) -> None:

@@ -1,7 +1,8 @@
 """What the stream command modules share: argument parsing with Redis 7.2's rules and
 error texts (IDs: strict, range, exclusive '(' bounds, XADD's '*' and 'ms-*'; COUNT; BLOCK
-timeouts; the XADD/XTRIM trimming options; the XREAD/XREADGROUP option loop), the stream
-key lookup with its type check, the entry reply shape and parking a blocking read.
+timeouts; the XADD/XTRIM trimming options and Redis 8.6's XADD IDMP / IDMPAUTO; the
+XREAD/XREADGROUP option loop), the stream key lookup with its type check, the entry reply
+shape and parking a blocking read.
 
 Sources: t_stream.c streamParseAddOrTrimArgsOrReply / xreadCommand, timeout.c
 getTimeoutFromObjectOrReply.
@@ -21,6 +22,7 @@ from node.engine.stream_ops import TRIM_MAXLEN, TRIM_MINID, TRIM_NONE, AddTrimAr
 from node.engine.stream_value import StreamValue
 
 INVALID_ID: Final = "ERR Invalid stream ID specified as stream command argument"
+IDMP_TWICE: Final = "ERR IDMP/IDMPAUTO specified multiple times"
 
 _LLONG_MAX: Final = (1 << 63) - 1
 _MAX_ID_ARG_LEN: Final = 127  # streamGenericParseIDOrReply's buffer
@@ -167,10 +169,31 @@ def parse_add_or_trim(ctx: Session, argv: list[bytes], xadd: bool) -> AddTrimArg
             i += 1
         elif xadd and low == b"nomkstream":
             args.no_mkstream = True
+        elif xadd and low == b"idmp" and more >= 2:
+            # Redis 8.6: the next two arguments are taken verbatim, whatever they look like.
+            if args.idmp_pid:
+                raise CommandError(IDMP_TWICE)
+            if not argv[i + 1]:
+                raise CommandError("ERR IDMP requires a non-empty producer ID")
+            if not argv[i + 2]:
+                raise CommandError("ERR IDMP requires a non-empty idempotent ID")
+            args.idmp_pid = argv[i + 1]
+            args.idmp_iid = argv[i + 2]
+            i += 2
+        elif xadd and low == b"idmpauto" and more:
+            if args.idmp_pid:
+                raise CommandError(IDMP_TWICE)
+            if not argv[i + 1]:
+                raise CommandError("ERR IDMPAUTO requires a non-empty producer ID")
+            args.idmp_pid = argv[i + 1]
+            i += 1
         elif xadd:
             # Not an option: a syntax error or the ID.
             args.entry_id, args.seq_given = parse_xadd_id(opt)
             args.id_given = True
+            if args.idmp_pid and not from_log(ctx):
+                # The log's XADD IDMP names the ID its primary generated (idmp_ops).
+                raise CommandError("ERR IDMP/IDMPAUTO can be used only with auto-generated IDs")
             break
         else:
             raise CommandError(SYNTAX_ERROR)

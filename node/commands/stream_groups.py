@@ -25,6 +25,7 @@ from node.commands.stream_args import (
     parse_strict_id,
     propagate_all,
 )
+from node.commands.stream_idmp import new_stream_effects
 from node.commands.table import command, container, subcommand
 from node.engine import stream_ops
 from node.engine.groups import INVALID_ENTRIES_READ, ConsumerGroup, pending_counts
@@ -142,13 +143,16 @@ def xgroup_create(ctx: Session, argv: list[bytes]) -> Any:
         last_id = value.last_id if value is not None else 0
     else:
         last_id = parse_strict_id(argv[4])
+    settings: list[Effect] = []
     if value is None:
         value = ctx.db[argv[2]] = StreamValue()
+        settings = new_stream_effects(ctx, argv[2], value)
     try:
         effects = stream_ops.group_create(value, argv, argv[3], last_id, t.entries_read)
     except StreamError as exc:
         raise engine_error(exc) from None
     propagate_all(ctx, effects)
+    propagate_all(ctx, settings)
     return OK
 
 

@@ -1,5 +1,5 @@
 """XINFO: STREAM (plain and FULL), GROUPS, CONSUMERS and HELP, in Redis 7.2's reply shapes
-(maps, which RESP2 sends as flat arrays)."""
+(maps, which RESP2 sends as flat arrays), with Redis 8.6's IDMP fields in XINFO STREAM."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from node.commands.reply import CommandError
 from node.commands.stream_args import bytes_text, entries_reply, entry_reply, lookup_stream
 from node.commands.table import container, subcommand
 from node.engine.groups import INVALID_ENTRIES_READ, ConsumerGroup
+from node.engine.idmp_ops import idmp_info
 from node.engine.ids import MAX_ID, format_id
 from node.engine.stream_ops import group_lag
 from node.engine.stream_value import StreamValue
@@ -83,8 +84,8 @@ def rax_node_count(keys: list[int]) -> int:
     return subtree(0, len(keys), 0)
 
 
-def _stream_header(value: StreamValue) -> dict[bytes, Any]:
-    return {
+def _stream_header(value: StreamValue, now_ms: int) -> dict[bytes, Any]:
+    header: dict[bytes, Any] = {
         b"length": value.length,
         b"radix-tree-keys": value.node_count(),
         b"radix-tree-nodes": rax_node_count(value.node_master_ids()),
@@ -93,6 +94,9 @@ def _stream_header(value: StreamValue) -> dict[bytes, Any]:
         b"entries-added": value.entries_added,
         b"recorded-first-entry-id": format_id(value.first_id()),
     }
+    # Redis 8.6's idempotent-production fields, always present (docs/compatibility.md).
+    header.update(idmp_info(value, now_ms))
+    return header
 
 
 def _first_or_none(value: StreamValue, rev: bool) -> Any:
@@ -141,7 +145,7 @@ def xinfo_stream(ctx: Session, argv: list[bytes]) -> Any:
     value = _stream(ctx, argv[2])
     opts = argv[3:]
     if not opts:
-        reply = _stream_header(value)
+        reply = _stream_header(value, ctx.now_ms())
         reply[b"groups"] = value.group_count()
         reply[b"first-entry"] = _first_or_none(value, False)
         reply[b"last-entry"] = _first_or_none(value, True)
@@ -156,7 +160,7 @@ def xinfo_stream(ctx: Session, argv: list[bytes]) -> Any:
         if parsed is None:
             raise CommandError("ERR value is not an integer or out of range")
         count = parsed if parsed >= 0 else 10
-    reply = _stream_header(value)
+    reply = _stream_header(value, ctx.now_ms())
     reply[b"entries"] = entries_reply(value.range(0, MAX_ID, count))
     reply[b"groups"] = _full_groups(value, count)
     return reply

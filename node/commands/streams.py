@@ -21,6 +21,7 @@ from node.commands.stream_args import (
     propagate_all,
     range_reply,
 )
+from node.commands.stream_idmp import new_stream_effects, xadd_idmp
 from node.commands.table import command
 from node.engine import stream_ops
 from node.engine.ids import MAX_ID, format_id, format_parts, parse_id_parts
@@ -56,7 +57,13 @@ def xadd(ctx: Session, argv: list[bytes]) -> Any:
         if args.no_mkstream:
             return None
         value = StreamValue()
+    if args.idmp_pid:
+        reply = xadd_idmp(ctx, argv, args, value, created)
+        if created:
+            db[key] = value
+        return reply
     config = ctx.node.config
+    settings = new_stream_effects(ctx, key, value) if created else []
     try:
         entry_id, effect = stream_ops.xadd(
             value, argv, args, ctx.now_ms(), config.stream_node_max_entries, config.stream_node_max_bytes
@@ -66,6 +73,7 @@ def xadd(ctx: Session, argv: list[bytes]) -> Any:
     if created:
         db[key] = value
     ctx.propagate_argv(effect)
+    propagate_all(ctx, settings)
     return format_id(entry_id)
 
 
@@ -92,7 +100,10 @@ def _xadd_plain(ctx: Session, argv: list[bytes], ms: int, seq: int) -> Any:
     if created:
         # Stored only once the entry is in: a refused XADD leaves no empty key behind.
         db[key] = value
-    ctx.propagate_argv(effect)
+        ctx.propagate_argv(effect)
+        propagate_all(ctx, new_stream_effects(ctx, key, value))
+    else:
+        ctx.propagate_argv(effect)
     # The reply is the ID in canonical form (the client's text may have leading zeros).
     return effect[2] if ms < 0 else format_parts(ms, seq)
 

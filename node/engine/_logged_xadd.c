@@ -7,20 +7,23 @@
  * groups them by stream (XADDs to different streams commute: a primary writing to several
  * streams interleaves them, and one call per entry would cost more than it saves), and
  * `append_run` takes a stream's group, each entry with the tail node's master fields, from
- * the RESP bytes to the node's packed form without a Python object per entry;
- * node/engine/stream.py's `Stream.append_logged_run` owns the node and updates its counters
- * from what this returns.
+ * the RESP bytes to the node's packed form without a Python object per entry.
  *
- * `append_run` appends entries only while each one is exactly what `Stream.append` would
- * do as a same-fields entry of the current tail node: a compact node (IDs packed relative
- * to its master), an ID above the stream's last ID and above every stored key (no
- * tombstones to drop), no node split due (stream-node-max-bytes / -entries, checked on the
- * Redis listpack size as Stream.append tracks it), values shorter than 128 bytes (one-byte
- * varints: the node's `long` flag stays as it is). It stops before the first unit that is
- * anything else, having changed nothing for it: the caller runs that command the ordinary
- * way (new node, other fields, an error) and may come back for the rest of the group.
- * Without the native build `Stream.append_logged_run` appends nothing and every XADD takes
- * the ordinary way, which gives the same stream.
+ * `append_run` changes nothing: it returns what the run adds to the tail node (packed keys,
+ * offsets, data bytes, listpack bytes, the last ID), and node/engine/stream.py's
+ * `Stream.append_logged_run` commits all of it or, when memory runs out, none. It takes
+ * entries only while each one is exactly what `Stream.append` would do as a same-fields
+ * entry of the current tail node: a compact node (IDs packed relative to its master), an ID
+ * above the stream's last ID and above every stored key (no tombstones to drop), no node
+ * split due (stream-node-max-bytes / -entries, checked on the Redis listpack size as
+ * Stream.append tracks it), values shorter than 128 bytes (one-byte varints: the node's
+ * `long` flag stays as it is). It stops before the first unit that is anything else: the
+ * caller runs that command the ordinary way (new node, other fields, an error) and may come
+ * back for the rest of the group. Without the native build `Stream.append_logged_run`
+ * appends nothing and every XADD takes the ordinary way, which gives the same stream.
+ *
+ * The listpack sizes below are node/engine/listpack_size.py's, for the values this path
+ * takes; tests/unit/native/test_listpack_sizes.py checks them against it at every edge.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -31,7 +34,7 @@
 #include "resp_read.h"
 
 #define MAX_ENTRY_BYTES (1LL << 30) /* node/engine/stream_ops.py MAX_ENTRY_BYTES */
-#define LP_FLAGS 2                  /* stream.py _LP_FLAGS */
+#define LP_FLAGS 2                  /* listpack_size.py LP_FLAGS */
 #define ONE_BYTE_VARINT 0x80        /* values this long or longer take the ordinary way */
 
 typedef struct {
@@ -82,7 +85,7 @@ static int parse_id(span id, uint64_t *ms, uint64_t *seq) {
     return parse_u64(id.p, dash - id.p, ms) && parse_u64(dash + 1, id.p + id.len - dash - 1, seq);
 }
 
-/* stream.py _lp_int_size. */
+/* listpack_size.py lp_int_size. */
 static long long lp_int_size(long long v) {
     if (v >= 0 && v <= 127) return 2;
     if (v >= -4096 && v <= 4095) return 3;
@@ -122,7 +125,7 @@ static int lp_int_value(const unsigned char *s, Py_ssize_t n, long long *out) {
     return 1;
 }
 
-/* stream.py _lp_str_size: bytes of a listpack element holding s, backlen included. */
+/* listpack_size.py lp_str_size: bytes of a listpack element holding s, backlen included. */
 static long long lp_str_size(const unsigned char *s, Py_ssize_t n) {
     long long v, enc;
     if (n > 0 && n < 21 && lp_int_value(s, n, &v)) return lp_int_size(v);
@@ -134,22 +137,40 @@ static long long lp_str_size(const unsigned char *s, Py_ssize_t n) {
     return enc + 5;
 }
 
+/* A growable array of bytes in C memory (PyMem), freed by its user. */
 typedef struct {
     char *p;
     Py_ssize_t len, cap;
 } buffer;
 
-static int buffer_put(buffer *b, const void *item, Py_ssize_t size) {
-    if (b->len + size > b->cap) {
-        Py_ssize_t cap = b->cap ? 2 * b->cap : 1024;
-        while (cap < b->len + size) cap *= 2;
-        char *p = PyMem_Realloc(b->p, (size_t)cap);
-        if (p == NULL) return 0;
-        b->p = p;
-        b->cap = cap;
+/* Room for `size` more bytes: 1, or 0 with MemoryError set and the buffer as it was. */
+static int buffer_reserve(buffer *b, Py_ssize_t size) {
+    if (size <= b->cap - b->len) return 1;
+    if (b->len > PY_SSIZE_T_MAX / 2 - size) {
+        PyErr_NoMemory();
+        return 0;
     }
+    Py_ssize_t cap = b->cap ? b->cap : 1024;
+    while (cap < b->len + size) cap *= 2;
+    char *p = PyMem_Realloc(b->p, (size_t)cap);
+    if (p == NULL) {
+        PyErr_NoMemory();
+        return 0;
+    }
+    b->p = p;
+    b->cap = cap;
+    return 1;
+}
+
+/* Appends `size` bytes to a buffer that has room for them (buffer_reserve). */
+static void buffer_copy(buffer *b, const void *item, Py_ssize_t size) {
     memcpy(b->p + b->len, item, (size_t)size);
     b->len += size;
+}
+
+static int buffer_put(buffer *b, const void *item, Py_ssize_t size) {
+    if (!buffer_reserve(b, size)) return 0;
+    buffer_copy(b, item, size);
     return 1;
 }
 
@@ -214,7 +235,7 @@ static PyObject *xadd_block(PyObject *self, PyObject *const *args, Py_ssize_t na
         }
         Py_ssize_t at = p - base;
         if (!buffer_put(&groups[g].positions, &at, sizeof at)) {
-            failed = 1;
+            failed = 1; /* MemoryError */
             break;
         }
         p = q;
@@ -227,65 +248,85 @@ static PyObject *xadd_block(PyObject *self, PyObject *const *args, Py_ssize_t na
         else PyList_SET_ITEM(list, g, item);
     }
     for (int g = 0; g < ngroups; g++) PyMem_Free(groups[g].positions.p);
-    if (list == NULL) return failed ? PyErr_NoMemory() : NULL;
-    PyObject *result = Py_BuildValue("(nN)", (Py_ssize_t)(p - base), list);
-    return result;
+    if (list == NULL) return NULL;
+    return Py_BuildValue("(nN)", (Py_ssize_t)(p - base), list);
 }
 
 enum {
-    A_DATA, A_POSITIONS, A_INDEX, A_KEY, A_NAMES, A_OUT, A_BASE_MS, A_MASTER_SEQ, A_LAST_KEY, A_LAST_MS,
+    A_DATA, A_POSITIONS, A_INDEX, A_KEY, A_NAMES, A_DATA_LEN, A_BASE_MS, A_MASTER_SEQ, A_LAST_KEY, A_LAST_MS,
     A_LAST_SEQ, A_LP_BASE, A_LIVE, A_TOMBS, A_CAP, A_MAX_ENTRIES, A_COUNT
 };
 
-/* append_run(data, positions, index, key, names, out, base_ms, master_seq, last_key, last_ms,
- *            last_seq, lp_base, live, tombs, cap, max_entries)
- *   -> (next, count, keys, offsets, lp_added, last_ms, last_seq)
- * Appends the values of the logged XADDs to `key` that start at positions[index:]
- * (array('q') bytes from xadd_block) to `out` (the tail node's data), as long as each is a
- * same-fields entry of that node (see the header); returns the index it stopped at, how many
- * it appended, their packed keys (array('Q') bytes) and data offsets (array('I') bytes), the
- * listpack bytes they add, and the last ID appended. */
+/* The bound of the node's counters and sizes passed in (lp_base, live, tombs, cap,
+ * max_entries): far above any real node, low enough that their sums never overflow. */
+#define MAX_COUNTER (1LL << 61)
+
+/* An int argument in [0, max]: 1 and *out, or 0 with an exception set. */
+static int int_arg(PyObject *arg, unsigned long long max, unsigned long long *out) {
+    unsigned long long v = PyLong_AsUnsignedLongLong(arg);
+    if (v == (unsigned long long)-1 && PyErr_Occurred()) return 0;
+    if (v > max) {
+        PyErr_SetString(PyExc_OverflowError, "append_run: an argument is out of range");
+        return 0;
+    }
+    *out = v;
+    return 1;
+}
+
+/* append_run(data, positions, index, key, names, data_len, base_ms, master_seq, last_key,
+ *            last_ms, last_seq, lp_base, live, tombs, cap, max_entries)
+ *   -> (next, count, keys, offsets, values, lp_added, last_ms, last_seq)
+ * What appending the logged XADDs to `key` that start at positions[index:] (array('q')
+ * bytes from xadd_block) to the tail node adds, as long as each is a same-fields entry of
+ * that node (see the header): the index it stopped at, how many entries, their packed keys
+ * (array('Q') bytes), their offsets in the node's data (array('I') bytes, from data_len,
+ * the data's length now), the bytes to append to the data (each value as its one-byte
+ * length and its bytes), the listpack bytes they add and the last ID. It changes nothing:
+ * the caller (Stream.append_logged_run) commits all of it or none. */
 static PyObject *append_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     (void)self;
     if (nargs != A_COUNT || !PyBytes_CheckExact(args[A_DATA]) || !PyBytes_CheckExact(args[A_POSITIONS]) ||
-        !PyBytes_CheckExact(args[A_KEY]) || !PyList_CheckExact(args[A_NAMES]) || !PyByteArray_CheckExact(args[A_OUT])) {
+        !PyBytes_CheckExact(args[A_KEY]) || !PyList_CheckExact(args[A_NAMES])) {
         PyErr_SetString(PyExc_TypeError, "append_run: bad arguments");
         return NULL;
     }
-    Py_ssize_t index = PyLong_AsSsize_t(args[A_INDEX]);
-    uint64_t base_ms = PyLong_AsUnsignedLongLong(args[A_BASE_MS]);
-    uint64_t master_seq = PyLong_AsUnsignedLongLong(args[A_MASTER_SEQ]);
-    uint64_t last_key = PyLong_AsUnsignedLongLong(args[A_LAST_KEY]);
-    uint64_t last_ms = PyLong_AsUnsignedLongLong(args[A_LAST_MS]);
-    uint64_t last_seq = PyLong_AsUnsignedLongLong(args[A_LAST_SEQ]);
-    long long lp_base = PyLong_AsLongLong(args[A_LP_BASE]);
-    long long live = PyLong_AsLongLong(args[A_LIVE]);
-    long long tombs = PyLong_AsLongLong(args[A_TOMBS]);
-    long long cap = PyLong_AsLongLong(args[A_CAP]);
-    long long max_entries = PyLong_AsLongLong(args[A_MAX_ENTRIES]);
-    if (PyErr_Occurred()) return NULL;
-    PyObject *data = args[A_DATA], *out = args[A_OUT], *names = args[A_NAMES];
-    const unsigned char *base = (const unsigned char *)PyBytes_AS_STRING(data);
-    const unsigned char *end = base + PyBytes_GET_SIZE(data);
+    unsigned long long index_arg, data_len, base_ms, master_seq, last_key, last_ms, last_seq;
+    unsigned long long lp_base_arg, live_arg, tombs_arg, cap_arg, max_entries_arg;
+    /* Each converted only if the ones before it were: no C-API call with an exception set. */
+    if (!int_arg(args[A_INDEX], PY_SSIZE_T_MAX, &index_arg) || !int_arg(args[A_DATA_LEN], UINT_MAX, &data_len) ||
+        !int_arg(args[A_BASE_MS], UINT64_MAX, &base_ms) || !int_arg(args[A_MASTER_SEQ], UINT64_MAX, &master_seq) ||
+        !int_arg(args[A_LAST_KEY], UINT64_MAX, &last_key) || !int_arg(args[A_LAST_MS], UINT64_MAX, &last_ms) ||
+        !int_arg(args[A_LAST_SEQ], UINT64_MAX, &last_seq) || !int_arg(args[A_LP_BASE], MAX_COUNTER, &lp_base_arg) ||
+        !int_arg(args[A_LIVE], MAX_COUNTER, &live_arg) || !int_arg(args[A_TOMBS], MAX_COUNTER, &tombs_arg) ||
+        !int_arg(args[A_CAP], MAX_COUNTER, &cap_arg) || !int_arg(args[A_MAX_ENTRIES], MAX_COUNTER, &max_entries_arg))
+        return NULL;
+    Py_ssize_t index = (Py_ssize_t)index_arg;
+    long long lp_base = (long long)lp_base_arg, live = (long long)live_arg, tombs = (long long)tombs_arg;
+    long long cap = (long long)cap_arg, max_entries = (long long)max_entries_arg;
+    PyObject *names = args[A_NAMES];
+    const unsigned char *base = (const unsigned char *)PyBytes_AS_STRING(args[A_DATA]);
+    const unsigned char *end = base + PyBytes_GET_SIZE(args[A_DATA]);
     const char *keyp = PyBytes_AS_STRING(args[A_KEY]);
     Py_ssize_t keylen = PyBytes_GET_SIZE(args[A_KEY]);
     Py_ssize_t nf = PyList_GET_SIZE(names);
     /* Read with memcpy: the bytes object's buffer is not known to be 8-byte aligned. */
     const char *positions = PyBytes_AS_STRING(args[A_POSITIONS]);
     Py_ssize_t npositions = PyBytes_GET_SIZE(args[A_POSITIONS]) / (Py_ssize_t)sizeof(Py_ssize_t);
-    if (index < 0 || index > npositions) {
+    if (index > npositions) {
         PyErr_SetString(PyExc_IndexError, "index out of range");
         return NULL;
     }
+    /* No Python code runs below, so the list and its items stay as checked. */
     for (Py_ssize_t i = 0; i < nf; i++) {
         if (!PyBytes_CheckExact(PyList_GET_ITEM(names, i))) {
             PyErr_SetString(PyExc_TypeError, "append_run: names must be bytes");
             return NULL;
         }
     }
-    span *values = PyMem_Malloc(sizeof(span) * (size_t)(nf ? nf : 1));
+    span *values = PyMem_New(span, nf ? nf : 1);
     if (values == NULL) return PyErr_NoMemory();
-    buffer keys = {NULL, 0, 0}, offsets = {NULL, 0, 0};
+    buffer keys = {NULL, 0, 0}, offsets = {NULL, 0, 0}, blob = {NULL, 0, 0};
+    PyObject *result = NULL;
     long long count = 0, lp_added = 0;
     /* Stream.append on a compact node only: the master's seq fits 32 bits there. */
     int usable = master_seq >> 32 == 0;
@@ -322,28 +363,22 @@ static PyObject *append_run(PyObject *self, PyObject *const *args, Py_ssize_t na
         /* streamAppendItem's split rule, on the node as it is before this entry. */
         long long lp_bytes = lp_base + lp_int_size(live) + lp_int_size(tombs);
         if (lp_bytes + size >= cap || (max_entries && live + tombs >= max_entries)) break;
-        Py_ssize_t at = PyByteArray_GET_SIZE(out);
         Py_ssize_t grow = nf;
         for (i = 0; i < nf; i++) grow += values[i].len;
-        if ((unsigned long long)at + (unsigned long long)grow > UINT_MAX) break;
-        if (PyByteArray_Resize(out, at + grow) < 0) {
-            PyErr_Clear(); /* e.g. a buffer export: the ordinary way reports it */
-            break;
-        }
+        unsigned long long at = data_len + (unsigned long long)blob.len;
+        if (at + (unsigned long long)grow > UINT_MAX) break;
         /* The items of the node's array('Q') keys and array('I') offsets. */
         unsigned long long key_item = packed;
         unsigned int offset = (unsigned int)at;
-        if (!buffer_put(&keys, &key_item, sizeof key_item) || !buffer_put(&offsets, &offset, sizeof offset)) {
-            /* Nothing of this entry counts: drop its bytes again. */
-            PyByteArray_Resize(out, at);
-            PyErr_Clear();
-            break;
-        }
-        unsigned char *w = (unsigned char *)PyByteArray_AS_STRING(out) + at;
+        if (!buffer_reserve(&keys, sizeof key_item) || !buffer_reserve(&offsets, sizeof offset) ||
+            !buffer_reserve(&blob, grow))
+            goto done; /* MemoryError, and nothing was changed */
+        buffer_copy(&keys, &key_item, sizeof key_item);
+        buffer_copy(&offsets, &offset, sizeof offset);
         for (i = 0; i < nf; i++) {
-            *w++ = (unsigned char)values[i].len;
-            memcpy(w, values[i].p, (size_t)values[i].len);
-            w += values[i].len;
+            unsigned char len = (unsigned char)values[i].len;
+            buffer_copy(&blob, &len, 1);
+            buffer_copy(&blob, values[i].p, values[i].len);
         }
         lp += LP_FLAGS + lp_int_size((long long)msd) + lp_int_size((long long)seq - (long long)master_seq) +
               lp_int_size(nf + 3);
@@ -355,12 +390,14 @@ static PyObject *append_run(PyObject *self, PyObject *const *args, Py_ssize_t na
         last_key = packed;
         count += 1;
     }
+    /* y# of a NULL pointer would give None. */
+    result = Py_BuildValue("(nLy#y#y#LKK)", index, count, keys.p ? keys.p : "", keys.len, offsets.p ? offsets.p : "",
+                           offsets.len, blob.p ? blob.p : "", blob.len, lp_added, last_ms, last_seq);
+done:
     PyMem_Free(values);
-    PyObject *result = Py_BuildValue("(nLy#y#LKK)", index, count, keys.p ? keys.p : "",
-                                     keys.len, offsets.p ? offsets.p : "", offsets.len, lp_added,
-                                     (unsigned long long)last_ms, (unsigned long long)last_seq);
     PyMem_Free(keys.p);
     PyMem_Free(offsets.p);
+    PyMem_Free(blob.p);
     return result;
 }
 

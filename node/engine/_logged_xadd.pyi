@@ -5,7 +5,7 @@ def append_run(
     index: int,
     key: bytes,
     names: list[bytes],
-    out: bytearray,
+    data_len: int,
     base_ms: int,
     master_seq: int,
     last_key: int,
@@ -16,4 +16,4 @@ def append_run(
     tombs: int,
     cap: int,
     max_entries: int,
-) -> tuple[int, int, bytes, bytes, int, int, int]: ...
+) -> tuple[int, int, bytes, bytes, bytes, int, int, int]: ...

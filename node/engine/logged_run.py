@@ -18,7 +18,7 @@ def _native_block() -> Callable[[bytes, int], tuple[int, list[tuple[bytes, bytes
     return xadd_block
 
 
-def _native_append_run() -> Callable[..., tuple[int, int, bytes, bytes, int, int, int]] | None:
+def _native_append_run() -> Callable[..., tuple[int, int, bytes, bytes, bytes, int, int, int]] | None:
     try:
         from node.engine._logged_xadd import append_run
     except ImportError:

@@ -202,18 +202,35 @@ class Stream:
         if node.wide or type(out) is not bytearray or type(keys) is not array:
             return index, 0
         cap = max_bytes if 0 < max_bytes <= LP_MAX_SIZE else LP_MAX_SIZE
-        stop, count, packed_keys, offsets, lp, last_ms, last_seq = append_run(
-            data, positions, index, key, node.fields, out, node.base_ms, node.master_seq, keys[-1], self.last_ms,
+        stop, count, packed_keys, offsets, values, lp, last_ms, last_seq = append_run(
+            data, positions, index, key, node.fields, len(out), node.base_ms, node.master_seq, keys[-1], self.last_ms,
             self.last_seq, node.lp_base, node.live, node.tombs, cap, max_entries,
         )
         if count:
-            keys.frombytes(packed_keys)
-            node.offsets.frombytes(offsets)
-            node.lp_base += lp
-            node.live += count
-            self.length += count
-            self.entries_added += count
-            self.last_id = (last_ms << 64) | last_seq
+            # All-or-nothing on a MemoryError: the new counters are computed before the node
+            # changes (a large int is an allocation), and each extend is whole or raises having
+            # changed nothing, so cutting back to the old lengths restores the node.
+            lp_base = node.lp_base + lp
+            live = node.live + count
+            length = self.length + count
+            entries_added = self.entries_added + count
+            last_id = (last_ms << 64) | last_seq
+            n, at = len(keys), len(out)
+            try:
+                keys.frombytes(packed_keys)
+                node.offsets.frombytes(offsets)
+                out += values
+            except BaseException:
+                del keys[n:], node.offsets[n:], out[at:]
+                raise
+            node.lp_base = lp_base
+            node.live = live
+            self.length = length
+            self.entries_added = entries_added
+            # Not the last_id setter: it would split last_id again (two more large ints).
+            self._last_id = last_id
+            self.last_ms = last_ms
+            self.last_seq = last_seq
         return stop, count
 
     def _drop_stale_tombstones(self, entry_id: int) -> None:

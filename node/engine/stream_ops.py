@@ -57,7 +57,7 @@ class AddTrimArgs:
     __init__ stays interpreted Python, ~2.5x the cost.)"""
 
     __slots__ = ("id_pos", "entry_id", "id_given", "seq_given", "no_mkstream", "strategy",
-                 "threshold_pos", "approx", "limit", "maxlen", "minid")  # fmt: skip
+                 "threshold_pos", "approx", "limit", "maxlen", "minid", "idmp_pid", "idmp_iid")  # fmt: skip
 
     def __init__(
         self,
@@ -72,6 +72,8 @@ class AddTrimArgs:
         limit: int = 0,  # at most this many entries removed; 0 = no bound
         maxlen: int = 0,
         minid: int = 0,
+        idmp_pid: bytes = b"",  # XADD IDMP / IDMPAUTO: the producer ID; b"" = neither option
+        idmp_iid: bytes = b"",  # XADD IDMP: the idempotent ID; b"" with a pid = IDMPAUTO
     ) -> None:
         self.id_pos = id_pos
         self.entry_id = entry_id
@@ -84,6 +86,8 @@ class AddTrimArgs:
         self.limit = limit
         self.maxlen = maxlen
         self.minid = minid
+        self.idmp_pid = idmp_pid
+        self.idmp_iid = idmp_iid
 
 
 # ---------------------------------------------------------------------------------------

@@ -1,9 +1,11 @@
-"""The value stored at a stream key: the entries (`Stream`) plus the key's consumer groups.
+"""The value stored at a stream key: the entries (`Stream`) plus the key's consumer groups
+and its idempotent-production state.
 
-Redis keeps the groups inside the stream object (`stream->cgroups`), so that DEL, RENAME,
-COPY and snapshots carry them along with the entries; `StreamValue` does the same by
-extending `Stream` with one slot. `groups` stays None until the first XGROUP CREATE, which
-keeps the many group-less stream keys as small as a bare `Stream`.
+Redis keeps both inside the stream object (`stream->cgroups`, the IDMP producers), so that
+DEL, RENAME, COPY and snapshots carry them along with the entries; `StreamValue` does the
+same by extending `Stream` with two slots. `groups` stays None until the first XGROUP CREATE
+and `idmp` until the stream's first IDMP add or setting (None means the default settings and
+nothing remembered), which keeps the many plain stream keys small.
 """
 
 from __future__ import annotations
@@ -11,19 +13,27 @@ from __future__ import annotations
 import sys
 
 from node.engine.groups import ConsumerGroup
+from node.engine.idmp import IdmpState
 from node.engine.stream import Stream
 
 
 class StreamValue(Stream):
-    """A stream key's value: entries, counters and consumer groups (by name)."""
+    """A stream key's value: entries, counters, consumer groups (by name) and IDMP state."""
 
-    __slots__ = ("groups",)
+    __slots__ = ("groups", "idmp")
 
     groups: dict[bytes, ConsumerGroup] | None
+    idmp: IdmpState | None
 
     def __init__(self) -> None:
         super().__init__()
         self.groups = None
+        self.idmp = None
+
+    def idmp_state(self) -> IdmpState | None:
+        """The IDMP state unless it is the default one (what snapshots and digests record)."""
+        idmp = self.idmp
+        return idmp if idmp is not None and not idmp.pristine() else None
 
     def group(self, name: bytes) -> ConsumerGroup | None:
         groups = self.groups
@@ -66,6 +76,8 @@ class StreamValue(Stream):
         self.copy_into(clone)
         if self.groups:
             clone.groups = {name: g.copy() for name, g in self.groups.items()}
+        if self.idmp is not None:
+            clone.idmp = self.idmp.copy()
         return clone
 
     def memory_bytes(self) -> int:
@@ -73,12 +85,16 @@ class StreamValue(Stream):
         if self.groups:
             total += sys.getsizeof(self.groups)
             total += sum(sys.getsizeof(name) + g.memory_bytes() for name, g in self.groups.items())
+        if self.idmp is not None:
+            total += self.idmp.memory_bytes()
         return total
 
     def _check(self) -> None:
-        """Assert the entry storage's and every group's invariants."""
+        """Assert the entry storage's, every group's and the IDMP state's invariants."""
         Stream._check(self)
         if self.groups is not None:
             assert self.groups, "an empty groups dict must be None"
             for group in self.groups.values():
                 group._check()
+        if self.idmp is not None:
+            self.idmp._check()

@@ -25,44 +25,50 @@ static char *put_header(char *p, char prefix, Py_ssize_t n) {
     return p;
 }
 
+/* The data and length of a bytes or bytearray item: 1, or 0 if it is neither. */
+static int item_data(PyObject *item, const char **data, Py_ssize_t *len) {
+    if (PyBytes_CheckExact(item)) {
+        *data = PyBytes_AS_STRING(item);
+        *len = PyBytes_GET_SIZE(item);
+    } else if (PyByteArray_CheckExact(item)) {
+        *data = PyByteArray_AS_STRING(item);
+        *len = PyByteArray_GET_SIZE(item);
+    } else {
+        return 0;
+    }
+    return 1;
+}
+
 static PyObject *encode_command(PyObject *self, PyObject *argv) {
     (void)self;
     if (!PyList_CheckExact(argv) && !PyTuple_CheckExact(argv)) {
         PyErr_SetString(PyExc_TypeError, "argv must be a list or a tuple");
         return NULL;
     }
-    /* The items are only read (no Python code runs before they are copied). */
     Py_ssize_t n = PySequence_Fast_GET_SIZE(argv);
-    PyObject **items = PySequence_Fast_ITEMS(argv);
     Py_ssize_t size = MAX_HEADER;
     for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *item = items[i];
+        const char *data;
         Py_ssize_t len;
-        if (PyBytes_CheckExact(item)) {
-            len = PyBytes_GET_SIZE(item);
-        } else if (PyByteArray_CheckExact(item)) {
-            len = PyByteArray_GET_SIZE(item);
-        } else {
+        if (!item_data(PySequence_Fast_GET_ITEM(argv, i), &data, &len)) {
             PyErr_Format(PyExc_TypeError, "argument %zd is not bytes", i);
             return NULL;
         }
+        if (len > PY_SSIZE_T_MAX - size - MAX_HEADER - 2) return PyErr_NoMemory();
         size += MAX_HEADER + len + 2;
     }
     PyObject *out = PyBytes_FromStringAndSize(NULL, size);
     if (out == NULL) return NULL;
-    char *start = PyBytes_AS_STRING(out);
-    char *p = put_header(start, '*', n);
+    /* No Python code runs while the items are copied, but the allocation above is not
+     * counted on to run none: a changed argv is refused rather than overrun. */
+    char *start = PyBytes_AS_STRING(out), *p = start, *limit = start + size;
+    if (PySequence_Fast_GET_SIZE(argv) != n) goto changed;
+    p = put_header(p, '*', n);
     for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *item = items[i];
         const char *data;
         Py_ssize_t len;
-        if (PyBytes_CheckExact(item)) {
-            data = PyBytes_AS_STRING(item);
-            len = PyBytes_GET_SIZE(item);
-        } else {
-            data = PyByteArray_AS_STRING(item);
-            len = PyByteArray_GET_SIZE(item);
-        }
+        if (!item_data(PySequence_Fast_GET_ITEM(argv, i), &data, &len) || len > limit - p - MAX_HEADER - 2)
+            goto changed;
         p = put_header(p, '$', len);
         memcpy(p, data, (size_t)len);
         p += len;
@@ -71,6 +77,10 @@ static PyObject *encode_command(PyObject *self, PyObject *argv) {
     }
     if (_PyBytes_Resize(&out, p - start) < 0) return NULL;
     return out;
+changed:
+    Py_DECREF(out);
+    PyErr_SetString(PyExc_RuntimeError, "argv changed while it was encoded");
+    return NULL;
 }
 
 static PyMethodDef methods[] = {

@@ -6,10 +6,16 @@
  * the Python fallbacks and says what each accepts. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
-#include <string.h>
-#include <strings.h>
-
 #include "resp_read.h"
+
+/* Whether s[0:n] is `lower` (lowercase letters) in any case, in ASCII as bytes.lower() is:
+ * strncasecmp would follow the locale Python sets at start-up. */
+static int is_name(const unsigned char *s, Py_ssize_t n, const char *lower, Py_ssize_t lower_len) {
+    if (n != lower_len) return 0;
+    for (Py_ssize_t i = 0; i < n; i++)
+        if ((s[i] | 0x20) != (unsigned char)lower[i]) return 0;
+    return 1;
+}
 
 /* The end of the command (a non-empty array of bulk strings) at p, or NULL; its name in
  * *name, *name_len. */
@@ -53,10 +59,10 @@ static PyObject *check_units(PyObject *self, PyObject *data) {
             return PyUnicode_FromFormat("not a command in the log at byte %zd (or the batch ends inside it)",
                                         (Py_ssize_t)(p - base));
         }
-        if (name_len == 5 && strncasecmp((const char *)name, "multi", 5) == 0) {
+        if (is_name(name, name_len, "multi", 5)) {
             if (in_multi) return PyUnicode_FromString("nested MULTI in the log");
             in_multi = 1;
-        } else if (name_len == 4 && strncasecmp((const char *)name, "exec", 4) == 0) {
+        } else if (is_name(name, name_len, "exec", 4)) {
             if (!in_multi) return PyUnicode_FromString("EXEC without MULTI in the log");
             in_multi = 0;
         }

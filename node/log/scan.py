@@ -37,6 +37,8 @@ def _header(data: bytes, pos: int, kind: int) -> tuple[int, int]:
 
 
 def _command_end(data: bytes, pos: int) -> int:
+    if not 0 <= pos <= len(data):
+        raise IndexError("pos out of range")
     n, p = _header(data, pos, _ARRAY)
     if n < 1:
         return -1

@@ -9,6 +9,11 @@ Layout (all integers little-endian):
                        second-offset, repl-offset (the effect-log offset of this state), ctime
     KEYS   (kind 2)  : u32 db, then records until the payload ends (sections hold whole keys
                        and are cut at about 4 MiB, so a damaged byte is found near where it is)
+    IDMP   (kind 3)  : u32 db, then the idempotent-production state of that database's streams
+                       that have any (Redis 8.6 XADD IDMP), after the KEYS sections that hold
+                       those streams, cut like them. A snapshot without IDMP state has none,
+                       so snapshots written before the section existed load unchanged (and a
+                       node that predates it refuses one with: "unknown section kind 3")
     END    (kind 255): u64 keys, u64 sections before it; a file without it is incomplete
 
     string record: u8 0 | key | value                    (strings are u32 length + bytes)
@@ -21,6 +26,10 @@ Layout (all integers little-endian):
                      each: name | i64 seen_time | i64 active_time;
                      then u32 pending and five arrays of that length: ID high u64, ID low
                      u64, delivery time i64, delivery count i64, owner (u32 consumer index)
+    idmp record:   key | u32 duration | u32 maxsize | u64 iids-added | u64 iids-duplicates
+                   | u32 producers, each (oldest-expiring first): pid | u32 iids, that many
+                     iid strings (oldest first), then two arrays of that length: their entry
+                     IDs' high and low u64
 
 Streams are stored as their packed nodes byte for byte, and a PEL as flat arrays, which is
 what makes loading fast: a few array copies per node of 100 entries and one sorted build per
@@ -34,11 +43,13 @@ import struct
 import time
 import zlib
 from array import array
+from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import BinaryIO, Final
 
 from node.engine.groups import Consumer, ConsumerGroup
+from node.engine.idmp import MAX_DURATION, MAX_MAXSIZE, MIN_DURATION, MIN_MAXSIZE, IdmpState
 from node.engine.keyspace import Keyspace, Value
 from node.engine.sorted_ids import PendingMap
 from node.engine.stream_snapshot import array_from_le, dump_nodes, le_bytes, load_nodes
@@ -49,8 +60,9 @@ VERSION: Final = 1
 
 _SEC_META: Final = 1
 _SEC_KEYS: Final = 2
+_SEC_IDMP: Final = 3
 _SEC_END: Final = 255
-_SECTION_NAMES: Final = {_SEC_META: "META", _SEC_KEYS: "KEYS", _SEC_END: "END"}
+_SECTION_NAMES: Final = {_SEC_META: "META", _SEC_KEYS: "KEYS", _SEC_IDMP: "IDMP", _SEC_END: "END"}
 
 _STRING: Final = 0
 _STREAM: Final = 1
@@ -64,6 +76,7 @@ _I64: Final = struct.Struct("<q")
 _STREAM_HEAD: Final = struct.Struct("<QQQQQQ")  # length, last_id hi/lo, max_deleted hi/lo, entries_added
 _GROUP_HEAD: Final = struct.Struct("<QQqI")  # last_id hi/lo, entries_read, consumers
 _CONSUMER: Final = struct.Struct("<qq")  # seen_time, active_time
+_IDMP_HEAD: Final = struct.Struct("<IIQQI")  # duration, maxsize, added, duplicates, producers
 _END: Final = struct.Struct("<QQ")
 
 # A KEYS section is closed once it holds this many bytes (whole keys only).
@@ -146,6 +159,7 @@ def dump(f: BinaryIO, keyspace: Keyspace, meta: SnapshotMeta) -> int:
         if not db:
             continue
         deadlines = keyspace.expires[index].deadlines
+        with_idmp: list[tuple[bytes, IdmpState]] = []
         parts: list[bytes] = [_U32.pack(index)]
         filled = 0
         for key, value in db.items():
@@ -157,6 +171,10 @@ def dump(f: BinaryIO, keyspace: Keyspace, meta: SnapshotMeta) -> int:
             _dump_key(parts, key, value)
             filled += sum(len(p) for p in parts[before:])
             keys += 1
+            if type(value) is StreamValue and value.idmp is not None:
+                idmp = value.idmp_state()
+                if idmp is not None:
+                    with_idmp.append((key, idmp))
             if filled >= _SECTION_TARGET:
                 size += _write_section(f, _SEC_KEYS, b"".join(parts))
                 sections += 1
@@ -164,6 +182,20 @@ def dump(f: BinaryIO, keyspace: Keyspace, meta: SnapshotMeta) -> int:
                 filled = 0
         if len(parts) > 1:
             size += _write_section(f, _SEC_KEYS, b"".join(parts))
+            sections += 1
+        parts = [_U32.pack(index)]
+        filled = 0
+        for key, idmp in with_idmp:
+            before = len(parts)
+            _dump_idmp(parts, key, idmp)
+            filled += sum(len(p) for p in parts[before:])
+            if filled >= _SECTION_TARGET:
+                size += _write_section(f, _SEC_IDMP, b"".join(parts))
+                sections += 1
+                parts = [_U32.pack(index)]
+                filled = 0
+        if len(parts) > 1:
+            size += _write_section(f, _SEC_IDMP, b"".join(parts))
             sections += 1
     size += _write_section(f, _SEC_END, _END.pack(keys, sections))
     return size
@@ -217,6 +249,18 @@ def _dump_group(parts: list[bytes], name: bytes, group: ConsumerGroup) -> None:
         parts.append(le_bytes(array("I", [index[n[2]] for n in nacks])))
 
 
+def _dump_idmp(parts: list[bytes], key: bytes, idmp: IdmpState) -> None:
+    parts.append(_string(key))
+    parts.append(_IDMP_HEAD.pack(idmp.duration, idmp.maxsize, idmp.added, idmp.duplicates, len(idmp.producers)))
+    for pid, iids in idmp.producers.items():
+        parts.append(_string(pid))
+        parts.append(_U32.pack(len(iids)))
+        parts += [_string(iid) for iid in iids]
+        ids = list(iids.values())
+        parts.append(le_bytes(array("Q", [i >> 64 for i in ids])))
+        parts.append(le_bytes(array("Q", [i & _M64 for i in ids])))
+
+
 # -- reading -------------------------------------------------------------------------------
 
 
@@ -236,6 +280,8 @@ def load_snapshot(path: str, keyspace: Keyspace) -> LoadedSnapshot:
                     meta = SnapshotMeta.decode(payload)
                 elif kind == _SEC_KEYS:
                     keys += _load_keys(payload, keyspace)
+                elif kind == _SEC_IDMP:
+                    _load_idmp_section(payload, keyspace.dbs)
                 elif kind == _SEC_END:
                     total, counted = _END.unpack(payload)
                     if (total, counted) != (keys, sections):
@@ -360,6 +406,54 @@ def _load_keys(payload: bytes, keyspace: Keyspace) -> int:
             expires.set(key, when)
         count += 1
     return count
+
+
+def _load_idmp_section(payload: bytes, dbs: list[dict[bytes, Value]]) -> None:
+    view = memoryview(payload)
+    (index,) = _U32.unpack_from(view, 0)
+    if index >= len(dbs):
+        raise ValueError(f"database {index} does not exist (databases is {len(dbs)})")
+    db = dbs[index]
+    pos = 4
+    while pos < len(view):
+        key, pos = _read_string(view, pos)
+        value = db.get(key)
+        if type(value) is not StreamValue:
+            raise ValueError("IDMP state for a key that holds no stream")
+        value.idmp, pos = _load_idmp(view, pos)
+
+
+def _load_idmp(view: memoryview, pos: int) -> tuple[IdmpState, int]:
+    duration, maxsize, added, duplicates, count = _IDMP_HEAD.unpack_from(view, pos)
+    pos += _IDMP_HEAD.size
+    if not (MIN_DURATION <= duration <= MAX_DURATION and MIN_MAXSIZE <= maxsize <= MAX_MAXSIZE):
+        raise ValueError(f"IDMP settings out of range ({duration} s, {maxsize} iids)")
+    idmp = IdmpState(duration, maxsize)
+    idmp.added = added
+    idmp.duplicates = duplicates
+    newest = -1
+    for _ in range(count):
+        pid, pos = _read_string(view, pos)
+        (n,) = _U32.unpack_from(view, pos)
+        pos += 4
+        if not pid or not 0 < n <= maxsize or pid in idmp.producers:
+            raise ValueError("a malformed IDMP producer")
+        iids = []
+        for _ in range(n):
+            iid, pos = _read_string(view, pos)
+            iids.append(iid)
+        his = array_from_le("Q", view[pos : pos + 8 * n])
+        los = array_from_le("Q", view[pos + 8 * n : pos + 16 * n])
+        pos += 16 * n
+        if len(los) != n:
+            raise ValueError("IDMP entry IDs out of bounds")
+        ids = [(h << 64) | x for h, x in zip(his, los)]
+        # The order invariants the expiry relies on (node/engine/idmp.py).
+        if not all(iids) or len(set(iids)) != n or ids != sorted(ids) or ids[-1] < newest:
+            raise ValueError("a malformed IDMP producer")
+        newest = ids[-1]
+        idmp.producers[pid] = OrderedDict(zip(iids, ids))
+    return idmp, pos
 
 
 def _load_stream(view: memoryview, pos: int) -> tuple[StreamValue, int]:

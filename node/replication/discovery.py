@@ -8,7 +8,6 @@ and connects there, so no replica needs to know how its primary was configured.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from typing import Final
 
 import hiredis
@@ -56,9 +55,10 @@ async def discover_repl_port(host: str, port: int, masterauth: str, timeout: flo
                     raise DiscoveryError("the primary closed the connection")
                 parser.feed(data)
     finally:
+        # Closed without awaiting wait_closed(): compiled by mypyc, an await in this finally
+        # re-raised the previous call's exception, so every later attempt failed with the
+        # first one's error (tests/replication_node/test_link_loss.py).
         writer.close()
-        with contextlib.suppress(OSError):
-            await writer.wait_closed()
     for reply in replies:
         if isinstance(reply, hiredis.ReplyError):
             raise DiscoveryError(f"the primary answered: {reply}")

@@ -67,11 +67,11 @@ def test_xread_after_xdel_and_on_emptied_streams(two_streams: Pair) -> None:
 
 
 def test_xread_block_with_data_already_present_replies_at_once(two_streams: Pair) -> None:
-    start = time.monotonic()
+    # Timeouts no test waits out (the connections' own time out first): a reply at all is
+    # a reply without waiting.
     two_streams.check("XREAD", "BLOCK", "0", "STREAMS", "a", "0")
-    two_streams.check("XREAD", "BLOCK", "5000", "COUNT", "1", "STREAMS", "b", "a", "0", "2")
-    two_streams.check("XREAD", "COUNT", "2", "BLOCK", "100000", "STREAMS", "a", "0")
-    assert time.monotonic() - start < 4.0, "a BLOCK with data available waited for its timeout"
+    two_streams.check("XREAD", "BLOCK", "3600000", "COUNT", "1", "STREAMS", "b", "a", "0", "2")
+    two_streams.check("XREAD", "COUNT", "2", "BLOCK", "3600000", "STREAMS", "a", "0")
 
 
 @pytest.mark.parametrize("args", [
@@ -88,7 +88,7 @@ def test_xread_block_times_out_with_a_null_reply(two_streams: Pair, args: tuple[
     elapsed = time.monotonic() - start
     assert parse(raw).value is None, raw
     # Both servers waited: two 50 ms timeouts back to back.
-    assert 0.09 <= elapsed < 5.0, elapsed
+    assert elapsed >= 0.09, elapsed
 
 
 def test_xread_non_blocking_with_nothing_new_is_null(two_streams: Pair) -> None:

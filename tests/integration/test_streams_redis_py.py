@@ -211,8 +211,9 @@ def test_asyncio_blocked_xreadgroup_is_woken_by_another_client(flushed: Proc, pr
                 return await reader.xreadgroup("workers", "w1", {"q": ">"}, block=5000)
 
             pending = asyncio.create_task(read())
-            await asyncio.sleep(0.1)
-            assert not pending.done()
+            while (await writer.info("clients"))["blocked_clients"] != 1:
+                assert not pending.done()
+                await asyncio.sleep(0.01)
             await writer.xadd("q", {"job": "1"}, id="10-0")
             got = await asyncio.wait_for(pending, 5)
             assert await writer.xpending("q", "workers") == {

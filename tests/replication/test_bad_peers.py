@@ -251,7 +251,8 @@ def test_auth_mismatch_is_refused_without_retry_storm_and_recovers_when_fixed(ca
             assert error.details() == "NOAUTH Authentication required."
             with caplog.at_level(logging.WARNING, logger="replication.replica"):
                 link = r.follow(port, dataclasses.replace(FAST_REPLICA, masterauth="wrong"))
-                await asyncio.sleep(1.0)  # several attempts at backoff_max (0.3 s)
+                await eventually(lambda: link.status().last_error is not None)
+                await asyncio.sleep(1.0)  # room for several more attempts at backoff_max (0.3 s)
             status = link.status()
             assert not status.link_up
             assert status.last_error == "UNAUTHENTICATED: WRONGPASS invalid username-password pair or user is disabled."

@@ -173,13 +173,14 @@ def test_idle_link_stays_up_through_heartbeats_and_acks() -> None:
             await r.caught_up(p.write_many(5))
             await asyncio.sleep(2.5)  # longer than repl-timeout (2 s) on both sides
             status = link.status()
-            assert status.link_up and status.last_io_seconds_ago == 0
+            # Heard from within the timeout (2 s), or the link would have dropped.
+            assert status.link_up and status.last_io_seconds_ago < 2
             assert status.full_syncs + status.partial_syncs == 1  # never reconnected
             assert status.primary_offset == p.backlog.end
             assert p.primary is not None
             info = p.primary.registry.replicas()
             assert [(i.state, i.offset, i.host, i.port) for i in info] == [("online", p.backlog.end, "127.0.0.1", 7000)]
-            assert info[0].lag < 1.0
+            assert info[0].lag < FAST_PRIMARY.timeout
 
     run(body())
 

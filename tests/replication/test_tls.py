@@ -4,7 +4,6 @@ mutual TLS refuses a replica without a client certificate."""
 
 from __future__ import annotations
 
-import asyncio
 import datetime
 import ipaddress
 from dataclasses import dataclass
@@ -15,7 +14,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 from replication import ClientTls, ServerTls
-from tests.replication.cluster import nodes, run
+from tests.replication.cluster import eventually, nodes, run
 
 
 @dataclass(frozen=True)
@@ -61,7 +60,7 @@ def test_replica_syncs_over_tls_and_untrusted_or_plaintext_replicas_stay_down() 
             end = p.write_many(20)
             await good.caught_up(end)
             assert good.machine.digest() == p.machine.digest()
-            await asyncio.sleep(0.5)
+            await eventually(lambda: all(link.status().last_error is not None for link in (bad_link, plain_link)))
             for link in (bad_link, plain_link):
                 status = link.status()
                 assert not status.link_up and status.full_syncs == 0
@@ -81,7 +80,7 @@ def test_mutual_tls_requires_a_client_certificate_signed_by_the_configured_ca() 
             refused = without_cert.follow(port, tls=ClientTls(ca=primary_pem.cert))
             end = p.write_many(5)
             await with_cert.caught_up(end)
-            await asyncio.sleep(0.3)
+            await eventually(lambda: refused.status().last_error is not None)
             assert not refused.status().link_up and without_cert.machine.records == []
 
     run(body())

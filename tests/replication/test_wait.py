@@ -70,7 +70,7 @@ def test_wait_timeout_returns_the_count_reached_so_far() -> None:
         loop = asyncio.get_running_loop()
         started = loop.time()
         assert await waiters.wait_for(100, 2, 50) == 1
-        assert 0.04 <= loop.time() - started < 1.0
+        assert loop.time() - started >= 0.04  # it waited for its timeout
         assert waiters.pending() == 0
 
     run(body())
@@ -184,8 +184,8 @@ def test_wait_over_real_links_with_zero_one_and_two_replicas() -> None:
                 end = p.write_many(5)
                 assert await waits.wait_for(end, 2, 300) == 1
                 assert p.primary.waits.good_replicas(10) == 2
-                await asyncio.sleep(0.6)
-                assert p.primary.waits.good_replicas(0.5) == 1
+                # The frozen replica's acks age past 0.5 s; the other one keeps acking.
+                await eventually(lambda: p.primary.waits.good_replicas(0.5) == 1)
                 proxy.resume()
                 assert await asyncio.wait_for(waits.wait_for(end, 2, 0), 10) == 2
             finally:

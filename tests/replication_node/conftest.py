@@ -1,23 +1,48 @@
-"""A primary with two replicas, started for each test that asks for them and always stopped."""
+"""A primary with two replicas, started for each test that asks for them and always stopped.
+
+When a test fails, its report ends with the server.log of every node it started (in the
+`started` list), and their directories are kept (their paths are in the section titles);
+after a passing test they are removed."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import shutil
+from collections.abc import Generator, Iterator
 
 import pytest
 
 from tests.conftest import Proc
 from tests.replication_node.nodes import start_node, stop_all, wait_synced
 
+_FAILED = pytest.StashKey[bool]()
+LOG_LINES = 400  # of each node's log in a failure report (its directory keeps the whole)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, pytest.TestReport,
+                                                                                           pytest.TestReport]:
+    report = yield
+    if report.failed and report.when in ("setup", "call"):
+        item.stash[_FAILED] = True
+        nodes: list[Proc] = getattr(item, "funcargs", {}).get("started") or []
+        for node in nodes:
+            lines = node.log.splitlines()
+            cut = f"[first {len(lines) - LOG_LINES} lines left out]\n" if len(lines) > LOG_LINES else ""
+            report.sections.append((f"node :{node.port} {node.dir}/server.log", cut + "\n".join(lines[-LOG_LINES:])))
+    return report
+
 
 @pytest.fixture
-def started() -> Iterator[list[Proc]]:
+def started(request: pytest.FixtureRequest) -> Iterator[list[Proc]]:
     """Nodes a test starts itself: append them here and they are stopped afterwards."""
     procs: list[Proc] = []
     try:
         yield procs
     finally:
         stop_all(procs)
+        if not request.node.stash.get(_FAILED, False):
+            for node in procs:
+                shutil.rmtree(node.dir, ignore_errors=True)
 
 
 @pytest.fixture

@@ -23,6 +23,7 @@ from tests.replication_node.nodes import FAST, call, info, raw_client, wait_sync
 
 LEASE_MS = 1000
 LEASE = LEASE_MS / 1000
+ACKNOWLEDGED = ("majority", "written")  # a Writer's outcomes of an acknowledged write
 DRIFT = 0.05  # the sentinels' default fenced-clock-drift-permille, 50
 FENCED = ("--fenced-mode", "yes", "--fenced-replica-set-size", "3", "--fenced-lease-milliseconds", str(LEASE_MS),
           "--appendonly", "yes")
@@ -77,16 +78,16 @@ class Writer:
                 sent = time.monotonic()
                 try:
                     entry = c.execute_command("XADD", "s", "*", "n", str(n))
-                except redis.ResponseError as exc:
-                    self.log.append((sent, None, str(exc).split(" ", 1)[0]))
+                except redis.RedisError as exc:  # refused, or no answer in time: not acknowledged
+                    self.log.append((sent, None, _outcome(exc)))
                     time.sleep(0.01)
                     continue
                 n += 1
                 try:
                     count = c.execute_command("WAIT", 1, 500)
                     self.log.append((sent, entry, "majority" if count >= 1 else "written"))
-                except redis.ResponseError as exc:
-                    self.log.append((sent, entry, "wait-" + str(exc).split(" ", 1)[0]))
+                except redis.RedisError as exc:
+                    self.log.append((sent, entry, "wait-" + _outcome(exc)))
 
     def __enter__(self) -> Writer:
         self.thread.start()
@@ -98,6 +99,10 @@ class Writer:
 
     def majority(self) -> list[bytes]:
         return [entry for _, entry, outcome in self.log if outcome == "majority" and entry is not None]
+
+
+def _outcome(exc: redis.RedisError) -> str:
+    return str(exc).split(" ", 1)[0] if isinstance(exc, redis.ResponseError) else type(exc).__name__
 
 
 def test_a_primary_cut_off_from_its_replicas_stops_acknowledging_within_the_lease(started: list[Proc]) -> None:
@@ -116,7 +121,7 @@ def test_a_primary_cut_off_from_its_replicas_stops_acknowledging_within_the_leas
         after = [(sent, outcome) for sent, _, outcome in writer.log if sent > cut]
         # No write sent once the lease (running from a stamp sent before the cut) had lapsed
         # was acknowledged, not even without WAIT: refused before it ran.
-        late = [(sent - cut, outcome) for sent, outcome in after if sent > cut + LEASE and outcome != "NOREPLICAS"]
+        late = [(sent - cut, outcome) for sent, outcome in after if sent > cut + LEASE and outcome in ACKNOWLEDGED]
         assert not late, late
         assert any(outcome == "NOREPLICAS" for _, outcome in after)
         assert not any(outcome == "majority" for sent, outcome in after if sent > cut + LEASE)
@@ -189,7 +194,7 @@ def test_an_old_primary_gets_nothing_acknowledged_after_the_promotion_and_no_maj
                 time.sleep(2 * LEASE)
                 assert not leased(old)
                 assert str(call(old, "WAIT", 1, 200)).startswith("-NOREPLICAS")
-        assert not [o for sent, _, o in before.log if sent > promoted_at and o in ("majority", "written")]
+        assert not [o for sent, _, o in before.log if sent > promoted_at and o in ACKNOWLEDGED]
         # Restarted (SIGKILL), the old primary still gets nothing acknowledged.
         os.kill(old.proc.pid, signal.SIGKILL)
         old.proc.wait()

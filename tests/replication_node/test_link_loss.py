@@ -119,3 +119,26 @@ def test_a_replica_restarted_from_its_aof_resumes_with_a_partial_resync(started:
     wait_synced(primary, restarted)
     assert (stat(primary, "sync_full"), stat(primary, "sync_partial_ok")) == (full, partial + 1)
     assert digest(restarted) == digest(primary)
+
+
+def test_a_replica_started_before_its_primary_finds_it_through_a_proxy(started: list[Proc]) -> None:
+    """Discovery attempts that meet a proxy closing the connection (the primary is not up
+    yet) do not spoil the later ones (compiled by mypyc, they once did: every attempt kept
+    failing with the first one's error)."""
+    import random
+
+    from bench.procs import free_port
+    from tests.replication_node.netproxy import NodeProxy
+
+    port, repl_port = free_port(), free_port()
+    ip = f"127.{random.randint(1, 254)}.{random.randint(1, 254)}.{random.randint(2, 254)}"
+    proxy = NodeProxy(ip, (port, repl_port))
+    try:
+        replica = start_node("--replicaof", ip, str(port))
+        started.append(replica)
+        time.sleep(1.5)  # several attempts, each accepted by the proxy and closed
+        primary = start_node("--repl-port", str(repl_port), port=port)
+        started.append(primary)
+        wait_synced(primary, replica)
+    finally:
+        proxy.close()

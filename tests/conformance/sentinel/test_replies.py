@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -67,9 +67,11 @@ class Mirror:
         self.conns: dict[int, Connect] = {}
         self.raw: dict[int, RawConnection] = {}
 
-    def run(self, seconds: float) -> None:
-        end = time.monotonic() + seconds
-        while time.monotonic() < end:
+    def run(self, seconds: float, until: Callable[[], bool] = lambda: True, timeout: float = 30.0) -> None:
+        """Steps the policy for at least `seconds`, and on until `until()` holds."""
+        start = time.monotonic()
+        while time.monotonic() < start + seconds or not until():
+            assert time.monotonic() < start + timeout, "the mirrored sentinel never got there"
             self.apply(self.policy.step(Tick(now_ms())))
             time.sleep(0.1)
 
@@ -157,7 +159,12 @@ def watched() -> Iterator[tuple[Cluster, Mirror]]:
             fields = dict(zip(p[::2], p[1::2])) if isinstance(p, list) else p
             peer_list.append((fields["ip"], int(fields["port"]), fields["runid"]))
         mirror = Mirror(c, myid, peer_list)
-        mirror.run(2.5)
+
+        def discovered() -> bool:  # what the real sentinel was waited for above
+            master = mirror.policy.get_master("mymaster")
+            return len(master.slaves) == 2 and len(master.sentinels) == 2
+
+        mirror.run(2.5, until=discovered)
         yield c, mirror
         mirror.close()
 

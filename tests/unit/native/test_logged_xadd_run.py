@@ -8,77 +8,20 @@ values, deletions, node limits and interleaving of streams."""
 from __future__ import annotations
 
 import random
-import struct
 from array import array
-from typing import Any
 
 import pytest
 
 from node.engine import logged_run as stream_module
-from node.engine import stream_ops
-from node.engine.ids import parse_id
 from node.engine.stream_value import StreamValue
 from node.log.encode import encode_command
-from node.log.scan import command_at
+from tests.unit.native.appender import apply_runs as _apply_runs
+from tests.unit.native.appender import ordinary as _ordinary
+from tests.unit.native.appender import state as _state
 
 
 def test_the_native_appender_is_built() -> None:
     assert stream_module.NATIVE_BLOCK is not None and stream_module.NATIVE_APPEND_RUN is not None
-
-
-def _state(value: StreamValue) -> Any:
-    nodes = [
-        (n.master, n.base_ms, n.master_seq, n.wide, list(n.keys), list(n.offsets), bytes(n.data),
-         n.fields, n.long, n.dead, n.own, n.live, n.tombs, n.lp_base)
-        for n in value.nodes
-    ]
-    return (nodes, list(value.masters), value.length, value.last_id, value.last_ms, value.last_seq,
-            value.entries_added, value.max_deleted_id)
-
-
-def _ordinary(value: StreamValue, argv: list[bytes], max_entries: int, max_bytes: int) -> bool:
-    entry_id = parse_id(argv[2], 0)
-    assert entry_id is not None
-    ms, seq = entry_id >> 64, entry_id & (2**64 - 1)
-    if not (ms or seq):
-        return False
-    try:
-        stream_ops.append_at(value, argv, ms, seq, max_entries, max_bytes)
-    except stream_ops.StreamError:
-        return False
-    return True
-
-
-def _apply_runs(value: StreamValue, key: bytes, data: bytes, max_entries: int, max_bytes: int) -> tuple[int, int]:
-    """Applies `key`'s commands in `data` as a replica does: blocks of XADDs grouped by stream,
-    runs of the group in C, each command a run stops at and everything else one command at
-    a time. Returns (entries appended in C, entries the ordinary way)."""
-    fast = slow = 0
-    pos = 0
-    while pos < len(data):
-        end, groups = stream_module.logged_xadd_block(data, pos)
-        if groups:
-            for group_key, positions in groups:
-                if group_key != key:
-                    continue
-                count = len(positions) // 8
-                index = 0
-                while index < count:
-                    stop, appended = value.append_logged_run(data, positions, index, key, max_entries, max_bytes)
-                    assert stop - index == appended
-                    fast += appended
-                    index = stop
-                    if index < count:
-                        argv = command_at(data, struct.unpack_from("q", positions, 8 * index)[0])
-                        slow += _ordinary(value, argv, max_entries, max_bytes)
-                        index += 1
-            pos = end
-            continue
-        argv = command_at(data, pos)
-        pos += len(encode_command(argv))
-        if argv[1] == key and _ordinary(value, argv, max_entries, max_bytes):
-            slow += 1
-    return fast, slow
 
 
 def _at(*positions: int) -> bytes:
