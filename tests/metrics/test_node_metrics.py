@@ -82,7 +82,7 @@ def test_blocked_and_connected_clients(started: list[Proc]) -> None:
 
     def read() -> None:
         try:
-            result.append(reader.execute_command("XREAD", "BLOCK", 20_000, "STREAMS", "s", "$"))
+            result.append(reader.execute_command("XREAD", "BLOCK", 60_000, "STREAMS", "s", "$"))
         except Exception as exc:  # reported by the assertion below
             result.append(exc)
 

@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 
 from bench.procs import free_port
 from tests.conformance.sentinel.procs import Cluster, cluster, wait_until
@@ -57,7 +58,6 @@ def test_a_sentinel_shows_its_master_and_a_failover() -> None:
             s = scrape(metrics[name])
             assert value(s, "rill_build_info", mode="sentinel", redis_version="7.2.4", version=_version()) == 1
             assert value(s, "rill_sentinel_masters") == 1
-            assert value(s, "rill_sentinel_tilt") == 0
             assert labelled(s, "rill_sentinel_master_status", "status") == {"ok": 1, "sdown": 0, "odown": 0}
             assert address(s) == f"127.0.0.1:{c.ports['m']}"
             assert value(s, "rill_sentinel_master_replicas", master="mymaster") == 2
@@ -108,6 +108,28 @@ def _version() -> str:
     from node import __version__
 
     return __version__
+
+
+def test_tilt_shows_once_the_process_stalled() -> None:
+    """A sentinel whose timer fires more than 2 s late enters TILT (sentinel.c's
+    SENTINEL_TILT_TRIGGER): a SIGSTOP of 3 s does it, and the metrics show it."""
+    with cluster() as c:
+        c.node("m", kind="rill")
+        port = free_port()
+        conf = sentinel_conf(c.ports["m"])
+        c.rill_sentinel("s", lambda p, d: conf(p, d) + f"metrics-port {port}\n")
+        wait_for_port(port, c.procs["s"])
+        assert value(scrape(port), "rill_sentinel_tilt") == 0
+        c.pause("s")
+        time.sleep(3)
+        c.resume("s")
+        s = wait_until(lambda: _in_tilt(port), 30, "the sentinel in TILT")
+        assert labelled(s, "rill_sentinel_events_total", "event").get("+tilt") == 1
+
+
+def _in_tilt(port: int) -> Samples | None:
+    s = scrape(port)
+    return s if value(s, "rill_sentinel_tilt") == 1 else None
 
 
 def test_a_bad_metrics_port_is_a_fatal_configuration_error() -> None:
