@@ -84,7 +84,7 @@ class RillNode:
         self.shutdown_reason = ""
         self.shutdown_flags: frozenset[str] = frozenset()
         self._shutdown: asyncio.Event | None = None
-        self.metrics: MetricsExporter | None = None  # `metrics-port`, when set
+        self.metrics_exporter: MetricsExporter | None = None  # `metrics-port`, when set
 
     @property
     def role(self) -> str:
@@ -145,7 +145,7 @@ class RillNode:
             except (NotImplementedError, RuntimeError):
                 pass
         await self.replication.start()
-        self.metrics = await start_metrics(self)
+        self.metrics_exporter = await start_metrics(self)
         # Long-lived data (command table, config) is frozen out of the GC's view, and the
         # young-generation threshold raised: per-command garbage is acyclic, so frequent
         # collections would only cost time on the hot path.
@@ -165,8 +165,8 @@ class RillNode:
         (blocked clients get none, as on a Redis shutdown), then log one line."""
         started = time.monotonic()
         self.expire_cron.stop()
-        if self.metrics is not None:
-            self.metrics.stop()
+        if self.metrics_exporter is not None:
+            self.metrics_exporter.stop()
         self.server.stop_listening()
         # The replication link stops first: nothing is applied once the shutdown began.
         await self.replication.stop()

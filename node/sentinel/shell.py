@@ -61,7 +61,7 @@ class SentinelShell:
         self.core.shutdown_requested = self._shutdown_requested
         self.runner.publish = self.core.pubsub.publish
         self._stop = asyncio.Event()
-        self.metrics: MetricsExporter | None = None  # `metrics-port`, when set
+        self.metrics_exporter: MetricsExporter | None = None  # `metrics-port`, when set
 
     def _bind(self, handler: commands.Handler) -> Any:
         runner = self.runner
@@ -104,7 +104,7 @@ class SentinelShell:
             loop.add_signal_handler(sig, self._signal, sig)
         await self.core.listen()
         try:
-            self.metrics = await start_metrics(self)
+            self.metrics_exporter = await start_metrics(self)
         except OSError:
             self.core.stop_listening()
             raise
@@ -113,8 +113,8 @@ class SentinelShell:
         try:
             await self._stop.wait()
         finally:
-            if self.metrics is not None:
-                self.metrics.stop()
+            if self.metrics_exporter is not None:
+                self.metrics_exporter.stop()
             self.runner.stop()
             self.core.stop_listening()
             await self.core.close_clients(time.monotonic() + _CLOSE_TIMEOUT)
