@@ -1,11 +1,10 @@
 """What the lab runs a scenario against: which program is a node, which is a sentinel, their
-configuration files, and whether the target can run on this machine yet.
+configuration files, and whether the target can run on this machine.
 
 Every target is one row of `TARGETS`. Nodes and sentinels are black boxes started from a config
 file in Redis's syntax (redis.conf / sentinel.conf), which redis-server, redis-sentinel, `rill
-node` and `rill sentinel` all read. A row whose programs cannot manage a cluster yet carries the
-reason in `unavailable`; the matrix reports it as "not available: <reason>" and runs nothing.
-Enabling it once the feature exists is deleting that one line.
+node` and `rill sentinel` all read. A target whose programs are not installed is reported as
+"not available: <reason>" and runs nothing.
 """
 
 from __future__ import annotations
@@ -31,7 +30,6 @@ class Target:
     sentinel: str  # "redis" (redis-sentinel) or "rill" (`rill sentinel`)
     node_directives: tuple[tuple[str, str], ...] = ()  # appended to every node's config
     sentinel_directives: tuple[tuple[str, str], ...] = ()  # appended to every sentinel's config
-    unavailable: str | None = None  # why it cannot run yet (None: it can)
 
 
 TARGETS: dict[str, Target] = {
@@ -71,8 +69,6 @@ def rill_binary() -> str:
 
 def availability(target: Target) -> str | None:
     """Why the target cannot run here (None: it can)."""
-    if target.unavailable:
-        return target.unavailable
     needed = {"redis": "redis-server"}.get(target.node), {"redis": "redis-sentinel"}.get(target.sentinel)
     for program in needed:
         if program and shutil.which(program) is None:

@@ -529,11 +529,18 @@ def _command_reply_size(port: int) -> int:
         conn.close()
 
 
+def _kernel_send_buffer_max() -> int:
+    with open("/proc/sys/net/ipv4/tcp_wmem") as f:
+        return int(f.read().split()[2])
+
+
 def test_shutdown_flushes_pending_replies_and_exits_zero(node: Proc) -> None:
     size = _command_reply_size(node.port)
-    # About 3 MB of replies: more than the socket buffers hold, less than the 4 MB at which
-    # the server stops reading a client that does not read (so every command runs).
-    rounds = 3_000_000 // size
+    # More replies than the kernel's socket buffers hold, so the server must keep some: the
+    # node's send buffer grows up to tcp_wmem's maximum (with BBR it does, even towards a
+    # reader with a 4 KB receive buffer). Every request arrives in one read, so every command
+    # runs whatever the server then holds.
+    rounds = (_kernel_send_buffer_max() + 1_000_000) // size
     slow = socket.socket()
     slow.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
     slow.connect(("127.0.0.1", node.port))
