@@ -146,6 +146,8 @@ _DIRECTIVES: Final[tuple[Directive, ...]] = (
     Directive("fenced-mode", "no", "bool", mutable=False),
     Directive("fenced-replica-set-size", "0", "int", mutable=False, minimum=0, maximum=1000),
     Directive("fenced-lease-milliseconds", "1000", "int", mutable=False, minimum=10, maximum=3_600_000),
+    # Rill's Prometheus metrics over HTTP on the bind addresses (node/app/metrics.py); 0 = off.
+    Directive("metrics-port", "0", "int", mutable=False, minimum=0, maximum=65535),
 )
 
 DIRECTIVES: Final[dict[str, Directive]] = {d.name: d for d in _DIRECTIVES}

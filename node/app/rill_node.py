@@ -12,7 +12,8 @@ that command handlers reach through their session (node.commands.context): the d
 write path are the server's, each narrow service belongs to the part that owns it, and the
 `Admin` one (INFO, MEMORY STATS, statistics, DEBUG SLEEP, SHUTDOWN), which spans them all,
 is the node's own. It runs the lifecycle: the data is loaded before the node listens, and it
-shuts down gracefully on SIGTERM/SIGINT or SHUTDOWN.
+shuts down gracefully on SIGTERM/SIGINT or SHUTDOWN. With `metrics-port` set it also serves
+Prometheus metrics (node/app/metrics.py).
 """
 
 from __future__ import annotations
@@ -29,12 +30,14 @@ from typing import Any, Final
 from node import REDIS_VERSION, __version__
 from node.app.info import add_node_sections, memory_stats
 from node.app.memory import MemoryAccounting
+from node.app.metrics import start_metrics
 from node.commands import load_all
 from node.commands.context import Admin, Clients, PubSub, Session, Watches
 from node.commands.table import CommandTable
 from node.config import Config
 from node.engine.keyspace import Keyspace
 from node.log.effect_log import EffectLog
+from node.metrics.exporter import MetricsExporter
 from node.persistence.service import Persistence
 from node.replication import info as replication_info
 from node.replication.role import ReplicationNode
@@ -83,6 +86,7 @@ class RillNode:
         self.shutdown_reason = ""
         self.shutdown_flags: frozenset[str] = frozenset()
         self._shutdown: asyncio.Event | None = None
+        self.metrics_exporter: MetricsExporter | None = None  # `metrics-port`, when set
 
     @property
     def role(self) -> str:
@@ -143,6 +147,7 @@ class RillNode:
             except (NotImplementedError, RuntimeError):
                 pass
         await self.replication.start()
+        self.metrics_exporter = await start_metrics(self)
         # Long-lived data (command table, config) is frozen out of the GC's view, and the
         # young-generation threshold raised: per-command garbage is acyclic, so frequent
         # collections would only cost time on the hot path.
@@ -161,6 +166,8 @@ class RillNode:
         (blocked clients get none, as on a Redis shutdown), then log one line."""
         started = time.monotonic()
         self.expire_cron.stop()
+        if self.metrics_exporter is not None:
+            self.metrics_exporter.stop()
         self.server.stop_listening()
         # The replication link stops first: nothing is applied once the shutdown began.
         await self.replication.stop()

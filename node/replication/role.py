@@ -79,6 +79,9 @@ class ReplicationNode:
         self.repl_port = 0
         self.master: tuple[str, int] | None = None  # REPLICAOF host port (the RESP address)
         self.apply_errors = 0
+        # Role changes since start (the metrics' rill_role_changes_total): to master, to replica.
+        self.promotions = 0
+        self.demotions = 0
         self.link_error = ""  # why the primary's replication port is not known yet
         self.feed = BacklogFeed(server)
         self._cpu_contention = CpuContention()
@@ -205,6 +208,7 @@ class ReplicationNode:
         assert self.primary is not None
         self.feed.record()
         was_master = self.server.role == "master"
+        self.demotions += int(was_master)
         self.fencing.stepped_down()
         self.server.role = "slave"
         self.config.set("replicaof", f"{host} {port}", startup=True)
@@ -240,6 +244,7 @@ class ReplicationNode:
         self.master = None
         self.config.set("replicaof", "", startup=True)
         self.server.role = "master"
+        self.promotions += 1
         replid = new_replid()
         # Fenced mode: the tenure is on disk before the node acts on it.
         self.fencing.promoted(epoch, at, replid)

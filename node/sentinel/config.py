@@ -107,6 +107,8 @@ _PRE_MONITOR: Final = frozenset(
      "myid", "resolve-hostnames", "announce-hostnames", "fenced-clock-drift-permille")
 )
 _LOGLEVELS: Final = ("debug", "verbose", "notice", "warning", "nothing")
+# Rill's own server directive (Redis has none): the port of the Prometheus metrics.
+_METRICS_PORT: Final = "metrics-port"
 _DEFAULT_PERCENTILES: Final = "50 99 99.9"
 
 
@@ -142,6 +144,7 @@ class ServerOptions:
     protected_mode: bool = False  # a sentinel must be reachable: Redis forces it off
     latency_percentiles: str = _DEFAULT_PERCENTILES
     other_users: list[list[str]] = field(default_factory=list)  # `user` lines other than default
+    metrics_port: int = 0  # Rill's own: Prometheus metrics over HTTP (node/sentinel/metrics.py); 0 = off
 
 
 @dataclass(slots=True)
@@ -166,6 +169,16 @@ def _yes_no(value: str) -> bool | None:
 # ---------------------------------------------------------------------------- loading
 
 
+def _port(args: list[str]) -> int:
+    if len(args) != 1:
+        raise ConfigError("wrong number of arguments")
+    port = atoi(args[0]) if args[0].lstrip("-").isdigit() else None
+    if port is None or not 0 <= port <= 65535:
+        raise ConfigError("argument must be between 0 and 65535 inclusive" if port is not None
+                          else "argument couldn't be parsed into an integer")
+    return port
+
+
 def _server_directive(options: ServerOptions, name: str, args: list[str]) -> None:
     """Apply a server directive; raises ConfigError with Redis's message."""
     if name == "user":
@@ -176,6 +189,9 @@ def _server_directive(options: ServerOptions, name: str, args: list[str]) -> Non
         return
     if name in ("include", "loadmodule", "rename-command"):
         raise ConfigError("Bad directive or wrong number of arguments")
+    if name == _METRICS_PORT:
+        options.metrics_port = _port(args)
+        return
     if name not in REDIS_DIRECTIVES:
         raise ConfigError("Bad directive or wrong number of arguments")
     multi_arg = name in ("bind", "save", "latency-tracking-info-percentiles", "client-output-buffer-limit",
@@ -184,11 +200,7 @@ def _server_directive(options: ServerOptions, name: str, args: list[str]) -> Non
         raise ConfigError("wrong number of arguments")
     value = args[0] if args else ""
     if name == "port":
-        port = atoi(value) if value.lstrip("-").isdigit() else None
-        if port is None or not 0 <= port <= 65535:
-            raise ConfigError("argument must be between 0 and 65535 inclusive" if port is not None
-                              else "argument couldn't be parsed into an integer")
-        options.port = port
+        options.port = _port(args)
     elif name == "bind":
         if len(args) > 16:
             raise ConfigError("Too many bind addresses specified.")
@@ -410,7 +422,7 @@ _CANONICAL: Final = {
 
 
 def _known(name: str) -> bool:
-    return name in REDIS_DIRECTIVES or name in ("sentinel", "user", "include", "rename-command", "loadmodule")
+    return name in REDIS_DIRECTIVES or name in ("sentinel", "user", "include", "rename-command", "loadmodule", _METRICS_PORT)
 
 
 def _option_of(name: str) -> str | None:
@@ -445,6 +457,7 @@ def _rewrite_server(state: _RewriteState, options: ServerOptions, cwd: str) -> N
         "protected-mode", f"protected-mode {'yes' if options.protected_mode else 'no'}", not options.protected_mode
     )
     state.rewrite_line("dir", "dir " + sdscatrepr(cwd), True)
+    state.rewrite_line(_METRICS_PORT, f"{_METRICS_PORT} {options.metrics_port}", options.metrics_port != 0)
     state.mark("save")  # a sentinel saves no data: its save lines go
 
 

@@ -86,6 +86,7 @@ class Runner:
         self.publish: Publish | None = None
         self._timer: asyncio.TimerHandle | None = None
         self.ticks = 0
+        self.events: dict[str, int] = {}  # events raised, by type (the metrics' counters)
 
     def now(self) -> int:
         return self.clock()
@@ -173,6 +174,7 @@ class Runner:
         return flushed
 
     def _event(self, event: Event) -> None:
+        self.events[event.type] = self.events.get(event.type, 0) + 1
         log.log(LOG_LEVELS[event.level], "%s %s", event.type, event.message)
         if event.published and self.publish is not None:
             self.publish(event.type.encode(), event.message.encode("utf-8", "surrogateescape"))

@@ -19,7 +19,9 @@ from typing import Any, Final
 from node.commands.context import Session
 from node.commands.table import CommandSpec, CommandTable, add_command
 from node.config import Config
+from node.metrics.exporter import MetricsExporter
 from node.sentinel import commands, replies
+from node.sentinel.metrics import start_metrics
 from node.sentinel.runner import Runner, wall_clock_ms
 from node.sentinel.startup import Loaded, StartupError, ensure_id, load, setup_logging
 from node.server.core import ServerCore
@@ -59,6 +61,7 @@ class SentinelShell:
         self.core.shutdown_requested = self._shutdown_requested
         self.runner.publish = self.core.pubsub.publish
         self._stop = asyncio.Event()
+        self.metrics_exporter: MetricsExporter | None = None  # `metrics-port`, when set
 
     def _bind(self, handler: commands.Handler) -> Any:
         runner = self.runner
@@ -100,11 +103,18 @@ class SentinelShell:
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, self._signal, sig)
         await self.core.listen()
+        try:
+            self.metrics_exporter = await start_metrics(self)
+        except OSError:
+            self.core.stop_listening()
+            raise
         log.info("Running mode=sentinel, port=%d.", self.core.port)
         self.runner.start()
         try:
             await self._stop.wait()
         finally:
+            if self.metrics_exporter is not None:
+                self.metrics_exporter.stop()
             self.runner.stop()
             self.core.stop_listening()
             await self.core.close_clients(time.monotonic() + _CLOSE_TIMEOUT)

@@ -22,7 +22,7 @@ import pytest
 from chaos.topology import toxiproxy_binary
 from tests.deploy.base_image import ensure_base_image
 from tests.deploy.engine import Engine, docker_engine
-from tests.deploy.project import NODES, ROOT, Project
+from tests.deploy.project import NODES, ROOT, SENTINELS, Project
 
 log = logging.getLogger("deploy")
 
@@ -76,9 +76,9 @@ def project(engine: Engine, base_image: str) -> Iterator[Project]:
                           "--build-arg", f"BASE={base_image}",
                           "--build-arg", f"REDIS_PY_VERSION={importlib.metadata.version('redis')}",
                           "--tag", project.image("client"), HERE, timeout=600)
-        with timed("docker-compose up -d, all nodes healthy"):
+        with timed("docker-compose up -d, all nodes and sentinels healthy"):
             project.compose("up", "-d")
-            project.wait_healthy(NODES)
+            project.wait_healthy((*NODES, *SENTINELS))
         yield project
     finally:
         with timed("docker-compose down, images removed"):

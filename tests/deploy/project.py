@@ -19,12 +19,15 @@ from tests.deploy.engine import Engine, EngineError
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 COMPOSE_FILE = os.path.join(ROOT, "deploy", "compose.yaml")
 NODES = ("primary", "replica-1", "replica-2")
-PROFILES = ("sentinel", "chaos", "pipeline")
+SENTINELS = ("sentinel-1", "sentinel-2", "sentinel-3")
+PROFILES = ("chaos", "pipeline")
 # Published ports: 0 lets the engine choose free ones (tests never take fixed ports).
 _PORT_VARIABLES = ("RILL_PRIMARY_PORT", "RILL_REPLICA_1_PORT", "RILL_REPLICA_2_PORT", "RILL_SENTINEL_1_PORT",
                    "RILL_SENTINEL_2_PORT", "RILL_SENTINEL_3_PORT", "TOXIPROXY_PRIMARY_API_PORT",
                    "TOXIPROXY_REPLICA_1_API_PORT", "TOXIPROXY_REPLICA_2_API_PORT", "TOXIPROXY_PRIMARY_PORT",
-                   "TOXIPROXY_REPLICA_1_PORT", "TOXIPROXY_REPLICA_2_PORT")
+                   "TOXIPROXY_REPLICA_1_PORT", "TOXIPROXY_REPLICA_2_PORT", "RILL_PRIMARY_METRICS_PORT",
+                   "RILL_REPLICA_1_METRICS_PORT", "RILL_REPLICA_2_METRICS_PORT", "RILL_SENTINEL_1_METRICS_PORT",
+                   "RILL_SENTINEL_2_METRICS_PORT", "RILL_SENTINEL_3_METRICS_PORT")
 
 
 def compose_command() -> list[str]:

@@ -1,10 +1,11 @@
-"""deploy/compose.yaml with a real Docker engine: the images build, the primary and its two
-replicas come up healthy, writes replicate (WAIT, then reads on the replicas) for clients on
-the host (127.0.0.1 only) and for a redis-py client in a container on the compose network,
-the `chaos` profile puts a toxiproxy in front of each node, and a failover done by hand
-(the primary's container killed, a replica promoted, the other re-pointed, the old primary
-back as a replica) loses no acknowledged write. The sentinel services are not started:
-`rill sentinel` does not exist yet (docs/deploy.md).
+"""deploy/compose.yaml with a real Docker engine: the images build, the primary, its two
+replicas and three sentinels come up healthy, writes replicate (WAIT, then reads on the
+replicas) for clients on the host (127.0.0.1 only) and for a redis-py client in a container
+on the compose network, the sentinels know every node and each other by service name, metrics
+are served on 127.0.0.1, the `chaos` profile puts a toxiproxy in front of each node, and when
+the primary's container is killed the sentinels promote a replica while redis-py's Sentinel
+client (in a container) keeps writing, and the old primary, started again, rejoins as a
+replica.
 
 One compose project for the module (conftest.py), in this order: the tests before the
 failover rely on the original roles.
@@ -23,9 +24,17 @@ from collections.abc import Callable
 import pytest
 import redis
 
-from tests.deploy.project import COMPOSE_FILE, NODES, Project, compose_command
+from tests.deploy.project import COMPOSE_FILE, NODES, SENTINELS, Project, compose_command
+from tests.metrics.scrape import labelled, scrape, value
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(2400)]
+
+# Bounds, not expectations. The sentinels find the replicas (INFO every 10 s) and each other
+# (hellos every 2 s) in seconds; a failover takes down-after-milliseconds (5 s) and a few
+# seconds more, but a sentinel starved of CPU enters TILT for 30 s, and a split vote waits
+# twice failover-timeout (60 s) before the next election.
+SETTLE_S = 120.0
+FAILOVER_S = 300.0
 
 
 def _until(what: str, ready: Callable[[], bool], timeout: float = 60.0) -> None:
@@ -44,10 +53,11 @@ def _answers(client: redis.Redis) -> bool:
 
 
 def test_nodes_are_healthy_and_published_on_loopback_only(project: Project) -> None:
-    for service in NODES:
+    for service in (*NODES, *SENTINELS):
         assert project.health(service) == "healthy"
         bindings = project.inspect(service)["HostConfig"]["PortBindings"]  # type: ignore[index]
         assert {b["HostIp"] for ports in bindings.values() for b in ports} == {"127.0.0.1"}, service
+        assert "9121/tcp" in bindings, service  # the metrics
     roles = {service: project.client(service).execute_command("ROLE")[0] for service in NODES}
     assert roles == {"primary": "master", "replica-1": "slave", "replica-2": "slave"}
 
@@ -94,6 +104,56 @@ def test_a_client_on_the_compose_network_reaches_the_nodes_by_name(project: Proj
     assert seen["seen"] == {"replica-1": seen["added"], "replica-2": seen["added"]}
 
 
+def _sentinel(project: Project, service: str) -> redis.Redis:
+    # Sentinels have no password of their own (they use RILL_PASSWORD towards the nodes).
+    return redis.Redis(host="127.0.0.1", port=project.port(service, 26379), socket_timeout=10, decode_responses=True)
+
+
+def _fields(reply: object) -> dict[str, str]:
+    """A SENTINEL MASTER/REPLICAS/SENTINELS entry as a dict (redis-py parses some, not all)."""
+    if isinstance(reply, dict):
+        return {str(k): str(v) for k, v in reply.items()}
+    assert isinstance(reply, list)
+    return {str(k): str(v) for k, v in zip(reply[::2], reply[1::2])}
+
+
+def _sentinel_view(project: Project, service: str) -> dict[str, str]:
+    return _fields(_sentinel(project, service).execute_command("SENTINEL", "MASTER", "rill"))
+
+
+def _settled(view: dict[str, str]) -> bool:
+    return view["num-slaves"] == "2" and view["num-other-sentinels"] == "2"
+
+
+def test_the_sentinels_know_the_nodes_and_each_other_by_name(project: Project) -> None:
+    for sentinel in SENTINELS:
+        _until(f"{sentinel} discovers both replicas and the other sentinels",
+               lambda s=sentinel: _settled(_sentinel_view(project, s)), SETTLE_S)  # type: ignore[misc]
+        view = _sentinel_view(project, sentinel)
+        assert (view["ip"], view["port"], view["flags"]) == ("primary", "6379", "master")
+        replicas = _sentinel(project, sentinel).execute_command("SENTINEL", "REPLICAS", "rill")
+        names = sorted(_fields(r)["ip"] for r in replicas)
+        assert names == ["replica-1", "replica-2"]  # replica-announce-ip, not container addresses
+        others = _sentinel(project, sentinel).execute_command("SENTINEL", "SENTINELS", "rill")
+        assert sorted(_fields(o)["ip"] for o in others) == sorted(set(SENTINELS) - {sentinel})
+
+
+def test_metrics_are_published_on_loopback(project: Project) -> None:
+    primary = scrape(project.port("primary", 9121))
+    assert value(primary, "rill_role", role="master") == 1
+    assert labelled(primary, "rill_replica_online", "replica") == {"replica-1:6379": 1, "replica-2:6379": 1}
+    for service in ("replica-1", "replica-2"):
+        replica = scrape(project.port(service, 9121))
+        assert value(replica, "rill_role", role="slave") == 1
+        assert value(replica, "rill_master_link_up") == 1
+    for sentinel in SENTINELS:
+        samples = scrape(project.port(sentinel, 9121))
+        assert value(samples, "rill_sentinel_master_address", master="rill", address="primary:6379") == 1
+        assert value(samples, "rill_sentinel_master_status", master="rill", status="ok") == 1
+        assert value(samples, "rill_sentinel_master_replicas", master="rill") == 2
+        assert value(samples, "rill_sentinel_master_sentinels", master="rill") == 3
+
+
 def _toxiproxy(project: Project, node: str, body: dict[str, object]) -> None:
     api = project.port(f"toxi-{node}", 8474)
     request = urllib.request.Request(f"http://127.0.0.1:{api}/proxies/{node}", data=json.dumps(body).encode(),
@@ -120,43 +180,85 @@ def test_the_chaos_profile_puts_a_toxiproxy_in_front_of_each_node(project: Proje
     project.compose("stop", *proxies, profiles=("chaos",))
 
 
-def test_a_manual_failover_loses_no_acknowledged_write(project: Project) -> None:
-    # What the sentinels will do, done by hand: the primary's container dies, replica-1 is
-    # promoted, replica-2 follows it, the old primary comes back as a replica.
+def _role(client: redis.Redis) -> list[object]:
+    try:
+        return list(client.execute_command("ROLE"))
+    except redis.RedisError:
+        return []
+
+
+def _master_at(sentinel: str, project: Project) -> str:
+    """The master's service name as `sentinel` names it (announce-hostnames)."""
+    host, port = _sentinel(project, sentinel).execute_command("SENTINEL", "GET-MASTER-ADDR-BY-NAME", "rill")
+    assert int(port) == 6379
+    return str(host)
+
+
+def test_the_sentinels_fail_over_and_a_sentinel_client_keeps_writing(project: Project) -> None:
     primary = project.client("primary")
     before = [primary.xadd("failover", {"n": str(i)}) for i in range(10)]
     assert primary.wait(2, 10_000) == 2
-    project.compose("kill", "primary")
-    new, other = project.client("replica-1"), project.client("replica-2")
-    _until("replica-1 sees its primary gone", lambda: new.info("replication")["master_link_status"] == "down")
-    _until("the replicas' health checks see it", lambda: project.health("replica-2") == "unhealthy")
-    assert new.replicaof("NO", "ONE")
-    assert other.replicaof("replica-1", 6379)
-    after = [new.xadd("failover", {"n": str(i)}) for i in range(10, 20)]
-    assert new.wait(1, 10_000) == 1
-    assert [entry_id for entry_id, _ in other.xrange("failover")] == before + after
+    # redis-py's Sentinel client, in a container on the compose network, writes from before
+    # the primary dies until it has written 20 entries to the primary the sentinels promote.
+    writer = subprocess.Popen(
+        ["docker", "run", "--rm", "--network", project.network, "--env", "RILL_PASSWORD", project.image("client"),
+         "--sentinels", ",".join(SENTINELS), "--service", "rill", "--stream", "through-sentinels", "--after", "20",
+         "--seconds", str(FAILOVER_S)],
+        env={**project.engine.env, "RILL_PASSWORD": project.password}, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        _until("the client writes to the primary", lambda: primary.xlen("through-sentinels") >= 10, 120)
+        project.compose("kill", "primary")
+        _until("the sentinels agree on a new primary",
+               lambda: len({_master_at(s, project) for s in SENTINELS} - {"primary"}) == 1
+               and "primary" not in {_master_at(s, project) for s in SENTINELS}, FAILOVER_S)
+        new = _master_at("sentinel-1", project)
+        out, err = writer.communicate(timeout=FAILOVER_S + 60)
+    finally:
+        if writer.poll() is None:
+            writer.kill()
+            writer.communicate()
+    assert writer.returncode == 0, err[-4000:]
+    seen = json.loads(out)
+    assert seen["masters"] == ["primary:6379", f"{new}:6379"], seen
+    after = seen["written"][f"{new}:6379"]
+    assert len(after) >= 20
 
-    project.compose("start", "primary")  # its published port may change: clients ask again
-    project.wait_healthy(("primary",))
+    promoted = project.client(new)
+    assert _role(promoted)[0] == "master"
+    assert [entry_id for entry_id, _ in promoted.xrange("failover")] == before  # WAIT 2 before the kill
+    assert [entry_id for entry_id, _ in promoted.xrange("through-sentinels")][-len(after):] == after
+    other = project.client("replica-2" if new == "replica-1" else "replica-1")
+    _until("the other replica follows the new primary", lambda: _role(other)[:4] == ["slave", new, 6379, "connected"],
+           FAILOVER_S)
+    for sentinel in SENTINELS:
+        samples = scrape(project.port(sentinel, 9121))
+        assert labelled(samples, "rill_sentinel_events_total", "event").get("+switch-master") == 1, sentinel
+        assert value(samples, "rill_sentinel_master_address", master="rill", address=f"{new}:6379") == 1
+    assert labelled(scrape(project.port(new, 9121)), "rill_role_changes_total", "to") == {"master": 1, "slave": 0}
+
+    # The old primary comes back from its volume as a primary; the sentinels turn it into a
+    # replica of the new one, and it takes the new primary's history.
+    project.compose("start", "primary")
     old = project.client("primary")
-    assert [entry_id for entry_id, _ in old.xrange("failover")] == before  # its volume kept them
-    assert old.replicaof("replica-1", 6379)
-    assert new.wait(2, 10_000) == 2
-    assert [entry_id for entry_id, _ in old.xrange("failover")] == before + after
+    _until("the old primary rejoins as a replica", lambda: _role(old)[:4] == ["slave", new, 6379, "connected"],
+           FAILOVER_S)
+    assert promoted.wait(2, 10_000) == 2
+    assert old.xrange("through-sentinels") == promoted.xrange("through-sentinels")
     with pytest.raises(redis.ReadOnlyError):
         old.xadd("failover", {"n": "on the old primary"})
+    assert labelled(scrape(project.port("primary", 9121)), "rill_role_changes_total", "to")["slave"] == 1
     project.wait_healthy(NODES)
 
-    # CONFIG REWRITE writes the new roles into each node's config copy in its volume, so
-    # restarted containers keep them.
-    for service in NODES:
-        assert project.client(service).config_rewrite()
-    project.compose("restart", *NODES)
+    # The sentinels had each node CONFIG REWRITE its role into its config copy: restarted
+    # replicas keep following the new primary.
+    replicas = tuple(service for service in NODES if service != new)
+    project.compose("restart", *replicas)
     project.wait_healthy(NODES)
-    roles = {service: project.client(service).execute_command("ROLE")[:1] for service in NODES}
-    assert roles == {"primary": ["slave"], "replica-1": ["master"], "replica-2": ["slave"]}
-    assert project.client("replica-1").wait(2, 10_000) == 2
-    assert [entry_id for entry_id, _ in project.client("primary").xrange("failover")] == before + after
+    for service in replicas:
+        assert _role(project.client(service))[:2] == ["slave", new]
+    assert promoted.wait(2, 10_000) == 2
 
 
 def test_compose_refuses_to_start_without_a_password(tmp_path: pathlib.Path) -> None:
