@@ -30,9 +30,9 @@ if TYPE_CHECKING:
 _ROLES: Final = ("master", "slave")
 
 _MEMORY: Final = (
-    Figure("used_memory", "memory_used_bytes", "Memory in use (the process's RSS: Rill runs on Python's allocator)"),
+    Figure("used_memory", "memory_used_bytes", "Memory the data, client buffers, backlog and AOF buffer take (an estimate)"),
     Figure("used_memory_peak", "memory_peak_bytes", "Peak memory in use"),
-    Figure("used_memory_dataset", "memory_dataset_bytes", "Memory in use beyond what the node used once started"),
+    Figure("used_memory_dataset", "memory_dataset_bytes", "Memory the data takes (an estimate)"),
     Figure("mem_replication_backlog", "memory_replication_backlog_bytes", "The replication backlog's memory"),
     Figure("mem_clients_normal", "memory_clients_output_bytes", "Replies waiting in client output buffers"),
     Figure("maxmemory", "maxmemory_bytes", "The maxmemory setting (0: no limit)"),
