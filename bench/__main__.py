@@ -41,7 +41,7 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("-c", "--clients", type=int, default=50, help="parallel connections (default 50)")
     parser.add_argument("--pipelines", default="1,16", help="pipeline depths (default: %(default)s)")
     parser.add_argument("--out", default=os.path.join(ROOT, "bench", "results"),
-                        help="directory for <timestamp>.json and latest.json")
+                        help="directory for latest.json and a line of history.jsonl")
     parser.add_argument("--profile", metavar="PATH", default=None,
                         help="run the Rill node under cProfile and write its profile to PATH")
     parser.add_argument("--no-persistence", action="store_true",

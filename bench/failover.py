@@ -22,7 +22,7 @@ and measures, from the fault:
   SLAVEOF after it has reported `role:master` for 8 s: mostly Sentinel's wait).
 
 It prints the medians per kind and fault with the ratio Rill / redis-server, and writes
-bench/results/failover/<timestamp>.json and latest.json. A sentinel whose timer jumped more
+bench/results/failover/latest.json and a line of history.jsonl. A sentinel whose timer jumped more
 than 2 s (the machine starved it) enters TILT and acts on nothing for 30 s; the runs count
 `+tilt` events so such a round can be told apart.
 """

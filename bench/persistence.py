@@ -3,7 +3,7 @@ redis-server configured the same way (`appendonly yes`, the same `appendfsync`),
 fsync policy, with redis-benchmark (-c 50, -P 1 by default: every request waits for its
 reply, so `always` pays one group-committed fsync per event-loop round trip).
 
-Results go to bench/results/persistence/<timestamp>.json and latest.json.
+Results go to bench/results/persistence/latest.json and a line of history.jsonl.
 """
 
 from __future__ import annotations

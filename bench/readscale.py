@@ -20,7 +20,7 @@ machine: the CPU columns say where it went.
 The readers' addresses are given directly (a Sentinel-aware client would ask `slave_for`).
 Writers and readers are two driver processes (this module with --driver write|read): uvloop,
 raw asyncio protocols and hiredis, as in bench/stream_latency.py, so the clients cost little.
-Results: bench/results/readscale/<timestamp>.json and latest.json, and a table on stdout.
+Results: bench/results/readscale/latest.json and a line of history.jsonl, and a table on stdout.
 """
 
 from __future__ import annotations

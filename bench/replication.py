@@ -15,7 +15,7 @@ its replicas (all on loopback, same run, same client tools):
   the replica saw it minus the time the writer got the primary's reply (p50/p99; negative
   when the replica is faster than the reply's trip back to the writer).
 
-Results go to bench/results/replication/<timestamp>.json and latest.json.
+Results go to bench/results/replication/latest.json and a line of history.jsonl.
 """
 
 from __future__ import annotations

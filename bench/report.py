@@ -1,5 +1,5 @@
-"""Benchmark results as a printed table and as JSON files (`<timestamp>.json` plus
-`latest.json`): small, stable key order and rounded numbers so they diff well in git."""
+"""Benchmark results as a printed table and as JSON: `latest.json` (small, stable key order and
+rounded numbers so it diffs well in git) and `history.jsonl`, one line per run."""
 
 from __future__ import annotations
 
@@ -70,18 +70,19 @@ def table(rows: Sequence[Row]) -> str:
 
 
 def write_json(document: dict[str, Any], out_dir: str, stamp: str) -> list[str]:
-    """Write `<stamp>.json` and `latest.json` atomically; return their paths."""
+    """Write `latest.json` atomically and append the run, stamped, as one line of
+    `history.jsonl` (the suite's runs, oldest first); return their paths."""
     os.makedirs(out_dir, exist_ok=True)
     head = {k: v for k, v in document.items() if k != "rows"}
     # One row per line: a new run's diff shows which rows moved.
     rows = ",\n".join("  " + json.dumps(row, ensure_ascii=False) for row in document.get("rows", []))
     text = json.dumps(head, indent=1, ensure_ascii=False)[:-2] + ',\n "rows": [\n' + rows + "\n ]\n}\n"
-    paths = []
-    for name in (f"{stamp}.json", "latest.json"):
-        path = os.path.join(out_dir, name)
-        tmp = path + ".tmp"
-        with open(tmp, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)
-        paths.append(path)
-    return paths
+    latest = os.path.join(out_dir, "latest.json")
+    tmp = latest + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(text)
+    os.replace(tmp, latest)
+    history = os.path.join(out_dir, "history.jsonl")
+    with open(history, "a", encoding="utf-8") as f:
+        f.write(json.dumps({"stamp": stamp, **document}, ensure_ascii=False) + "\n")
+    return [history, latest]

@@ -15,7 +15,7 @@ Rill nodes vs redis-server.)
   `--idle-seconds`: CPU time each sentinel used (ms per second, the mean of the three) and
   its resident memory.
 
-Results go to bench/results/sentinels/<timestamp>.json and latest.json. The target (issue 23)
+Results go to bench/results/sentinels/latest.json and a line of history.jsonl. The target (issue 23)
 is a Rill failover time no more than redis-sentinel's + 1 s at the same
 down-after-milliseconds.
 """

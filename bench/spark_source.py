@@ -16,7 +16,7 @@ process as the reference.
 
 Spark runs `local[2]` in this process (the JVM and its Python workers share the cores with the
 servers). Each Spark figure is the median of `--rounds` runs after one warm-up run. Results:
-bench/results/spark/<timestamp>.json and latest.json, and a table on stdout.
+bench/results/spark/latest.json and a line of history.jsonl, and a table on stdout.
 """
 
 from __future__ import annotations

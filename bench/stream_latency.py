@@ -18,8 +18,8 @@ as many XREADGROUPs and XACKs on this 2-core machine. Pacing: every ~1 ms tick (
 loop's timer resolution) each producer sends the messages that are due, so sends come in
 small bursts of rate/producers/1000 messages; the mean rate is exact.
 
-The first --warmup seconds are not counted. Results: bench/results/latency/<timestamp>.json
-and latest.json, and a table on stdout.
+The first --warmup seconds are not counted. Results: bench/results/latency/latest.json and
+a line of history.jsonl, and a table on stdout.
 """
 
 from __future__ import annotations
@@ -341,7 +341,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--producers", type=int, default=2)
     parser.add_argument("--servers", default="redis,rill", help="which servers, in order (default: %(default)s)")
     parser.add_argument("--out", default=os.path.join(ROOT, "bench", "results", "latency"),
-                        help="directory for <timestamp>.json and latest.json")
+                        help="directory for latest.json and a line of history.jsonl")
     parser.add_argument("--driver", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--key", default=KEY, help=argparse.SUPPRESS)

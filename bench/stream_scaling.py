@@ -30,7 +30,7 @@ Three figures per operation and server, because each tells something different:
 * wall µs/op: client-observed time of pipelined batches (PEL cycles: of each round trip),
   client parsing included, so it compresses the ratios.
 
-Results: bench/results/scaling/<timestamp>.json and latest.json, and a table on stdout.
+Results: bench/results/scaling/latest.json and a line of history.jsonl, and a table on stdout.
 """
 
 from __future__ import annotations
@@ -520,7 +520,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--rounds", type=int, default=None,
                         help=f"the ops and cycles are split over this many interleaved rounds (default {DEFAULT_ROUNDS})")
     parser.add_argument("--out", default=os.path.join(ROOT, "bench", "results", "scaling"),
-                        help="directory for <timestamp>.json and latest.json")
+                        help="directory for latest.json and a line of history.jsonl")
     args = parser.parse_args(argv)
     sizes = _ints(args.sizes) if args.sizes else (QUICK_SIZES if args.quick else SIZES)
     args.plan = Plan(

@@ -57,8 +57,9 @@ def test_quick_bench_writes_a_measured_row_per_test_and_pipeline(tmp_path: Path)
         assert row["rps_ratio"] > 0
     # CPU time is read in 10 ms ticks, so a tiny run may show 0 for one row, never for all.
     assert sum(row["rill"]["cpu_s"] for row in doc["rows"] if row["rill"]) > 0
-    stamped = [p.name for p in tmp_path.iterdir() if p.name != "latest.json"]
-    assert stamped == [f"{doc['timestamp']}.json"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["history.jsonl", "latest.json"]
+    [run] = (tmp_path / "history.jsonl").read_text(encoding="utf-8").splitlines()
+    assert json.loads(run)["stamp"] == doc["timestamp"] and json.loads(run)["rows"] == doc["rows"]
     assert "rill/redis" in done.stdout  # the table was printed
 
 
