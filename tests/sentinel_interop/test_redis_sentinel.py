@@ -1,6 +1,6 @@
 """Debian's redis-sentinel managing a Rill cluster unchanged (issue 22 item 4): three Rill
 nodes (a primary and two replicas) and three redis-sentinel processes (bench/sentinel_cluster.py,
-quorum 2, down-after-milliseconds 1000). The primary is SIGKILLed (then restarted from its
+quorum 2, down-after-milliseconds 2000). The primary is SIGKILLed (then restarted from its
 config file) or SIGSTOPped (then continued), and the test checks what Sentinel promises:
 
 * the sentinels agree on a new primary, which says it is one;
@@ -8,7 +8,7 @@ config file) or SIGSTOPped (then continued), and the test checks what Sentinel p
 * a redis-py `Sentinel(...).master_for()` client writing through the fault resumes, on the
   new primary, and what was written before the fault is there;
 * the old primary, back, is demoted to a replica of the new one and catches up;
-* every sentinel then sees the whole cluster healthy again.
+* every sentinel then sees the whole cluster healthy again, after exactly one failover.
 
 Waits are bounded (generously: the machine is shared) and nothing asserts a duration;
 `python -m bench.failover` measures the durations against redis-server.
@@ -22,17 +22,29 @@ import pytest
 import redis
 from redis.sentinel import MasterNotFoundError
 
-from bench.sentinel_cluster import SERVICE, Member, SentinelCluster
+from bench.sentinel_cluster import SERVICE, Member, SentinelCluster, Settings
 
 # Sentinel needs down-after-milliseconds plus an election and a promotion; on a machine
 # shared by other test runs a sentinel may also TILT (30 s without acting).
 AGREE_TIMEOUT = 60.0
+# Above Sentinel's 1 s PING and reconnection period. At 1000 a sentinel that switches to the
+# just-promoted master may reconnect to it ~1 s late, call it down before its first PONG and,
+# counting the first failover's stale votes, fail over a second time (a race in the sentinel:
+# sentinelResetMaster + sentinelReconnectInstance; docs/failover.md advises above 1 s). The
+# failover bench keeps 1000 to compare with redis-server under the same settings.
+SETTINGS = Settings(down_after_ms=2000)
 TIMEOUT = 60.0
+# Above Sentinel's 1 s PING and reconnection period. At 1000 a sentinel that switches to the
+# just-promoted master may reconnect to it ~1 s late, call it down before its first PONG and,
+# counting the first failover's stale votes, fail over a second time (a race in the sentinel:
+# sentinelResetMaster + sentinelReconnectInstance; docs/failover.md advises above 1 s). The
+# failover bench keeps 1000 to compare with redis-server under the same settings.
+SETTINGS = Settings(down_after_ms=2000)
 
 
 @pytest.fixture
 def cluster() -> Iterator[SentinelCluster]:
-    with SentinelCluster("rill") as c:
+    with SentinelCluster("rill", SETTINGS) as c:
         c.start(timeout=TIMEOUT)
         yield c
 
@@ -82,3 +94,4 @@ def test_redis_sentinel_fails_over_a_rill_cluster(cluster: SentinelCluster, faul
     cluster.wait(lambda: _values(old) == ["before", "after"], TIMEOUT, "the old primary to catch up")
     cluster.wait(cluster.ready, TIMEOUT, "every sentinel to see the whole cluster healthy")
     assert cluster.agreed_primary() is new
+    assert cluster.sentinel_events("+switch-master") == len(cluster.sentinels), "one failover, seen by each sentinel"
