@@ -6,6 +6,7 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 PORT ?= 6379
+METRICS_PORT ?= 9121
 PIPELINE_SECONDS ?= 60
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
@@ -72,9 +73,9 @@ sentinel-deps:
 	fi
 
 # A local cluster: a primary on PORT and two replicas on PORT+1 and PORT+2, three sentinels on
-# 26379-26381 (Ctrl-C stops all).
+# 26379-26381, Prometheus metrics on METRICS_PORT to METRICS_PORT+5 (Ctrl-C stops all).
 run: deps native
-	$(VENV)/bin/rill cluster --port $(PORT) --sentinels 3
+	$(VENV)/bin/rill cluster --port $(PORT) --sentinels 3 --metrics-port $(METRICS_PORT)
 
 lint: deps spark-deps
 	$(VENV)/bin/ruff check .

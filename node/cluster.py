@@ -4,7 +4,9 @@ ports from --port, and with --sentinels M as many `rill sentinel` processes on c
 ports from --sentinel-port, monitoring the primary as "rill" (quorum: a majority of them;
 each starts knowing the others). It prints each process's address and role once the
 replicas are in sync, and stops everything on Ctrl-C (or SIGTERM), or when one of them
-exits — except a node watched by sentinels, whose death is theirs to handle.
+exits — except a node watched by sentinels, whose death is theirs to handle. With
+--metrics-port P every process serves Prometheus metrics (docs/metrics.md): the nodes on P and
+the next ports, then the sentinels.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ class _Node:
     directory: str
     proc: subprocess.Popen[bytes]
     replicaof: int | None  # the primary's RESP port, for replicas
+    metrics_port: int = 0  # 0: no metrics
 
     @property
     def log_path(self) -> str:
@@ -71,23 +74,27 @@ def _info(port: int) -> dict[str, str]:
     return fields
 
 
-def _start(port: int, directory: str, replicaof: int | None, extra: list[str]) -> _Node:
+def _start(port: int, directory: str, replicaof: int | None, metrics_port: int, extra: list[str]) -> _Node:
     os.makedirs(directory, exist_ok=True)
     args = [sys.executable, "-m", "node.main", "node", "--port", str(port), "--dir", directory,
             "--logfile", os.path.join(directory, "server.log"), *extra]
     if replicaof is not None:
         args += ["--replicaof", "127.0.0.1", str(replicaof)]
+    if metrics_port:
+        args += ["--metrics-port", str(metrics_port)]
     with open(os.path.join(directory, "stderr.log"), "wb") as stderr:
         proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=stderr, start_new_session=True)
-    return _Node(port, directory, proc, replicaof)
+    return _Node(port, directory, proc, replicaof, metrics_port)
 
 
 SERVICE = "rill"  # the name the sentinels monitor the primary under
 
 
-def _start_sentinels(base: str, first_port: int, count: int, primary: int, down_after: int) -> list[_Node]:
+def _start_sentinels(base: str, first_port: int, count: int, primary: int, down_after: int,
+                     first_metrics_port: int) -> list[_Node]:
     """`count` sentinels with known ids, each configured with the others (so they agree
-    from the start, without waiting for hello messages)."""
+    from the start, without waiting for hello messages); with metrics on consecutive ports
+    from `first_metrics_port` unless it is 0."""
     ids = [secrets.token_hex(20) for _ in range(count)]
     ports = [first_port + i for i in range(count)]
     quorum = count // 2 + 1
@@ -101,6 +108,9 @@ def _start_sentinels(base: str, first_port: int, count: int, primary: int, down_
             f"sentinel monitor {SERVICE} 127.0.0.1 {primary} {quorum}",
             f"sentinel down-after-milliseconds {SERVICE} {down_after}",
         ]
+        metrics_port = first_metrics_port + i if first_metrics_port else 0
+        if metrics_port:
+            lines.append(f"metrics-port {metrics_port}")
         lines += [f"sentinel known-sentinel {SERVICE} 127.0.0.1 {p} {other}"
                   for j, (p, other) in enumerate(zip(ports, ids)) if j != i]
         conf = os.path.join(directory, "sentinel.conf")
@@ -109,7 +119,7 @@ def _start_sentinels(base: str, first_port: int, count: int, primary: int, down_
         with open(os.path.join(directory, "stderr.log"), "wb") as stderr:
             proc = subprocess.Popen([sys.executable, "-m", "node.main", "sentinel", conf],
                                     stdout=subprocess.DEVNULL, stderr=stderr, start_new_session=True)
-        sentinels.append(_Node(port, directory, proc, None))
+        sentinels.append(_Node(port, directory, proc, None, metrics_port))
     return sentinels
 
 
@@ -131,8 +141,14 @@ def _describe_sentinels(sentinels: list[_Node]) -> str:
         reply = _call(node.port, "SENTINEL", "GET-MASTER-ADDR-BY-NAME", SERVICE)
         primary = ":".join(x.decode() for x in reply) if isinstance(reply, list) else "?"
         lines.append(f"  127.0.0.1:{node.port:<6} sentinel  monitoring {SERVICE!r} (primary {primary})")
-        lines.append(f"  {'':<16} log: {node.log_path}")
+        lines.append(_where(node))
     return "\n".join(lines)
+
+
+def _where(node: _Node) -> str:
+    """The line under a process: its log, and its metrics when it serves them."""
+    metrics = f"  metrics: http://127.0.0.1:{node.metrics_port}/metrics" if node.metrics_port else ""
+    return f"  {'':<16} log: {node.log_path}{metrics}"
 
 
 def _wait_ready(nodes: list[_Node]) -> str | None:
@@ -160,7 +176,7 @@ def _describe(nodes: list[_Node]) -> str:
         else:
             detail = f"replica of {info.get('master_host')}:{info.get('master_port')}, link {info.get('master_link_status')}"
         lines.append(f"  {where:<16} role={role:<7} replication port {info.get('repl_grpc_port', '?'):<6} {detail}")
-        lines.append(f"  {'':<16} log: {node.log_path}")
+        lines.append(_where(node))
     return "\n".join(lines)
 
 
@@ -201,6 +217,9 @@ def main(argv: list[str]) -> int:
                         help="the first sentinel's port; the others take the next ones (default 26379)")
     parser.add_argument("--down-after", type=int, default=5000,
                         help="the sentinels' down-after-milliseconds (default 5000)")
+    parser.add_argument("--metrics-port", type=int, default=0,
+                        help="serve Prometheus metrics: the nodes on this port and the next ones, then the "
+                             "sentinels (default 0: off)")
     parser.add_argument("--dir", default=None, help="data directory (default: a temporary one, removed on exit)")
     parser.add_argument("node_args", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -214,23 +233,33 @@ def main(argv: list[str]) -> int:
     node_ports = set(range(args.port, args.port + args.replicas + 1))
     # A node's replication listens on its RESP port + 10000 by default.
     taken = node_ports | {p + 10000 for p in node_ports}
-    if taken & set(range(args.sentinel_port, args.sentinel_port + args.sentinels)):
+    sentinel_ports = set(range(args.sentinel_port, args.sentinel_port + args.sentinels))
+    if taken & sentinel_ports:
         parser.error("the sentinels' ports would collide with the nodes' RESP or replication ports")
+    processes = len(node_ports) + args.sentinels
+    if args.metrics_port and not 0 < args.metrics_port <= 65536 - processes:
+        parser.error("--metrics-port must leave every metrics port in 1..65535")
+    if args.metrics_port and set(range(args.metrics_port, args.metrics_port + processes)) & (taken | sentinel_ports):
+        parser.error("the metrics ports would collide with the nodes' or sentinels' ports")
     base = args.dir or tempfile.mkdtemp(prefix="rill-cluster-")
     nodes: list[_Node] = []
     sentinels: list[_Node] = []
     previous = {sig: signal.signal(sig, _raise_stop) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
-        nodes.append(_start(args.port, os.path.join(base, str(args.port)), None, extra))
+        def metrics_port(i: int) -> int:
+            return args.metrics_port + i if args.metrics_port else 0
+
+        nodes.append(_start(args.port, os.path.join(base, str(args.port)), None, metrics_port(0), extra))
         for i in range(1, args.replicas + 1):
             port = args.port + i
-            nodes.append(_start(port, os.path.join(base, str(port)), args.port, extra))
+            nodes.append(_start(port, os.path.join(base, str(port)), args.port, metrics_port(i), extra))
         problem = _wait_ready(nodes)
         if problem is not None:
             print(f"rill cluster: {problem}", file=sys.stderr)
             return 1
         if args.sentinels:
-            sentinels = _start_sentinels(base, args.sentinel_port, args.sentinels, args.port, args.down_after)
+            sentinels = _start_sentinels(base, args.sentinel_port, args.sentinels, args.port, args.down_after,
+                                         metrics_port(len(nodes)))
             problem = _sentinels_ready(sentinels)
             if problem is not None:
                 print(f"rill cluster: {problem}", file=sys.stderr)

@@ -1,5 +1,6 @@
 """`rill cluster` (what `make run` starts): a primary and two replicas on consecutive loopback
-ports that replicate, and that all stop on Ctrl-C."""
+ports that replicate, and that all stop on Ctrl-C; with sentinels watching them, and with every
+process serving its metrics."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.request
 
 import redis
 
@@ -76,12 +78,18 @@ def test_cluster_replicates_and_stops_every_node_on_ctrl_c() -> None:
             proc.wait()
 
 
+def _scrape(port: int) -> str:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as response:
+        return str(response.read().decode())
+
+
 def test_cluster_with_sentinels_prints_them_and_they_watch_the_primary() -> None:
     base = _consecutive_free_ports(3)
     sentinel_base = _consecutive_free_ports(3)
+    metrics_base = _consecutive_free_ports(6)
     proc = subprocess.Popen(
         [sys.executable, "-m", "node.main", "cluster", "--port", str(base), "--sentinels", "3",
-         "--sentinel-port", str(sentinel_base)],
+         "--sentinel-port", str(sentinel_base), "--metrics-port", str(metrics_base)],
         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
     )
     try:
@@ -102,9 +110,22 @@ def test_cluster_with_sentinels_prints_them_and_they_watch_the_primary() -> None
             # Each starts knowing the other two.
             assert len(sentinel.execute_command("SENTINEL", "SENTINELS", "rill")) == 2
             sentinel.close()
+        # The nodes' metrics on the first three metrics ports, the sentinels' on the next.
+        roles = []
+        for port in range(metrics_base, metrics_base + 6):
+            assert f"http://127.0.0.1:{port}/metrics" in text
+            body = _scrape(port)
+            if port < metrics_base + 3:
+                roles += [line for line in body.splitlines() if line.startswith("rill_role{") and line.endswith(" 1.0")]
+            else:
+                # Each sentinel says where the primary is.
+                assert any(line.startswith("rill_sentinel_master_address{") and f'"127.0.0.1:{base}"' in line
+                           and line.endswith(" 1.0") for line in body.splitlines()), body
+        assert sorted(roles) == ['rill_role{role="master"} 1.0', 'rill_role{role="slave"} 1.0', 'rill_role{role="slave"} 1.0']
         os.killpg(proc.pid, signal.SIGINT)
         assert proc.wait(20) == 0
         ports = list(range(base, base + 3)) + list(range(sentinel_base, sentinel_base + 3))
+        ports += list(range(metrics_base, metrics_base + 6))
         assert not any(_listening(p) for p in ports)
     finally:
         if proc.poll() is None:
