@@ -225,7 +225,7 @@ class Session:
         self.output_size = 0
         # Bytes the running command's reply may take before the client passes its hard
         # output buffer limit (0: no limit); set by the connection around each command, read
-        # by replies that can grow large (XRANGE) to stop early (OutputLimitReached).
+        # by replies that can grow large (XRANGE, XREAD) to stop early (OutputLimitReached).
         self.output_room = 0
         self.in_exec = False
         # While EXEC runs: its start time, the time every queued command sees (Redis's

@@ -7,7 +7,7 @@ from typing import Any
 
 from node.commands.args import NOT_AN_INTEGER, SYNTAX_ERROR, to_int
 from node.commands.context import Session
-from node.commands.reply import NULL_ARRAY, OK, CommandError
+from node.commands.reply import NULL_ARRAY, OK, CommandError, OutputLimitReached
 from node.commands.stream_args import (
     block_or_timeout,
     engine_error,
@@ -272,6 +272,9 @@ def _serve_xread(ctx: Session, keys: list[bytes], after: list[int], count: int, 
     served: list[tuple[bytes, Any]] = []
     db = ctx.db
     wrong_type = False
+    # Like XRANGE's, the reply stops as soon as it would pass the client's hard output limit,
+    # counted over every key's entries (not inside EXEC, where every queued command runs).
+    room = 0 if ctx.in_exec else ctx.output_room
     for key, last in zip(keys, after):
         value = db.get(key)
         if value is None:
@@ -283,7 +286,12 @@ def _serve_xread(ctx: Session, keys: list[bytes], after: list[int], count: int, 
             continue
         start = stream_ops.read_start(value, last)
         if start is not None:
-            served.append((key, range_reply(value, start, MAX_ID, count, False)))
+            entries = range_reply(value, start, MAX_ID, count, False, room)
+            served.append((key, entries))
+            if room:
+                room -= len(entries.data)
+                if room <= 0:
+                    raise OutputLimitReached
     if not served:
         return None
     if wrong_type:

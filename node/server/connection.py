@@ -13,7 +13,7 @@ end of the turn, and the replies of the batch being run) are counted after every
 and every push. `client-output-buffer-limit` (class normal, pubsub; replicas are bounded by
 the replication service) closes a client once they pass the hard limit, or the soft limit
 for longer than its seconds, as Redis checks in addReply; a reply that could be large on
-its own (XRANGE) stops as soon as it would pass the hard limit (`Session.output_room`).
+its own (XRANGE, XREAD) stops as soon as it would pass the hard limit (`Session.output_room`).
 
 Flow control: once a client's pending output passes `_FLOW_HIGH` (or the transport's buffer
 its high-water mark) the connection stops running that client's commands until the output

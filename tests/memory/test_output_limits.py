@@ -113,6 +113,34 @@ def test_one_reply_over_the_hard_limit_closes_the_client_before_it_is_built() ->
         proc.stop()
 
 
+def test_one_xread_over_the_hard_limit_across_its_keys_closes_the_client_before_it_is_built() -> None:
+    # Three streams of 700 entries of 10 KB: each key's entries (7 MB) fit under the 8 MB
+    # hard limit, the three together (21 MB) do not.
+    hard = 8 * MB
+    proc = start_rill("--client-output-buffer-limit", "normal 8mb 0 0")
+    try:
+        client = proc.client()
+        pipe = client.pipeline(transaction=False)
+        for key in ("a", "b", "c"):
+            for i in range(700):
+                pipe.xadd(key, {"f": b"x" * 10_000}, id=f"1-{i + 1}")
+        pipe.execute()
+        assert len(client.xread({"a": 0}, count=1)[0][1]) == 1  # small replies are answered
+        before = rss(proc.proc.pid)
+        conn = RawConnection(proc.port)
+        conn.send("XREAD", "STREAMS", "a", "b", "c", "0", "0", "0")
+        with pytest.raises(ConnectionError):
+            conn.read_reply()
+        conn.close()
+        assert peak_rss(proc.proc.pid) <= before + 2 * hard
+        assert client.info("stats")["client_output_buffer_limit_disconnections"] == 1
+        # One key's worth is still answered whole.
+        assert len(client.xread({"b": 0})[0][1]) == 700
+        client.close()
+    finally:
+        proc.stop()
+
+
 def test_a_pipeline_of_small_replies_is_served_in_bounded_memory() -> None:
     # 100,000 GETs of a 1 KB value, written whole before the client reads (as redis-py's
     # pipelines do): 100 MB of replies, never more than the limit pending in the node.
