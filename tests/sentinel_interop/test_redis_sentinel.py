@@ -27,12 +27,6 @@ from bench.sentinel_cluster import SERVICE, Member, SentinelCluster, Settings
 # Sentinel needs down-after-milliseconds plus an election and a promotion; on a machine
 # shared by other test runs a sentinel may also TILT (30 s without acting).
 AGREE_TIMEOUT = 60.0
-# Above Sentinel's 1 s PING and reconnection period. At 1000 a sentinel that switches to the
-# just-promoted master may reconnect to it ~1 s late, call it down before its first PONG and,
-# counting the first failover's stale votes, fail over a second time (a race in the sentinel:
-# sentinelResetMaster + sentinelReconnectInstance; docs/failover.md advises above 1 s). The
-# failover bench keeps 1000 to compare with redis-server under the same settings.
-SETTINGS = Settings(down_after_ms=2000)
 TIMEOUT = 60.0
 # Above Sentinel's 1 s PING and reconnection period. At 1000 a sentinel that switches to the
 # just-promoted master may reconnect to it ~1 s late, call it down before its first PONG and,
