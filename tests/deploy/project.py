@@ -48,13 +48,13 @@ class Project:
                       secrets.token_urlsafe(24))
         env = {"RILL_PASSWORD": project.password, **dict.fromkeys(_PORT_VARIABLES, "0"),
                "RILL_BASE_IMAGE": base_image, "RILL_IMAGE": project.image("rill"),
-               "TOXIPROXY_IMAGE": project.image("toxiproxy")}
+               "TOXIPROXY_IMAGE": project.image("toxiproxy"), "RILL_PIPELINE_IMAGE": project.image("pipeline")}
         with open(project.env_file, "w", encoding="utf-8") as f:
             f.writelines(f"{k}={v}\n" for k, v in env.items())
         return project
 
     def image(self, what: str) -> str:
-        """The tag of an image this project builds: `rill` and `toxiproxy` (its services'),
+        """The tag of an image this project builds: `rill`, `toxiproxy` and `pipeline` (its services'),
         `client` (the tests' in-network client, client.Dockerfile)."""
         return f"{self.name}-{what}:test"
 

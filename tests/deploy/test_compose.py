@@ -2,10 +2,12 @@
 replicas and three sentinels come up healthy, writes replicate (WAIT, then reads on the
 replicas) for clients on the host (127.0.0.1 only) and for a redis-py client in a container
 on the compose network, the sentinels know every node and each other by service name, metrics
-are served on 127.0.0.1, the `chaos` profile puts a toxiproxy in front of each node, and when
+are served on 127.0.0.1, the `chaos` profile puts a toxiproxy in front of each node, the
+`pipeline` profile runs the example Spark job against the cluster, and when
 the primary's container is killed the sentinels promote a replica while redis-py's Sentinel
 client (in a container) keeps writing, and the old primary, started again, rejoins as a
-replica.
+replica; a planned `SENTINEL FAILOVER` then hands the role to another node without losing a
+WAIT-acknowledged write.
 
 One compose project for the module (conftest.py), in this order: the tests before the
 failover rely on the original roles.
@@ -16,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 import pathlib
+import re
 import subprocess
 import time
 import urllib.request
@@ -35,6 +38,9 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(2400)]
 # twice failover-timeout (60 s) before the next election.
 SETTLE_S = 120.0
 FAILOVER_S = 300.0
+# The pipeline image downloads a Java runtime and PySpark; its job starts Spark in the container.
+PIPELINE_BUILD_S = 1500.0
+PIPELINE_RUN_S = 900.0
 
 
 def _until(what: str, ready: Callable[[], bool], timeout: float = 60.0) -> None:
@@ -102,6 +108,24 @@ def test_a_client_on_the_compose_network_reaches_the_nodes_by_name(project: Proj
     seen = json.loads(out)
     assert seen["role"] == "master" and seen["acked"] == 2 and len(seen["added"]) == 10
     assert seen["seen"] == {"replica-1": seen["added"], "replica-2": seen["added"]}
+
+
+def test_the_pipeline_profile_runs_the_example_spark_job(project: Project) -> None:
+    project.compose("build", "pipeline", profiles=("pipeline",), timeout=PIPELINE_BUILD_S)
+    out = project.compose("run", "--rm", "-T", "pipeline", "--seconds", "20", "--rate", "200", profiles=("pipeline",),
+                          timeout=PIPELINE_RUN_S)
+    assert "the streaming job reads the replicas" in out, out[-3000:]
+    produced = max(int(n) for n in re.findall(r"produced=\s*(\d+)", out))
+    reported = re.search(r"Batch report: (\d+) events", out)
+    windows = re.search(r"Windowed aggregates: (\d+) rows in stream .*?, (\d+) rows in Parquet", out)
+    assert reported and windows, out[-3000:]
+    # Every event produced was read (from the replicas) and counted; every window the
+    # streaming job closed is in Rill and in Parquet.
+    assert int(reported.group(1)) == produced > 1000
+    assert int(windows.group(1)) == int(windows.group(2)) > 0
+    primary = project.client("primary")
+    assert primary.xlen("shop:events") == produced
+    assert primary.xlen("shop:revenue-10s") == int(windows.group(1))
 
 
 def _sentinel(project: Project, service: str) -> redis.Redis:
@@ -259,6 +283,42 @@ def test_the_sentinels_fail_over_and_a_sentinel_client_keeps_writing(project: Pr
     for service in replicas:
         assert _role(project.client(service))[:2] == ["slave", new]
     assert promoted.wait(2, 10_000) == 2
+
+
+def _sentinels_see_two_healthy_replicas_of(primary: str, project: Project) -> bool:
+    for sentinel in SENTINELS:
+        if _master_at(sentinel, project) != primary:
+            return False
+        replicas = [_fields(r) for r in _sentinel(project, sentinel).execute_command("SENTINEL", "REPLICAS", "rill")]
+        if len(replicas) != 2 or any(r["flags"] != "slave" or r["master-link-status"] != "ok" for r in replicas):
+            return False
+    return True
+
+
+def test_a_planned_sentinel_failover_keeps_every_acknowledged_write(project: Project) -> None:
+    current = _master_at("sentinel-1", project)
+    # After the restarts above, the sentinels learn the replicas' state from INFO (every 10 s).
+    _until("every sentinel sees the primary's two replicas healthy",
+           lambda: _sentinels_see_two_healthy_replicas_of(current, project), SETTLE_S)
+    primary = project.client(current)
+    acked = [primary.xadd("handover", {"n": str(i)}) for i in range(10)]
+    assert primary.wait(2, 10_000) == 2
+    assert _sentinel(project, "sentinel-2").execute_command("SENTINEL", "FAILOVER", "rill") == "OK"
+    _until("the sentinels agree on another primary",
+           lambda: len(names := {_master_at(s, project) for s in SENTINELS}) == 1 and current not in names, FAILOVER_S)
+    chosen = _master_at("sentinel-1", project)
+    promoted = project.client(chosen)
+    assert _role(promoted)[0] == "master"
+    assert [entry_id for entry_id, _ in promoted.xrange("handover")] == acked
+    for service in NODES:
+        if service != chosen:
+            node = project.client(service)
+            _until(f"{service} follows {chosen}", lambda n=node: _role(n)[:4] == ["slave", chosen, 6379, "connected"],  # type: ignore[misc]
+                   FAILOVER_S)
+    assert promoted.wait(2, 10_000) == 2
+    for sentinel in SENTINELS:
+        samples = scrape(project.port(sentinel, 9121))
+        assert labelled(samples, "rill_sentinel_events_total", "event").get("+switch-master") == 2, sentinel
 
 
 def test_compose_refuses_to_start_without_a_password(tmp_path: pathlib.Path) -> None:
