@@ -11,6 +11,7 @@ import time
 from collections.abc import Iterator
 
 import pytest
+import redis
 
 from tests.conformance.harness import RawConnection, encode
 from tests.conftest import Proc, start_redis, start_rill
@@ -89,25 +90,40 @@ def test_a_client_that_never_reads_its_burst_holds_no_more_than_the_limit(node: 
     other.close()
 
 
+SMALL_HARD = 8 * MB
+
+
+def _node_with_10kb_entries(streams: dict[str, int]) -> tuple[Proc, redis.Redis]:
+    """A node with an 8 MB hard output limit and `count` entries of 10 KB in each stream."""
+    proc = start_rill("--client-output-buffer-limit", "normal 8mb 0 0")
+    client = proc.client()
+    pipe = client.pipeline(transaction=False)
+    for key, count in streams.items():
+        for i in range(count):
+            pipe.xadd(key, {"f": b"x" * 10_000}, id=f"1-{i + 1}")
+    pipe.execute()
+    return proc, client
+
+
+def _closed_before_built(proc: Proc, client: redis.Redis, *command: str) -> None:
+    """The command's reply would pass the hard limit: the client is closed, and the node's
+    peak memory shows the reply was never built whole."""
+    before = rss(proc.proc.pid)
+    conn = RawConnection(proc.port)
+    conn.send(*command)
+    with pytest.raises(ConnectionError):
+        conn.read_reply()
+    conn.close()
+    assert peak_rss(proc.proc.pid) <= before + 2 * SMALL_HARD
+    assert client.info("stats")["client_output_buffer_limit_disconnections"] == 1
+
+
 def test_one_reply_over_the_hard_limit_closes_the_client_before_it_is_built() -> None:
     # 4,000 entries of 10 KB: one XRANGE - + would answer 40 MB, five times the hard limit.
-    hard = 8 * MB
-    proc = start_rill("--client-output-buffer-limit", "normal 8mb 0 0")
+    proc, client = _node_with_10kb_entries({"big": 4000})
     try:
-        client = proc.client()
-        pipe = client.pipeline(transaction=False)
-        for i in range(4000):
-            pipe.xadd("big", {"f": b"x" * 10_000}, id=f"1-{i + 1}")
-        pipe.execute()
         assert client.xrange("big", count=2)[1][0] == b"1-2"  # small replies are answered
-        before = rss(proc.proc.pid)
-        conn = RawConnection(proc.port)
-        conn.send("XRANGE", "big", "-", "+")
-        with pytest.raises(ConnectionError):
-            conn.read_reply()
-        conn.close()
-        assert peak_rss(proc.proc.pid) <= before + 2 * hard
-        assert client.info("stats")["client_output_buffer_limit_disconnections"] == 1
+        _closed_before_built(proc, client, "XRANGE", "big", "-", "+")
         client.close()
     finally:
         proc.stop()
@@ -116,24 +132,10 @@ def test_one_reply_over_the_hard_limit_closes_the_client_before_it_is_built() ->
 def test_one_xread_over_the_hard_limit_across_its_keys_closes_the_client_before_it_is_built() -> None:
     # Three streams of 700 entries of 10 KB: each key's entries (7 MB) fit under the 8 MB
     # hard limit, the three together (21 MB) do not.
-    hard = 8 * MB
-    proc = start_rill("--client-output-buffer-limit", "normal 8mb 0 0")
+    proc, client = _node_with_10kb_entries({"a": 700, "b": 700, "c": 700})
     try:
-        client = proc.client()
-        pipe = client.pipeline(transaction=False)
-        for key in ("a", "b", "c"):
-            for i in range(700):
-                pipe.xadd(key, {"f": b"x" * 10_000}, id=f"1-{i + 1}")
-        pipe.execute()
         assert len(client.xread({"a": 0}, count=1)[0][1]) == 1  # small replies are answered
-        before = rss(proc.proc.pid)
-        conn = RawConnection(proc.port)
-        conn.send("XREAD", "STREAMS", "a", "b", "c", "0", "0", "0")
-        with pytest.raises(ConnectionError):
-            conn.read_reply()
-        conn.close()
-        assert peak_rss(proc.proc.pid) <= before + 2 * hard
-        assert client.info("stats")["client_output_buffer_limit_disconnections"] == 1
+        _closed_before_built(proc, client, "XREAD", "STREAMS", "a", "b", "c", "0", "0", "0")
         # One key's worth is still answered whole.
         assert len(client.xread({"b": 0})[0][1]) == 700
         client.close()
