@@ -123,8 +123,12 @@ def main(argv: list[str] | None = None) -> int:
         from pipeline import RillDataSource
         from pipeline.example import jobs
 
-        print("Starting Spark (local[2])...", flush=True)
-        spark = (SparkSession.builder.master("local[2]").appName("rill-pipeline")
+        print("Starting Spark (local[2,4])...", flush=True)
+        # 2 cores; a failed task is tried up to 4 times, as on a cluster (spark.task.maxFailures),
+        # where local mode's default is once: a task Spark itself loses now and then (seen: a
+        # java.io.OptionalDataException deserializing a streaming task) must not end the job.
+        # The writes are idempotent (IDMP), so a retried task adds nothing twice.
+        spark = (SparkSession.builder.master("local[2,4]").appName("rill-pipeline")
                  .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
                  .config("spark.sql.shuffle.partitions", "2")
                  .config("spark.driver.bindAddress", "127.0.0.1").config("spark.driver.host", "127.0.0.1")
