@@ -124,7 +124,7 @@ class Cluster:
             if not proc.alive():
                 raise LabError(f"{proc.member.name} exited (code {proc.popen.returncode if proc.popen else '?'}); "
                                f"see {proc.workdir}")
-            return self._try(proc, lambda c: c.ping()) is True
+            return self.try_call(proc, lambda c: c.ping()) is True
 
         self._wait(deadline, answers, f"{proc.member.name} to answer PING")
 
@@ -135,7 +135,8 @@ class Cluster:
             time.sleep(0.1)
 
     @staticmethod
-    def _try(proc: Process, call: Any) -> Any:
+    def try_call(proc: Process, call: Any) -> Any:
+        """call(client) on the process's admin client; None when it fails."""
         client = proc.admin()
         try:
             return call(client)
@@ -146,7 +147,7 @@ class Cluster:
 
     def _sentinels_know_everyone(self) -> bool:
         for proc in self.sentinels.values():
-            info = self._try(proc, lambda c: c.sentinel_master(SERVICE))
+            info = self.try_call(proc, lambda c: c.sentinel_master(SERVICE))
             if not info or int(info.get("num-slaves", 0)) < len(self.nodes) - 1 \
                     or int(info.get("num-other-sentinels", 0)) < len(self.sentinels) - 1:
                 return False
@@ -166,7 +167,7 @@ class Cluster:
         proc = self.nodes[name]
         if proc.paused or not proc.alive():
             return None
-        result = self._try(proc, lambda c: c.execute_command("ROLE"))
+        result = self.try_call(proc, lambda c: c.execute_command("ROLE"))
         return list(result) if isinstance(result, (list, tuple)) else None
 
     def sentinel_primary(self) -> str | None:
@@ -175,7 +176,7 @@ class Cluster:
         for proc in self.sentinels.values():
             if proc.paused or not proc.alive():
                 continue
-            addr = self._try(proc, lambda c: c.sentinel_get_master_addr_by_name(SERVICE))
+            addr = self.try_call(proc, lambda c: c.sentinel_get_master_addr_by_name(SERVICE))
             if addr:
                 name = self.name_of(str(addr[0]), int(addr[1]))
                 if name:

@@ -2,8 +2,10 @@
 
 - Every sentinel's event channels (PSUBSCRIBE *): `+switch-master`, `+sdown`, `+odown`,
   `+failover-end`, `+convert-to-slave`, ..., with the payload's addresses named (n1, s2).
-- Every node's ROLE, polled a few times a second, recorded when it changes (`role`:
-  master / slave / down), which is what the report marks as role changes.
+- Every node's role, polled a few times a second from INFO replication, recorded when it
+  changes (`role`: master / slave of X / down), with the epoch a fenced Rill node reports
+  (`epoch`, and `leads_epoch` on a primary; absent elsewhere): the role/epoch timeline the
+  report marks and the G2 checker reads.
 
 It connects to real addresses from the hub namespace, around the proxies, so faults never
 blind it (a paused process just stops answering).
@@ -50,6 +52,11 @@ class Monitor:
         out: list[str] = []
         i = 0
         while i < len(words):
+            host, colon, port = words[i].rpartition(":")
+            if colon and port.isdigit() and self.cluster.name_of(host, int(port)):  # Sentinel's "ip:port" names
+                out.append(str(self.cluster.name_of(host, int(port))))
+                i += 1
+                continue
             if i + 1 < len(words) and words[i + 1].isdigit():
                 name = self.cluster.name_of(words[i], int(words[i + 1]))
                 if name:
@@ -81,16 +88,27 @@ class Monitor:
                 pubsub.close()
                 client.close()
 
+    def _state(self, name: str) -> dict[str, object]:
+        """A node's role (and epoch, where it reports one), from INFO replication."""
+        proc = self.cluster.nodes[name]
+        info = None if proc.paused or not proc.alive() else self.cluster.try_call(proc, lambda c: c.info("replication"))
+        if not isinstance(info, dict) or "role" not in info:
+            return {"role": "down"}
+        state: dict[str, object] = {"role": str(info["role"])}
+        if info["role"] == "slave":
+            following = self.cluster.name_of(str(info.get("master_host")), int(info.get("master_port") or 0))
+            state["role"] = f"slave of {following}"
+        for field in ("epoch", "leads_epoch"):
+            if field in info:
+                state[field] = int(info[field])
+        return state
+
     def _roles(self) -> None:
-        known: dict[str, str] = {}
+        known: dict[str, dict[str, object]] = {}
         while not self._stop.is_set():
             for name in self.cluster.nodes:
-                role = self.cluster.role(name)
-                now = "down" if role is None else str(role[0])
-                if role is not None and role[0] == "slave":
-                    following = self.cluster.name_of(str(role[1]), int(role[2]))
-                    now = f"slave of {following}"
+                now = self._state(name)
                 if known.get(name) != now:
                     known[name] = now
-                    self.rec.record({"type": "monitor", "f": "role", "node": name, "role": now})
+                    self.rec.record({"type": "monitor", "f": "role", "node": name, **now})
             self._stop.wait(self.poll_interval)

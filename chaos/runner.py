@@ -204,6 +204,7 @@ def _start_worker(lab: Lab, cluster: Cluster, workdir: str, group: str, t0: floa
         "sentinels": [list(p.member.address) for p in cluster.sentinels.values()],
         "nodes": {name: list(p.member.address) for name, p in cluster.nodes.items()},
         "producers": producers, "consumers": consumers, "readers": readers, "key": KEY,
+        "majority_wait": len(cluster.nodes) // 2,
     }
     path = os.path.join(workdir, f"{group}-spec.json")
     _write_json(path, spec)
@@ -241,6 +242,9 @@ def _final_reads(cluster: Cluster, rec: Recorder) -> None:
             event["role"] = str(client.execute_command("ROLE")[0])
             event["entries"] = [[i, (f or {}).get("v")] for i, f in client.xrange(KEY, "-", "+") or []]
             event["groups"] = [{k: str(v) for k, v in g.items()} for g in client.xinfo_groups(KEY)]
+            # the whole PEL: (id, consumer, times delivered); idle times differ between nodes
+            event["pending"] = [[str(p["message_id"]), str(p["consumer"]), int(p["times_delivered"])]
+                                for p in client.xpending_range(KEY, DEFAULT_GROUP, "-", "+", 100000)]
         except (redis.RedisError, OSError) as exc:
             event["error"] = str(exc)
         finally:
