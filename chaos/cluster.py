@@ -10,6 +10,7 @@ REWRITE in its promotion block), so it comes back in the role Sentinel last gave
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import time
@@ -101,6 +102,7 @@ class Cluster:
             with open(conf, "w", encoding="utf-8") as f:
                 f.write(sentinel_config(self.target, self.settings, member.real_ip, member.announced_ip, workdir,
                                         first.address))
+            shutil.copyfile(conf, f"{conf}.initial")  # what a sentinel restarted from a stale config gets
             self.sentinels[member.name] = Process(member, sentinel_argv(self.target, conf), workdir, self.lab)
         for proc in self.nodes.values():
             proc.start()
@@ -113,6 +115,9 @@ class Cluster:
         for proc in self.sentinels.values():
             self._wait_ping(proc, deadline)
         self._wait(deadline, self._sentinels_know_everyone, "the sentinels to discover replicas and each other")
+        for proc in self.sentinels.values():
+            conf = proc.argv[-1]
+            shutil.copyfile(conf, f"{conf}.ready")
 
     def _workdir(self, member: Member) -> str:
         path = os.path.join(self.lab.workdir, member.name)

@@ -14,17 +14,21 @@ blind it (a paused process just stops answering).
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 
 import redis
 
 from chaos.cluster import Cluster
-from chaos.history import Recorder
+from chaos.history import Event, Recorder
 
 # Sentinel events worth a line in the history (hello traffic and the failover state machine's
 # many intermediate steps are left out).
 EVENTS = frozenset({"+switch-master", "+sdown", "-sdown", "+odown", "-odown", "+try-failover", "+elected-leader",
                     "+promoted-slave", "+failover-end", "+convert-to-slave", "+failover-end-for-timeout",
-                    "-failover-abort-not-elected", "-failover-abort-no-good-slave", "+tilt", "-tilt"})
+                    "-failover-abort-not-elected", "-failover-abort-no-good-slave", "+tilt", "-tilt",
+                    # fenced mode's failover phases (`rill sentinel`), which the nemesis can aim at
+                    "+failover-state-fence", "+fenced", "+failover-state-wait-lease", "+failover-state-select-slave",
+                    "+selected-slave", "-failover-abort-fence-timeout"})
 
 
 class Monitor:
@@ -33,6 +37,8 @@ class Monitor:
         self.rec = rec
         self.poll_interval = poll_interval
         self._stop = threading.Event()
+        self._seen: list[Event] = []  # the sentinel events recorded so far, for `wait_for`
+        self._changed = threading.Condition()
         self._threads = [threading.Thread(target=self._roles, name="roles", daemon=True)]
         for name in cluster.sentinels:
             self._threads.append(threading.Thread(target=self._events, args=(name,), name=f"events-{name}",
@@ -46,6 +52,22 @@ class Monitor:
         self._stop.set()
         for thread in self._threads:
             thread.join(5.0)
+
+    def events(self, names: frozenset[str], after: float) -> list[Event]:
+        """The sentinel events called one of `names` recorded at or after run time `after`."""
+        with self._changed:
+            return [e for e in self._seen if e["f"] in names and float(e["time"]) >= after]
+
+    def wait_for(self, names: frozenset[str], after: float, until: float, stop: Callable[[], bool]) -> Event | None:
+        """The first sentinel event called one of `names` at or after run time `after`,
+        waiting for it until run time `until` (None then, or when `stop()` says so): what a
+        fault aimed at a failover phase starts on."""
+        with self._changed:
+            while True:
+                found = next((e for e in self._seen if e["f"] in names and float(e["time"]) >= after), None)
+                if found is not None or stop() or self.rec.now() >= until:
+                    return found
+                self._changed.wait(0.1)
 
     def _name(self, words: list[str]) -> list[str]:
         """The payload's `ip port` pairs replaced by member names where known."""
@@ -80,8 +102,11 @@ class Monitor:
                     message = pubsub.get_message(timeout=0.5)
                     if message and message.get("channel") in EVENTS:
                         words = self._name(str(message["data"]).split())
-                        self.rec.record({"type": "monitor", "f": message["channel"], "sentinel": sentinel,
-                                         "payload": " ".join(words)})
+                        event = self.rec.record({"type": "monitor", "f": message["channel"], "sentinel": sentinel,
+                                                 "payload": " ".join(words)})
+                        with self._changed:
+                            self._seen.append(event)
+                            self._changed.notify_all()
             except (redis.RedisError, OSError):
                 self._stop.wait(0.5)  # killed or paused: try again
             finally:
