@@ -117,7 +117,12 @@ $(VENV)/.chaos-installed: $(VENV)/.installed pyproject.toml
 	$(PY) -m pip install -q -e '.[dev,chaos]'
 	touch $@
 
-chaos-deps: deps sentinel-deps $(VENV)/.chaos-installed $(TOXIPROXY)
+# The clock nemesis' shim (chaos/clock_shim.c), preloaded into the lab's nodes and sentinels.
+CLOCK_SHIM := $(VENV)/bin/rill-chaos-clock.so
+$(CLOCK_SHIM): chaos/clock_shim.c | $(VENV)/.installed
+	$(PY) -c "from chaos.clocks import build_shim; build_shim('$@')"
+
+chaos-deps: deps sentinel-deps $(VENV)/.chaos-installed $(TOXIPROXY) $(CLOCK_SHIM)
 
 # The deploy tests (tests/deploy/) run deploy/compose.yaml on a real Docker engine: Debian's
 # docker.io and docker-compose 1.29, debootstrap for their local base image, and the pinned

@@ -19,6 +19,7 @@ from typing import Any
 
 import redis
 
+from chaos.clocks import Clock, shim_path
 from chaos.targets import SERVICE, Settings, Target, node_argv, node_config, sentinel_argv, sentinel_config
 from chaos.topology import Lab, LabError, Member
 
@@ -36,11 +37,14 @@ class Process:
     popen: subprocess.Popen[bytes] | None = None
     paused: bool = False
     starts: int = 0
+    clock: Clock | None = None  # its wall clock, when the lab controls it (the clock shim is built)
 
     def start(self) -> None:
         log = open(os.path.join(self.workdir, f"stdout-{self.starts}.log"), "wb")  # noqa: SIM115
+        shim = shim_path()
+        env = {**os.environ, **self.clock.env(shim)} if self.clock is not None and shim else None
         self.popen = subprocess.Popen(self.lab.exec_argv(self.member, self.argv), stdout=log,
-                                      stderr=subprocess.STDOUT, start_new_session=True)
+                                      stderr=subprocess.STDOUT, start_new_session=True, env=env)
         log.close()
         self.paused = False
         self.starts += 1
@@ -104,6 +108,9 @@ class Cluster:
                                         first.address))
             shutil.copyfile(conf, f"{conf}.initial")  # what a sentinel restarted from a stale config gets
             self.sentinels[member.name] = Process(member, sentinel_argv(self.target, conf), workdir, self.lab)
+        if shim_path() is not None:
+            for proc in self.processes():
+                proc.clock = Clock(os.path.join(proc.workdir, "clock"))
         for proc in self.nodes.values():
             proc.start()
         deadline = time.monotonic() + ready_timeout
@@ -214,3 +221,5 @@ class Cluster:
         for proc in self.processes():
             proc.resume()
             proc.kill()
+            if proc.clock is not None:
+                proc.clock.close()

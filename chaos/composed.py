@@ -19,7 +19,7 @@ from chaos.steps import Step, client_names, node_names, sentinel_names
 WEIGHTS = {
     "partition-primary": 3, "halves": 3, "bridge": 2, "one-way": 2, "split-majority": 2,
     "kill-node": 2, "pause-node": 2, "crash-node": 2, "kill-sentinel": 1, "pause-sentinel": 1,
-    "bounce-replica": 2, "partition-bounce": 2, "flap": 1, "slow-member": 1,
+    "bounce-replica": 2, "partition-bounce": 2, "flap": 1, "slow-member": 1, "clock-step": 2, "clock-skew": 1,
 }
 
 
@@ -75,4 +75,9 @@ def _step(rng: random.Random, kind: str, at: float, length: float) -> Step:
     if kind == "slow-member":
         return Step(at, length, "slow-member", rng.choice(nodes + sentinels),
                     {"latency_ms": rng.choice([50, 150, 400]), "jitter_ms": rng.choice([0, 50, 200])})
+    if kind == "clock-step":
+        seconds = round(rng.choice([1, -1]) * rng.uniform(0.2, 5.0), 2)
+        return Step(at, 0.1, "clock-step", rng.choice(nodes + sentinels), {"seconds": seconds})
+    if kind == "clock-skew":
+        return Step(at, length, "clock-skew", rng.choice(nodes + sentinels), {"rate": round(rng.uniform(0.8, 1.25), 3)})
     raise ValueError(kind)

@@ -215,6 +215,20 @@ class Nemesis:
                 bouncer.stop()
                 return f"{victim} SIGKILLed and restarted every {bouncer.period}s ({bouncer.restarts} restarts)"
             return stop_bouncing, f"{victim} SIGKILLed and restarted every {bouncer.period}s"
+        if step.fault in ("clock-step", "clock-skew"):
+            clock = self._proc(victim).clock
+            if clock is None:
+                raise RuntimeError("the clock shim is not built (`make chaos-deps` builds it)")
+            if step.fault == "clock-step":
+                clock.step(float(step.params["seconds"]))
+                return _then(lambda: None), (f"{victim}'s wall clock stepped {float(step.params['seconds']):+g}s "
+                                             f"(now {clock.offset_s:+.3f}s off)")
+            clock.set_rate(float(step.params["rate"]))
+
+            def steady() -> str:
+                clock.set_rate(1.0)
+                return f"{victim}'s wall clock ran at x{step.params['rate']} for {step.length}s ({clock.offset_s:+.3f}s off)"
+            return steady, f"{victim}'s wall clock at x{step.params['rate']}"
         if step.fault == "stale-sentinel":
             return self._stale_sentinel(step, victim)
         if step.fault == "slow-links":

@@ -61,6 +61,28 @@ def _aimed(fault: str, trigger: tuple[str, ...], target: str, wanted: float, fir
     return plan
 
 
+def _aimed_clock(rng: random.Random, duration: float) -> list[Step]:
+    steps = _aimed("clock-step", ("+failover-state-wait-lease", "+failover-state-select-slave"), "trigger-sentinel",
+                   0.1)(rng, duration)
+    seconds = round(rng.uniform(0.2, 1.9), 2)
+    return [steps[0], Step(steps[1].at, steps[1].length, "clock-step", steps[1].target, {"seconds": seconds},
+                           trigger=steps[1].trigger, until=steps[1].until)]
+
+
+def _clock_steps(rng: random.Random, duration: float) -> list[Step]:
+    start = _start(rng)
+    cut = _length(rng, duration, start, 12.0)
+    steps = [Step(start, cut, "partition", "primary", {"pick": round(rng.random(), 4)})]
+    members = [f"n{k}" for k in range(1, 6)] + [f"s{k}" for k in range(1, 4)]
+    at = start
+    while at < start + cut - 1.0:
+        sign = rng.choice([1, -1])
+        steps.append(Step(round(at, 2), 0.1, "clock-step", rng.choice(members),
+                          {"seconds": round(sign * rng.uniform(0.2, 5.0), 2)}))
+        at += 1.0
+    return steps
+
+
 def _stale_sentinel(rng: random.Random, duration: float) -> list[Step]:
     """A first failover (the primary isolated); once it ended, a sentinel SIGKILLed and
     restarted from the config it had before it (the old primary, the old epoch); then the new
@@ -136,7 +158,13 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in [
     Scenario("restart-sentinel-stale-config", "after a first failover, a sentinel SIGKILLed and restarted from "
              "its config of before it (old primary and epoch; or knowing no replica), then the new primary "
              "isolated for a second failover", _stale_sentinel),
+    Scenario("clock-step-leader-in-lease-wait", "the primary isolated (clients c1 still reach it); when the "
+             "leader enters the lease wait (fenced) or selects a replica (default), its wall clock steps 0.2-1.9 s "
+             "forward (under the 2 s that trigger TILT), as an NTP step would",
+             _aimed_clock),
+    Scenario("clock-steps", "partition-primary while every node's and sentinel's wall clock steps forward or "
+             "back by 0.2-5 s, one process every second", _clock_steps),
     Scenario("random", "a composed nemesis drawn from the seed: partitions (random halves, bridges, one-way), "
-             "SIGKILL/SIGSTOP/host crash of nodes and sentinels, a crash-looping replica, flapping and slow "
-             "links, the discriminating split, overlapping", composed),
+             "SIGKILL/SIGSTOP/host crash of nodes and sentinels, a crash-looping replica, flapping and slow links, "
+             "wall-clock steps and skew, the discriminating split, overlapping", composed),
 ]}

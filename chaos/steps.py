@@ -35,7 +35,7 @@ def client_names(n: int = CLIENT_GROUPS) -> list[str]:
 
 FAULTS = frozenset({
     # processes (nodes or sentinels)
-    "kill", "crash", "pause", "kill-all", "bounce", "stale-sentinel",
+    "kill", "crash", "pause", "kill-all", "bounce", "stale-sentinel", "clock-step", "clock-skew",
     # links
     "partition", "isolate", "stall", "flap", "slow-links", "slow-member", "split-majority", "partition-bounce",
     "halves", "bridge", "one-way",
