@@ -123,6 +123,10 @@ $(CLOCK_SHIM): chaos/clock_shim.c | $(VENV)/.installed
 	$(PY) -c "from chaos.clocks import build_shim; build_shim('$@')"
 
 chaos-deps: deps sentinel-deps $(VENV)/.chaos-installed $(TOXIPROXY) $(CLOCK_SHIM)
+	@if ! command -v fusermount3 >/dev/null || ! ldconfig -p | grep -q libfuse3.so.3; then \
+		$(SUDO) apt-get update -q && \
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q fuse3; \
+	fi
 
 # The deploy tests (tests/deploy/) run deploy/compose.yaml on a real Docker engine: Debian's
 # docker.io and docker-compose 1.29, debootstrap for their local base image, and the pinned

@@ -17,7 +17,7 @@ import time
 from typing import Any
 
 RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
-EXTRA_MODULES = ("redis", "toxiproxy", "matplotlib")
+EXTRA_MODULES = ("redis", "toxiproxy", "matplotlib", "mfusepy")
 
 
 def missing_extra() -> str | None:

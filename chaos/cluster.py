@@ -20,6 +20,7 @@ from typing import Any
 import redis
 
 from chaos.clocks import Clock, shim_path
+from chaos.diskfs import DiskControl
 from chaos.targets import SERVICE, Settings, Target, node_argv, node_config, sentinel_argv, sentinel_config
 from chaos.topology import Lab, LabError, Member
 
@@ -38,6 +39,7 @@ class Process:
     paused: bool = False
     starts: int = 0
     clock: Clock | None = None  # its wall clock, when the lab controls it (the clock shim is built)
+    disk: DiskControl | None = None  # its dir's filesystem, with the disk nemesis
 
     def start(self) -> None:
         log = open(os.path.join(self.workdir, f"stdout-{self.starts}.log"), "wb")  # noqa: SIM115
@@ -97,9 +99,14 @@ class Cluster:
             workdir = self._workdir(member)
             conf = os.path.join(workdir, "node.conf")
             primary = None if member is first else first.address
+            disk = None
+            if self.settings.disk_nemesis:
+                disk = DiskControl(os.path.join(workdir, "backing"), os.path.join(workdir, "data"),
+                                   os.path.join(workdir, "diskfs.log"))
             with open(conf, "w", encoding="utf-8") as f:
-                f.write(node_config(self.target, self.settings, member.real_ip, member.announced_ip, workdir, primary))
-            self.nodes[member.name] = Process(member, node_argv(self.target, conf), workdir, self.lab)
+                f.write(node_config(self.target, self.settings, member.real_ip, member.announced_ip, workdir, primary,
+                                    disk.mountpoint if disk else None))
+            self.nodes[member.name] = Process(member, node_argv(self.target, conf), workdir, self.lab, disk=disk)
         for member in (m for m in members if m.kind == "sentinel"):
             workdir = self._workdir(member)
             conf = os.path.join(workdir, "sentinel.conf")
@@ -223,3 +230,5 @@ class Cluster:
             proc.kill()
             if proc.clock is not None:
                 proc.clock.close()
+            if proc.disk is not None:
+                proc.disk.close()

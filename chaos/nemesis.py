@@ -195,6 +195,33 @@ class Nemesis:
                 links.heal(crashed, name, reset=True)
                 proc.start()
             return _then(reboot), f"{victim}'s host crashed ({len(crashed)} links cut, SIGKILL), back after {step.length}s"
+        if step.fault == "power-loss":
+            # A host losing power: crashed as above, and its disk keeps only what was fsynced.
+            victims = list(cluster.nodes) if victim == "all" else [victim]
+            for who in victims:
+                cluster.nodes[who].pause()
+            cut = links.between(victims, [m for m in members if m not in victims])
+            links.blackhole(cut, name)
+            undone = {}
+            for who in victims:
+                proc = cluster.nodes[who]
+                proc.kill()
+                if proc.disk is None:
+                    raise RuntimeError("power-loss needs the disk nemesis (setting disk_nemesis 1)")
+                undone[who] = proc.disk.power_loss()
+
+            def power_back() -> None:
+                links.heal(cut, name, reset=True)
+                for who in victims:
+                    cluster.nodes[who].start()
+            lost = ", ".join(f"{who} {n} B" for who, n in undone.items())
+            return _then(power_back), f"power lost on {', '.join(victims)} (unsynced bytes dropped: {lost}), back after {step.length}s"
+        if step.fault in ("disk-full", "disk-eio"):
+            disk = cluster.nodes[victim].disk
+            if disk is None:
+                raise RuntimeError(f"{step.fault} needs the disk nemesis (setting disk_nemesis 1)")
+            disk.set_mode("full" if step.fault == "disk-full" else "eio")
+            return _then(lambda: disk.set_mode("ok")), f"{victim}'s disk {step.fault[5:]} for {step.length}s"
         if step.fault == "pause":
             proc = self._proc(victim)
             proc.pause()

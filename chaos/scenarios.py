@@ -164,6 +164,18 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in [
              _aimed_clock),
     Scenario("clock-steps", "partition-primary while every node's and sentinel's wall clock steps forward or "
              "back by 0.2-5 s, one process every second", _clock_steps),
+    # -- the disk nemesis: each node's dir on the lab's FUSE filesystem --
+    Scenario("power-loss-all-everysec", "every node's host loses power at once (what was not fsynced is lost), "
+             "back 2 s later; appendfsync everysec", _one("power-loss", 2.0, "all"),
+             Settings(disk_nemesis=1)),
+    Scenario("power-loss-all-always", "the same with appendfsync always", _one("power-loss", 2.0, "all"),
+             Settings(appendfsync="always", disk_nemesis=1)),
+    Scenario("power-loss-primary", "the primary's host loses power (its unsynced writes are lost), back 10 s "
+             "later; appendfsync everysec", _one("power-loss", 10.0), Settings(disk_nemesis=1)),
+    Scenario("disk-full-primary", "the primary's disk is full (ENOSPC) for 8 s", _one("disk-full", 8.0),
+             Settings(disk_nemesis=1)),
+    Scenario("disk-eio-primary", "the primary's disk fails every write, fsync and read with EIO for 8 s",
+             _one("disk-eio", 8.0), Settings(disk_nemesis=1)),
     Scenario("random", "a composed nemesis drawn from the seed: partitions (random halves, bridges, one-way), "
              "SIGKILL/SIGSTOP/host crash of nodes and sentinels, a crash-looping replica, flapping and slow links, "
              "wall-clock steps and skew, the discriminating split, overlapping", composed),

@@ -36,6 +36,8 @@ def client_names(n: int = CLIENT_GROUPS) -> list[str]:
 FAULTS = frozenset({
     # processes (nodes or sentinels)
     "kill", "crash", "pause", "kill-all", "bounce", "stale-sentinel", "clock-step", "clock-skew",
+    # disks (with the disk nemesis)
+    "power-loss", "disk-full", "disk-eio",
     # links
     "partition", "isolate", "stall", "flap", "slow-links", "slow-member", "split-majority", "partition-bounce",
     "halves", "bridge", "one-way",

@@ -53,6 +53,7 @@ class Settings:
     min_replicas_max_lag: int = 10
     lease_ms: int = 1000  # fenced mode: the nodes' and the sentinels' lease (they must be the same)
     clock_drift_permille: int = 50  # fenced mode: the sentinels' bound on clock rate errors
+    disk_nemesis: int = 0  # 1: each node's dir on the disk nemesis' filesystem (chaos/diskfs.py)
 
 
 # The settings a user may set, with what they mean (the CLI's flags and the options file's keys).
@@ -66,6 +67,7 @@ OPTIONS: dict[str, str] = {
     "min_replicas_max_lag": "the nodes' min-replicas-max-lag",
     "lease_ms": "fenced mode: fenced-lease-milliseconds of the nodes and the sentinels",
     "clock_drift_permille": "fenced mode: sentinel fenced-clock-drift-permille",
+    "disk_nemesis": "1: put each node's dir on the lab's FUSE filesystem (power loss, full disk, EIO)",
 }
 
 
@@ -130,14 +132,14 @@ def _lines(pairs: list[tuple[str, str]]) -> str:
 
 
 def node_config(target: Target, settings: Settings, real_ip: str, announced_ip: str, workdir: str,
-                primary: tuple[str, int] | None) -> str:
+                primary: tuple[str, int] | None, data_dir: str | None = None) -> str:
     """A node's config file. It binds its real address (what the proxies forward to) and its
     announced one (a Rill node serves RESP and replication on both), and announces the
     latter to its primary so sentinels and replicas use the proxied path."""
     pairs = [
         ("port", str(NODE_PORT)),
         ("bind", f"{real_ip} {announced_ip}"),
-        ("dir", workdir),
+        ("dir", data_dir or workdir),
         ("logfile", os.path.join(workdir, "node.log")),
         ("protected-mode", "no"),
         ("appendonly", "yes"),
