@@ -12,6 +12,11 @@ import pytest
 from chaos.diskfs import DiskControl
 
 
+def _read(path: str) -> bytes:
+    with open(path, "rb") as f:
+        return f.read()
+
+
 @pytest.fixture
 def disk(tmp_path: object):  # type: ignore[no-untyped-def]
     base = str(tmp_path)
@@ -40,12 +45,12 @@ def test_a_power_loss_keeps_what_was_fsynced(disk: DiskControl) -> None:
     os.rename(os.path.join(mnt, "fence.tmp"), os.path.join(mnt, "fence.json"))
     with open(os.path.join(mnt, "never-synced"), "w") as f:
         f.write("gone")
-    assert open(aof, "rb").read() == b"XXnced|written, not synced"
+    assert _read(aof, "rb") == b"XXnced|written, not synced"
 
     assert disk.power_loss() == len(b"written, not synced") + 2 + len(b"gone")
-    assert open(aof, "rb").read() == b"synced|"
-    assert open(os.path.join(mnt, "fence.json")).read() == "{epoch: 3}"
-    assert open(os.path.join(mnt, "never-synced")).read() == ""
+    assert _read(aof, "rb") == b"synced|"
+    assert _read(os.path.join(mnt, "fence.json")) == b"{epoch: 3}"
+    assert _read(os.path.join(mnt, "never-synced")) == b""
     assert disk.power_loss() == 0  # nothing unsynced left
 
 
@@ -55,16 +60,15 @@ def test_full_disk_and_eio_until_ok(disk: DiskControl) -> None:
         f.write(b"data")
     disk.set_mode("full")
     time.sleep(0.2)  # the filesystem polls its control file every 20 ms
-    with pytest.raises(OSError) as full:
-        with open(path, "ab") as f:
-            f.write(b"more")
-            f.flush()
+    with pytest.raises(OSError) as full, open(path, "ab") as f:
+        f.write(b"more")
+        f.flush()
     assert full.value.errno == 28  # ENOSPC
     disk.set_mode("eio")
     time.sleep(0.2)
     with pytest.raises(OSError) as eio:
-        open(path, "rb").read()
+        _read(path, "rb")
     assert eio.value.errno == 5  # EIO
     disk.set_mode("ok")
     time.sleep(0.2)
-    assert open(path, "rb").read() == b"data"
+    assert _read(path, "rb") == b"data"
