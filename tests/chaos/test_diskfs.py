@@ -45,10 +45,10 @@ def test_a_power_loss_keeps_what_was_fsynced(disk: DiskControl) -> None:
     os.rename(os.path.join(mnt, "fence.tmp"), os.path.join(mnt, "fence.json"))
     with open(os.path.join(mnt, "never-synced"), "w") as f:
         f.write("gone")
-    assert _read(aof, "rb") == b"XXnced|written, not synced"
+    assert _read(aof) == b"XXnced|written, not synced"
 
     assert disk.power_loss() == len(b"written, not synced") + 2 + len(b"gone")
-    assert _read(aof, "rb") == b"synced|"
+    assert _read(aof) == b"synced|"
     assert _read(os.path.join(mnt, "fence.json")) == b"{epoch: 3}"
     assert _read(os.path.join(mnt, "never-synced")) == b""
     assert disk.power_loss() == 0  # nothing unsynced left
@@ -67,8 +67,8 @@ def test_full_disk_and_eio_until_ok(disk: DiskControl) -> None:
     disk.set_mode("eio")
     time.sleep(0.2)
     with pytest.raises(OSError) as eio:
-        _read(path, "rb")
+        _read(path)
     assert eio.value.errno == 5  # EIO
     disk.set_mode("ok")
     time.sleep(0.2)
-    assert _read(path, "rb") == b"data"
+    assert _read(path) == b"data"
