@@ -323,29 +323,42 @@ def check_groups(ops: Sequence[Op], history: Sequence[Event], reference: Final |
       delivered; needs the consumers' final drain (a `meta` `drained` event per consumer the
       run names), without which the count is reported but not held against the run;
     - group state (last-delivered-id, entries-read, the PEL) that differs between nodes at the end."""
-    acked_at: dict[str, float] = {}
-    for op in ops:
-        if op.f == "xack" and op.outcome == "ok" and int(op.get("count", 0)) >= 1:
+    # An XACK names an ID; which entry it acknowledged is the one its consumer was last
+    # delivered under that ID (after a failover one ID can name two entries, on two nodes).
+    entries_of: dict[tuple[str, str], str] = {}  # (process, id) -> value
+    acked_at: dict[tuple[str, str], float] = {}
+    durable_ack_at: dict[tuple[str, str], float] = {}
+    deliveries_seen: list[tuple[float, str, str]] = []
+    for op in sorted(ops, key=lambda o: o.end):
+        process = str(op.invoke.get("process"))
+        if op.outcome != "ok" or op.completion is None:
+            continue
+        if op.f in ("xreadgroup", "xautoclaim"):
+            for entry_id, value in _entries(op.completion):
+                entries_of[(process, entry_id)] = value
+                deliveries_seen.append((op.start, entry_id, value))
+        elif op.f == "xack" and int(op.get("count", 0)) >= 1:
             entry_id = str(op.invoke.get("id"))
-            acked_at[entry_id] = min(acked_at.get(entry_id, op.end), op.end)
-    durable_ack_at: dict[str, float] = {}
-    for op in ops:
-        if op.f == "wait" and _wait_met(op):
+            value = entries_of.get((process, entry_id))
+            if value is not None:
+                acked_at.setdefault((entry_id, value), op.end)
+        elif op.f == "wait" and _wait_met(op):
             for entry_id in op.invoke.get("ids") or []:
-                durable_ack_at.setdefault(str(entry_id), op.end)
+                value = entries_of.get((process, str(entry_id)))
+                if value is not None:
+                    durable_ack_at.setdefault((str(entry_id), value), op.end)
     delivered: set[str] = set()
     redelivered: dict[str, float] = {}
     durable_redelivered: dict[str, float] = {}
     deliveries = 0
-    for op in ops:
-        if op.f in ("xreadgroup", "xautoclaim") and op.outcome == "ok" and op.completion is not None:
-            for entry_id, value in _entries(op.completion):
-                deliveries += 1
-                delivered.add(value)
-                if entry_id in acked_at and op.start > acked_at[entry_id]:
-                    redelivered.setdefault(f"{entry_id}:{value}", op.start)
-                if entry_id in durable_ack_at and op.start > durable_ack_at[entry_id]:
-                    durable_redelivered.setdefault(f"{entry_id}:{value}", op.start)
+    for start, entry_id, value in deliveries_seen:
+        deliveries += 1
+        delivered.add(value)
+        key = (entry_id, value)
+        if key in acked_at and start > acked_at[key]:
+            redelivered.setdefault(f"{entry_id}:{value}", start)
+        if key in durable_ack_at and start > durable_ack_at[key]:
+            durable_redelivered.setdefault(f"{entry_id}:{value}", start)
     durable = {str(op.invoke.get("value")) for op in ops
                if op.f == "xadd" and _wait_met(op) and op.invoke.get("mode") == "waitmaj"}
     final_values = [value for _, value in (reference.entries or [])] if reference is not None else []

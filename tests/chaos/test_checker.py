@@ -316,3 +316,18 @@ def test_group_state_that_differs_between_nodes_after_healing() -> None:
         "n3": {"group_state_differs": 1, "pel_missing": 0, "pel_extra": 0}}
     assert result["unsafe_because"] == ["divergent_group_state"]
     assert result["groups"]["pending_at_end"] == 1
+
+
+def test_one_id_naming_two_entries_is_not_a_redelivery() -> None:
+    # After a failover the new primary reissued ID 5-0 for another entry: a consumer acknowledged
+    # 5-0 ("a") durably on the old primary, another is delivered 5-0 ("b") on the new one.
+    history = [*read("c0", "xreadgroup", [("5-0", "a")], node="n1"), *xack("c0", "5-0"),
+               *wait_after_acks("c0", ["5-0"], acks=2),
+               *read("c1", "xreadgroup", [("5-0", "b")], node="n2"),
+               final("n2", [("5-0", "b")], "master")]
+    groups = check(history)["groups"]
+    assert groups["redelivered_after_ack"]["count"] == 0
+    assert groups["redelivered_after_durable_ack"]["count"] == 0
+    # the same entry again is one
+    history += read("c1", "xautoclaim", [("5-0", "a")], node="n1")
+    assert check(history)["groups"]["redelivered_after_durable_ack"]["values"] == ["5-0:a"]
