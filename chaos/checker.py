@@ -339,14 +339,14 @@ def check_groups(ops: Sequence[Op], history: Sequence[Event], reference: Final |
                 deliveries_seen.append((op.start, entry_id, value))
         elif op.f == "xack" and int(op.get("count", 0)) >= 1:
             entry_id = str(op.invoke.get("id"))
-            value = entries_of.get((process, entry_id))
-            if value is not None:
-                acked_at.setdefault((entry_id, value), op.end)
+            acked = entries_of.get((process, entry_id))
+            if acked is not None:
+                acked_at.setdefault((entry_id, acked), op.end)
         elif op.f == "wait" and _wait_met(op):
-            for entry_id in op.invoke.get("ids") or []:
-                value = entries_of.get((process, str(entry_id)))
-                if value is not None:
-                    durable_ack_at.setdefault((str(entry_id), value), op.end)
+            for waited in op.invoke.get("ids") or []:
+                acked = entries_of.get((process, str(waited)))
+                if acked is not None:
+                    durable_ack_at.setdefault((str(waited), acked), op.end)
     delivered: set[str] = set()
     redelivered: dict[str, float] = {}
     durable_redelivered: dict[str, float] = {}

@@ -279,7 +279,7 @@ class Nemesis:
                 links.heal(back, name + "-back", reset=True)
             return _then(heal_one_way), f"one-way: nothing from {','.join(src)} reaches {','.join(dst)}"
         if step.fault in ("partition", "isolate", "stall", "flap", "split-majority", "partition-bounce", "halves",
-                          "bridge"):
+                          "bridge", "hide-from-sentinels"):
             cut, what = self._cut(step, victim, nodes, sentinels)
             if step.fault == "flap":
                 flapper = Flapper(links, cut, float(step.params["period"]))
@@ -347,6 +347,10 @@ class Nemesis:
             first = int(float(step.params.get("pick", 0.0)) * len(others))
             keep = [others[(first + k) % len(others)] for k in range(len(nodes) // 2)]
             side = [victim, *keep, "c1"]
+        elif step.fault == "hide-from-sentinels":
+            # The sentinels (and clients c2) lose the primary; its replicas and clients c1 keep it:
+            # the sentinels fail over while the old primary still holds its lease.
+            return links.between([victim], [*sentinels, "c2"]), f"{victim} cut from the sentinels and c2"
         elif step.fault == "halves":
             side = [m for m in step.params["side"] if m in members]
         elif step.fault == "bridge":

@@ -40,7 +40,7 @@ FAULTS = frozenset({
     "power-loss", "disk-full", "disk-eio",
     # links
     "partition", "isolate", "stall", "flap", "slow-links", "slow-member", "split-majority", "partition-bounce",
-    "halves", "bridge", "one-way",
+    "halves", "bridge", "one-way", "hide-from-sentinels",
 })
 
 
