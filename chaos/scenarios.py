@@ -64,7 +64,9 @@ def _aimed(fault: str, trigger: tuple[str, ...], target: str, wanted: float, fir
 def _aimed_clock(rng: random.Random, duration: float) -> list[Step]:
     steps = _aimed("clock-step", ("+failover-state-wait-lease", "+failover-state-select-slave"), "trigger-sentinel",
                    0.1, first="hide-from-sentinels")(rng, duration)
-    seconds = round(rng.uniform(0.2, 1.9), 2)
+    # 0.8-1.9 s: under the 2 s that trigger TILT, and most of the 1.1 s a 1 s lease makes the
+    # leader wait (a smaller step shortens the wait by less than the old lease's remaining slack)
+    seconds = round(rng.uniform(0.8, 1.9), 2)
     return [steps[0], Step(steps[1].at, steps[1].length, "clock-step", steps[1].target, {"seconds": seconds},
                            trigger=steps[1].trigger, until=steps[1].until)]
 
@@ -160,7 +162,7 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in [
              "isolated for a second failover", _stale_sentinel),
     Scenario("clock-step-leader-in-lease-wait", "the primary cut from the sentinels and clients c2 only (its "
              "replicas and clients c1 keep it, so it holds its lease until they are fenced); when the leader "
-             "enters the lease wait (fenced) or selects a replica (default), its wall clock steps 0.2-1.9 s "
+             "enters the lease wait (fenced) or selects a replica (default), its wall clock steps 0.8-1.9 s "
              "forward (under the 2 s that trigger TILT), as an NTP step would",
              _aimed_clock),
     Scenario("clock-steps", "partition-primary while every node's and sentinel's wall clock steps forward or "
