@@ -42,6 +42,10 @@ class Process:
     disk: DiskControl | None = None  # its dir's filesystem, with the disk nemesis
 
     def start(self) -> None:
+        """Starts the process, unless it is running: overlapping faults (a kill inside a host
+        crash) may both restart it, and a second instance would find its ports taken."""
+        if self.alive():
+            return
         log = open(os.path.join(self.workdir, f"stdout-{self.starts}.log"), "wb")  # noqa: SIM115
         shim = shim_path()
         env = {**os.environ, **self.clock.env(shim)} if self.clock is not None and shim else None

@@ -243,8 +243,10 @@ def _html(rows: list[dict[str, Any]], run_plots: dict[tuple[str, str, str], list
         else:
             cells = "".join(f"<td>{esc('' if row.get(key) is None else str(row.get(key)))}</td>"
                             for _, key in COLUMNS)
-            cells = cells.replace(f"<td>{esc(str(row['scenario']))}</td>",
-                                  f"<td><a href='{esc(row['dir'])}/result.json'>{esc(str(row['scenario']))}</a></td>", 1)
+            if row.get("dir"):  # a soak keeps only its failing runs' directories
+                cells = cells.replace(f"<td>{esc(str(row['scenario']))}</td>",
+                                      f"<td><a href='{esc(row['dir'])}/result.json'>{esc(str(row['scenario']))}</a></td>",
+                                      1)
         body.append(f"<tr>{cells}</tr>")
     sections = []
     for (target, scenario, seed), pngs in run_plots.items():
