@@ -18,6 +18,7 @@ matplotlib.use("Agg")  # files only, no display
 import matplotlib.pyplot as plt  # noqa: E402
 
 from chaos.checker import faults_of, finals_of, pair_ops, reference_final  # noqa: E402
+from chaos.g2 import promotions_of  # noqa: E402
 from chaos.history import Event, read_history  # noqa: E402
 
 BIN = 0.5  # seconds per bar in the operations plot
@@ -120,11 +121,9 @@ def _shade(ax: Any, history: list[Event]) -> None:
         ax.axvspan(fault.start, end, color="tab:red", alpha=0.12, lw=0)
         ax.text(fault.start, 1.0, " " + fault.name.split("#")[0], transform=ax.get_xaxis_transform(),
                 va="top", fontsize=7, color="tab:red")
-    promotions = [e for e in history if e.get("type") == "monitor" and e.get("f") == "role"
-                  and e.get("role") == "master" and float(e["time"]) > 0.5]
-    for i, event in enumerate(promotions):
-        ax.axvline(float(event["time"]), color="tab:purple", lw=0.8, ls="--")
-        ax.text(float(event["time"]), 0.9 - 0.08 * (i % 3), f" {event['node']} primary",
+    for i, promotion in enumerate(promotions_of(history)):  # promotions, not restarts as primary
+        ax.axvline(promotion.time, color="tab:purple", lw=0.8, ls="--")
+        ax.text(promotion.time, 0.9 - 0.08 * (i % 3), f" {promotion.node} promoted",
                 transform=ax.get_xaxis_transform(), fontsize=7, color="tab:purple", va="top")
 
 
@@ -276,7 +275,7 @@ result are linked from its scenario name; <code>rill chaos check HISTORY</code> 
 <h2>Lost writes per scenario and target</h2><img src='{esc(os.path.relpath(lost_png, out))}'>
 <h2>Runs</h2>
 <p>Writes per half second (green acknowledged, black acknowledged and then lost, orange unknown,
-red failed) and each write's latency; shaded: the fault; dashed: a node became primary.</p>
+red failed) and each write's latency; shaded: the fault; dashed: a node was promoted.</p>
 {''.join(sections)}
 </body></html>
 """
