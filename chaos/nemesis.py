@@ -196,12 +196,17 @@ class Nemesis:
                 proc.start()
             return _then(reboot), f"{victim}'s host crashed ({len(crashed)} links cut, SIGKILL), back after {step.length}s"
         if step.fault == "power-loss":
-            # A host losing power: crashed as above, and its disk keeps only what was fsynced.
+            # A host losing power: crashed as above (frozen, its links cut, killed), and its disk
+            # keeping only what was fsynced. `sudden`: killed at once, links untouched — cutting
+            # them takes seconds of proxy calls, longer than a failover phase this may be aimed at.
             victims = list(cluster.nodes) if victim == "all" else [victim]
-            for who in victims:
-                cluster.nodes[who].pause()
-            cut = links.between(victims, [m for m in members if m not in victims])
-            links.blackhole(cut, name)
+            sudden = bool(step.params.get("sudden"))
+            cut: list[Link] = []
+            if not sudden:
+                for who in victims:
+                    cluster.nodes[who].pause()
+                cut = links.between(victims, [m for m in members if m not in victims])
+                links.blackhole(cut, name)
             undone = {}
             for who in victims:
                 proc = cluster.nodes[who]
@@ -211,7 +216,8 @@ class Nemesis:
                 undone[who] = proc.disk.power_loss()
 
             def power_back() -> None:
-                links.heal(cut, name, reset=True)
+                if cut:
+                    links.heal(cut, name, reset=True)
                 for who in victims:
                     cluster.nodes[who].start()
             lost = ", ".join(f"{who} {n} B" for who, n in undone.items())

@@ -157,9 +157,10 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in [
     Scenario("power-loss-chosen-replica-in-lease-wait", "the primary cut from the sentinels and clients c2 only "
              "(it keeps replicating until its replicas are fenced); in the leader's lease wait (default mode: "
              "replica selection) the replica it will promote loses power (its unsynced AOF tail is dropped) and "
-             "restarts 0.5 s later, behind the position its FENCE reply promised",
-             _aimed("power-loss", ("+failover-state-wait-lease", "+failover-state-select-slave"), "fenced-best", 0.5,
-                    first="hide-from-sentinels"), Settings(disk_nemesis=1)),
+             "restarts at once, behind the position its FENCE reply promised; 3 s lease, so that the restart "
+             "(1-2 s here) ends within the wait",
+             _aimed("power-loss", ("+failover-state-wait-lease", "+failover-state-select-slave"), "fenced-best", 0.1,
+                    first="hide-from-sentinels", sudden=True), Settings(disk_nemesis=1, lease_ms=3000)),
     Scenario("partition-leader-mid-failover", "the primary isolated; the sentinel elected leader of the "
              "failover is cut from everyone for 6 s as soon as it is elected",
              _aimed("isolate", ("+elected-leader",), "trigger-sentinel", 6.0)),
