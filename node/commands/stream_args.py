@@ -19,6 +19,7 @@ from node.commands.reply import NULL_ARRAY, CommandError, OutputLimitReached, Ra
 from node.engine.ids import MAX_ID, MAX_SEQ, decr_id, format_id, incr_id, parse_id
 from node.engine.keyspace import WRONGTYPE, Database
 from node.engine.stream_ops import TRIM_MAXLEN, TRIM_MINID, TRIM_NONE, AddTrimArgs, Effect, Entry, StreamError
+from node.engine.stream_refs import KEEPREF, POLICY_NAMES
 from node.engine.stream_value import StreamValue
 
 INVALID_ID: Final = "ERR Invalid stream ID specified as stream command argument"
@@ -128,6 +129,7 @@ def parse_add_or_trim(ctx: Session, argv: list[bytes], xadd: bool) -> AddTrimArg
     args = AddTrimArgs()
     argc = len(argv)
     limit_given = False
+    policy_given = False
     i = 2
     while i < argc:
         more = argc - 1 - i
@@ -169,6 +171,11 @@ def parse_add_or_trim(ctx: Session, argv: list[bytes], xadd: bool) -> AddTrimArg
             i += 1
         elif xadd and low == b"nomkstream":
             args.no_mkstream = True
+        elif low in POLICY_NAMES and not policy_given:
+            # Redis 8.2: once only; XADD takes a second one for the ID (the invalid-ID
+            # error), XTRIM answers a syntax error (Redis 8.2.3).
+            args.ref_policy = POLICY_NAMES[low]
+            policy_given = True
         elif xadd and low == b"idmp" and more >= 2:
             # Redis 8.6: the next two arguments are taken verbatim, whatever they look like.
             if args.idmp_pid:
@@ -225,6 +232,60 @@ def default_trim_limit(node_max_entries: int) -> int:
     if limit <= 0:
         return 10000
     return min(limit, 1000000)
+
+
+# -- the IDS numids id ... block (XDELEX, XACKDEL, XNACK) -------------------------------------
+
+
+class IdsBlockTexts:
+    """The error texts of a command's IDS block: Redis words them per command."""
+
+    __slots__ = ("bad_numids", "mismatch")
+
+    def __init__(self, bad_numids: str, mismatch: str) -> None:
+        self.bad_numids = bad_numids  # numids not an integer > 0
+        self.mismatch = mismatch  # fewer IDs follow than numids says
+
+
+def parse_ids_block(argv: list[bytes], i: int, texts: IdsBlockTexts) -> tuple[list[bytes], int]:
+    """`IDS numids id ...` with argv[i] the IDS keyword: the raw IDs (parsed later, once the
+    key is known to exist, as Redis does) and the index after them."""
+    numids = to_int(argv[i + 1]) if i + 1 < len(argv) else None
+    if numids is None or numids <= 0:
+        raise CommandError(texts.bad_numids)
+    first = i + 2
+    if numids > len(argv) - first:
+        raise CommandError(texts.mismatch)
+    return argv[first : first + numids], first + numids
+
+
+DELETE_IDS: Final = IdsBlockTexts(
+    "ERR Number of IDs must be a positive integer", "ERR The `numids` parameter must match the number of arguments"
+)
+
+
+def parse_delete_options(argv: list[bytes], start: int) -> tuple[int, list[bytes]]:
+    """XDELEX's and XACKDEL's `[KEEPREF | DELREF | ACKED] IDS numids id ...` from argv[start],
+    in any order (Redis 8.2.3: a second IDS block replaces the first, a second policy or any
+    other word is a syntax error, and so is a missing IDS block)."""
+    policy = KEEPREF
+    policy_given = False
+    raw_ids: list[bytes] | None = None
+    i = start
+    while i < len(argv):
+        low = argv[i].lower()
+        if low == b"ids":
+            raw_ids, i = parse_ids_block(argv, i, DELETE_IDS)
+            continue
+        if low in POLICY_NAMES and not policy_given:
+            policy = POLICY_NAMES[low]
+            policy_given = True
+        else:
+            raise CommandError(SYNTAX_ERROR)
+        i += 1
+    if raw_ids is None:
+        raise CommandError(SYNTAX_ERROR)
+    return policy, raw_ids
 
 
 # -- XREAD / XREADGROUP options --------------------------------------------------------------

@@ -28,6 +28,7 @@ from typing import Any, Final
 from node.engine.groups import INVALID_ENTRIES_READ, Consumer, ConsumerGroup, Nack
 from node.engine.ids import MAX_ID, MAX_MS, MAX_SEQ, decimal, format_id, format_parts, incr_id
 from node.engine.node_values import total_len
+from node.engine.stream_refs import KEEPREF, policy_trim
 from node.engine.stream_value import StreamValue
 
 Effect = list[bytes]
@@ -57,7 +58,8 @@ class AddTrimArgs:
     __init__ stays interpreted Python, ~2.5x the cost.)"""
 
     __slots__ = ("id_pos", "entry_id", "id_given", "seq_given", "no_mkstream", "strategy",
-                 "threshold_pos", "approx", "limit", "maxlen", "minid", "idmp_pid", "idmp_iid")  # fmt: skip
+                 "threshold_pos", "approx", "limit", "maxlen", "minid", "idmp_pid", "idmp_iid",
+                 "ref_policy")  # fmt: skip
 
     def __init__(
         self,
@@ -74,6 +76,7 @@ class AddTrimArgs:
         minid: int = 0,
         idmp_pid: bytes = b"",  # XADD IDMP / IDMPAUTO: the producer ID; b"" = neither option
         idmp_iid: bytes = b"",  # XADD IDMP: the idempotent ID; b"" with a pid = IDMPAUTO
+        ref_policy: int = KEEPREF,  # Redis 8.2's KEEPREF | DELREF | ACKED (node.engine.stream_refs)
     ) -> None:
         self.id_pos = id_pos
         self.entry_id = entry_id
@@ -88,6 +91,7 @@ class AddTrimArgs:
         self.minid = minid
         self.idmp_pid = idmp_pid
         self.idmp_iid = idmp_iid
+        self.ref_policy = ref_policy
 
 
 # ---------------------------------------------------------------------------------------
@@ -176,11 +180,8 @@ def xadd(
 
     effect = argv.copy()
     if args.strategy != TRIM_NONE:
-        trim(value, args)
-        if args.approx:
-            # Make the trim deterministic for replicas and AOF: exact, at the result.
-            effect[args.threshold_pos - 1] = b"="
-            effect[args.threshold_pos] = trim_threshold(value, args.strategy)
+        _, reached = trim_walk(value, args)
+        rewrite_trim(effect, value, args, reached)
     if not args.id_given or not args.seq_given:
         effect[args.id_pos] = format_id(entry_id)
     return entry_id, effect
@@ -232,12 +233,45 @@ def _append_fields(
 
 
 def trim(value: StreamValue, args: AddTrimArgs) -> int:
-    """streamTrim with the parsed strategy; returns the number of entries removed."""
+    """streamTrim with the parsed strategy and reference policy; returns the number of
+    entries removed."""
+    return trim_walk(value, args)[0]
+
+
+def trim_walk(value: StreamValue, args: AddTrimArgs) -> tuple[int, int]:
+    """trim, and where a DELREF or ACKED trim's walk stopped (stream_refs.policy_trim; -1
+    for a plain trim). The policies change nothing on a stream without consumer groups
+    (Redis 8.6), where the plain trim runs."""
+    if args.strategy == TRIM_NONE:
+        return 0, -1
+    if args.ref_policy != KEEPREF and value.groups:
+        maxlen = args.maxlen if args.strategy == TRIM_MAXLEN else -1
+        minid = args.minid if args.strategy == TRIM_MINID else -1
+        return policy_trim(value, maxlen, minid, args.approx, args.limit, args.ref_policy)
     if args.strategy == TRIM_MAXLEN:
-        return value.trim_maxlen(args.maxlen, args.approx, args.limit)
-    if args.strategy == TRIM_MINID:
-        return value.trim_minid(args.minid, args.approx, args.limit)
-    return 0
+        return value.trim_maxlen(args.maxlen, args.approx, args.limit), -1
+    return value.trim_minid(args.minid, args.approx, args.limit), -1
+
+
+def rewrite_trim(effect: Effect, value: StreamValue, args: AddTrimArgs, reached: int) -> None:
+    """Make a trim's effect (an XADD's or XTRIM's argv copy) remove exactly what the trim
+    removed, whatever the replica's node layout.
+
+    A plain `~` trim becomes `=` with the resulting threshold (trim_threshold). An exact
+    DELREF/ACKED trim stays as it is: entry by entry, it removes the same entries from the
+    same entries and groups. A `~` one examined whole nodes, which a replica may lay out
+    differently; everything it examined lies below `reached`, so it becomes `MINID =
+    reached` with the same policy, which examines exactly those entries."""
+    if not args.approx:
+        return
+    pos = args.threshold_pos
+    if reached < 0:
+        effect[pos - 1] = b"="
+        effect[pos] = trim_threshold(value, args.strategy)
+        return
+    effect[pos - 2] = b"MINID"
+    effect[pos - 1] = b"="
+    effect[pos] = format_id(reached)
 
 
 def trim_threshold(value: StreamValue, strategy: int) -> bytes:
@@ -249,14 +283,13 @@ def trim_threshold(value: StreamValue, strategy: int) -> bytes:
 
 
 def xtrim(value: StreamValue, argv: list[bytes], args: AddTrimArgs) -> tuple[int, list[Effect]]:
-    removed = trim(value, args)
+    removed, reached = trim_walk(value, args)
     if not removed:
         return 0, []
     effect = argv
     if args.approx:
         effect = argv.copy()
-        effect[args.threshold_pos - 1] = b"="
-        effect[args.threshold_pos] = trim_threshold(value, args.strategy)
+        rewrite_trim(effect, value, args, reached)
     return removed, [effect]
 
 
