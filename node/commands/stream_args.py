@@ -18,7 +18,16 @@ from node.commands.context import Block, Session
 from node.commands.reply import NULL_ARRAY, CommandError, OutputLimitReached, Raw
 from node.engine.ids import MAX_ID, MAX_SEQ, decr_id, format_id, incr_id, parse_id
 from node.engine.keyspace import WRONGTYPE, Database
-from node.engine.stream_ops import TRIM_MAXLEN, TRIM_MINID, TRIM_NONE, AddTrimArgs, Effect, Entry, StreamError
+from node.engine.stream_ops import (
+    TRIM_MAXLEN,
+    TRIM_MINID,
+    TRIM_NONE,
+    AddTrimArgs,
+    Effect,
+    Entry,
+    ReadBudget,
+    StreamError,
+)
 from node.engine.stream_refs import KEEPREF, POLICY_NAMES
 from node.engine.stream_value import StreamValue
 
@@ -292,16 +301,20 @@ def parse_delete_options(argv: list[bytes], start: int) -> tuple[int, list[bytes
 
 
 class ReadArgs:
-    """XREAD/XREADGROUP options: [GROUP g c] [COUNT n] [BLOCK ms] [NOACK] STREAMS k... id...
+    """XREAD/XREADGROUP options: [GROUP g c] [COUNT n] [MAXCOUNT n] [MAXSIZE n] [BLOCK ms]
+    [CLAIM min-idle-time] [NOACK] STREAMS k... id...
 
     A plain class, not a dataclass: compiled, a dataclass's generated __init__ runs as
     interpreted Python on every XREAD."""
 
-    __slots__ = ("timeout_ms", "count", "noack", "group", "consumer", "keys", "ids")
+    __slots__ = ("timeout_ms", "count", "noack", "group", "consumer", "keys", "ids", "claim", "max_count", "max_size")
 
     def __init__(self) -> None:
         self.timeout_ms = -1  # -1: no BLOCK
         self.count = 0  # 0: no limit
+        self.claim = -1  # Redis 8.4's CLAIM min-idle-time; -1: not given
+        self.max_count = 0  # Redis 8.10's MAXCOUNT; 0: not given
+        self.max_size = 0  # Redis 8.10's MAXSIZE; 0: not given
         self.noack = False
         self.group: bytes | None = None
         self.consumer = b""
@@ -344,17 +357,50 @@ def parse_read_args(argv: list[bytes], xreadgroup: bool, now_ms: int) -> ReadArg
             if not xreadgroup:
                 raise CommandError("ERR The NOACK option is only supported by XREADGROUP. You called XREAD instead.")
             args.noack = True
+        elif opt == b"claim" and more:
+            if not xreadgroup:
+                raise CommandError("ERR The CLAIM option is only supported by XREADGROUP. You called XREAD instead.")
+            i += 1
+            min_idle = to_int(argv[i])
+            if min_idle is None:
+                raise CommandError("ERR min-idle-time is not an integer")
+            if min_idle < 0:
+                raise CommandError("ERR min-idle-time must be a positive integer")
+            args.claim = min_idle
+        elif opt == b"maxcount" and more:
+            i += 1
+            args.max_count = _positive(argv[i], "ERR MAXCOUNT must be a positive integer")
+        elif opt == b"maxsize" and more:
+            i += 1
+            args.max_size = _positive(argv[i], "ERR MAXSIZE must be a positive integer")
         else:
             raise CommandError(SYNTAX_ERROR)
         i += 1
     if not streams_at:
         raise CommandError(SYNTAX_ERROR)
+    if args.max_count and args.count and args.max_count < args.count:
+        raise CommandError("ERR MAXCOUNT must be greater than or equal to COUNT")
     if xreadgroup and args.group is None:
         raise CommandError("ERR Missing GROUP option for XREADGROUP")
     half = (argc - streams_at) // 2
     args.keys = argv[streams_at : streams_at + half]
     args.ids = argv[streams_at + half :]
     return args
+
+
+def _positive(raw: bytes, error: str) -> int:
+    value = to_int(raw)
+    if value is None or value <= 0:
+        raise CommandError(error)
+    return value
+
+
+def read_budget(args: ReadArgs) -> ReadBudget | None:
+    """The MAXCOUNT/MAXSIZE budget of one run of a read (a blocked read gets a new one at
+    each wake-up), None without either option."""
+    if not args.max_count and not args.max_size:
+        return None
+    return ReadBudget(args.max_count, args.max_size)
 
 
 def can_block(ctx: Session) -> bool:
@@ -364,12 +410,17 @@ def can_block(ctx: Session) -> bool:
 
 
 def block_or_timeout(
-    ctx: Session, keys: list[bytes], timeout_ms: int, retry: Callable[[Session], Any]
+    ctx: Session,
+    keys: list[bytes],
+    timeout_ms: int,
+    retry: Callable[[Session], Any],
+    wake_at: Callable[[Session], int | None] | None = None,
 ) -> Block | object:
-    """Park the client on `keys` until `retry` has a reply, or reply a timeout now."""
+    """Park the client on `keys` until `retry` has a reply, or reply a timeout now.
+    `wake_at` (XREADGROUP CLAIM) tells when to try again even if no key is touched."""
     if timeout_ms < 0 or not can_block(ctx):
         return NULL_ARRAY
-    return Block(list(keys), timeout_ms, retry, NULL_ARRAY)
+    return Block(list(keys), timeout_ms, retry, NULL_ARRAY, wake_at=wake_at)
 
 
 # -- lookups and replies ---------------------------------------------------------------------
@@ -417,11 +468,18 @@ def range_reply(value: StreamValue, start: int, end: int, count: int, rev: bool,
     nodes (Stream.range_resp): XRANGE, XREVRANGE and XREAD answer through it. A reply that
     would pass `max_bytes` (the room left under the client's hard output limit) raises
     OutputLimitReached as soon as it does, before it is built whole."""
+    return counted_range_reply(value, start, end, count, rev, max_bytes)[0]
+
+
+def counted_range_reply(
+    value: StreamValue, start: int, end: int, count: int, rev: bool, max_bytes: int = 0
+) -> tuple[Raw, int]:
+    """range_reply and the number of entries in it."""
     out: list[Any] = [b""]
     n = value.range_resp(start, end, count, rev, out, None, None, max_bytes)
     if n < 0:
         raise OutputLimitReached
-    return encoded_entries_reply(out, n)
+    return encoded_entries_reply(out, n), n
 
 
 def encoded_entries_reply(out: list[Any], n: int) -> Raw:
