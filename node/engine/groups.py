@@ -329,7 +329,7 @@ class ConsumerGroup:
             ids = list(self.owned(c))
             assert len(ids) == c.pending, "a consumer's pending count is off"
             owned += len(ids)
-        assert owned == len(self.pel), "group PEL entry not in its owner's PEL"
+        assert owned + len(self.nacked) == len(self.pel), "group PEL entry neither owned nor NACKed"
         for entry_id, nack in self.pel.items():
             if nack[2] is UNOWNED:
                 continue
