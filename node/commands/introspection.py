@@ -111,6 +111,24 @@ _KEY_FLAGS: Final = {
     "xnack": ("RW", "update"),
 }
 
+# COMMAND DOCS "history" of the stream commands Redis 8 extended (Redis's command JSON).
+_HISTORY: Final = {
+    "xadd": (
+        ("6.2.0", "Added the `NOMKSTREAM` option, `MINID` trimming strategy and the `LIMIT` option."),
+        ("7.0.0", "Added support for the `<ms>-*` explicit ID form."),
+        ("8.2.0", "Added the `KEEPREF`, `DELREF` and `ACKED` options."),
+    ),
+    "xtrim": (
+        ("6.2.0", "Added the `MINID` trimming strategy and the `LIMIT` option."),
+        ("8.2.0", "Added the `KEEPREF`, `DELREF` and `ACKED` options."),
+    ),
+    "xread": (("8.10.0", "Added the `MAXCOUNT` and `MAXSIZE` options."),),
+    "xreadgroup": (
+        ("8.4.0", "Added the `CLAIM` option."),
+        ("8.10.0", "Added the `MAXCOUNT` and `MAXSIZE` options."),
+    ),
+}
+
 # Commands whose "keys" are shard channels: cluster routes them by slot, but they name no key.
 _NOT_KEYS: Final = frozenset({"spublish", "ssubscribe", "sunsubscribe"})
 
@@ -243,6 +261,9 @@ def command_docs(spec: CommandSpec) -> dict[bytes, Any]:
     if since is not None:
         docs[b"since"] = since.encode()
     docs[b"group"] = spec.group.encode()
+    history = _HISTORY.get(spec.name)
+    if history is not None:
+        docs[b"history"] = [[version.encode(), text.encode()] for version, text in history]
     if spec.subcommands:
         docs[b"subcommands"] = {sub.name.encode(): command_docs(sub) for sub in spec.subcommands.values()}
     return docs

@@ -165,7 +165,7 @@ def xgroup_setid(ctx: Session, argv: list[bytes]) -> Any:
         raise _subcommand_syntax_error(argv)
     assert t.value is not None and t.group is not None
     last_id = t.value.last_id if argv[4] == b"$" else parse_range_id(argv[4])
-    propagate_all(ctx, stream_ops.group_setid(t.group, argv, last_id, t.entries_read))
+    propagate_all(ctx, stream_ops.group_setid(t.value, t.group, argv, last_id, t.entries_read))
     return OK
 
 

@@ -34,7 +34,7 @@ def xdelex(ctx: Session, argv: list[bytes]) -> Any:
 
 @command(
     "xackdel", -6, "write fast", 1, 1, 1, group="stream",
-    summary="Acknowledges and conditionally deletes one or multiple entries for a stream consumer group.",
+    summary="Acknowledges and deletes one or multiple messages for a stream consumer group.",
 )  # fmt: skip
 def xackdel(ctx: Session, argv: list[bytes]) -> Any:
     value = lookup_stream(ctx.db, argv[1])

@@ -868,16 +868,25 @@ def xack(group: ConsumerGroup, argv: list[bytes], ids: list[int]) -> tuple[int, 
     return acked, [argv] if acked else []
 
 
+def clamp_entries_read(value: StreamValue, entries_read: int) -> int:
+    """XGROUP CREATE/SETID's ENTRIESREAD, at most the stream's entries-added (Redis 8.2.2,
+    redis#14257: a larger one made the lag negative)."""
+    return min(entries_read, value.entries_added)
+
+
 def group_create(
     value: StreamValue, argv: list[bytes], group_name: bytes, last_id: int, entries_read: int
 ) -> list[Effect]:
     if value.group(group_name) is not None:
         raise StreamError("BUSYGROUP Consumer Group name already exists")
-    value.add_group(group_name, ConsumerGroup(last_id, entries_read))
+    value.add_group(group_name, ConsumerGroup(last_id, clamp_entries_read(value, entries_read)))
     return [argv]
 
 
-def group_setid(group: ConsumerGroup, argv: list[bytes], last_id: int, entries_read: int) -> list[Effect]:
+def group_setid(
+    value: StreamValue, group: ConsumerGroup, argv: list[bytes], last_id: int, entries_read: int
+) -> list[Effect]:
+    entries_read = clamp_entries_read(value, entries_read)
     changed = (group.last_id, group.entries_read) != (last_id, entries_read)
     group.last_id = last_id
     group.entries_read = entries_read

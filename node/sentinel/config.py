@@ -23,6 +23,8 @@ cannot read back); `include` and `loadmodule` are refused.
 
 from __future__ import annotations
 
+from node import SENTINEL_REDIS_VERSION
+
 import hashlib
 import os
 import random
@@ -47,7 +49,7 @@ from node.sentinel.settings import (
 )
 from node.text import split_config_line
 
-REDIS_VERSION: Final = "7.2.4"
+REDIS_VERSION: Final = SENTINEL_REDIS_VERSION
 
 # The directive names (and aliases) Redis 7.2 knows (config.c static_configs): accepted in a
 # sentinel's file even when a sentinel has no use for them.
