@@ -46,6 +46,12 @@ UNOWNED: Final = None
 FATAL_DELIVERIES: Final = (1 << 63) - 1
 
 
+def one_more(delivery_count: int) -> int:
+    """A delivery count after one more delivery. It stops at LLONG_MAX (XNACK FATAL's count)
+    rather than pass what a RESP integer can carry."""
+    return delivery_count + 1 if delivery_count < FATAL_DELIVERIES else delivery_count
+
+
 def time_key(delivery_time: int, entry_id: int) -> int:
     """An owned pending entry's place in ConsumerGroup.by_time: delivery time, then ID."""
     return (delivery_time << 128) | entry_id
@@ -169,7 +175,7 @@ class ConsumerGroup:
     def redeliver(self, entry_id: int, now_ms: int) -> Nack:
         """The owner read `entry_id` again from its history: one more delivery, now."""
         t, count, owner = self.pel[entry_id]
-        nack = (now_ms, count + 1, owner)
+        nack = (now_ms, one_more(count), owner)
         self.pel[entry_id] = nack
         if self.by_time is not None:
             self.by_time.discard(time_key(t, entry_id))

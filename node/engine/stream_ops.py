@@ -26,7 +26,7 @@ from __future__ import annotations
 from typing import Any, Final
 
 from node.engine.dead_letters import Mover
-from node.engine.groups import INVALID_ENTRIES_READ, UNOWNED, Consumer, ConsumerGroup, Nack
+from node.engine.groups import INVALID_ENTRIES_READ, UNOWNED, Consumer, ConsumerGroup, Nack, one_more
 from node.engine.ids import MAX_ID, MAX_MS, MAX_SEQ, decimal, format_id, format_parts, incr_id
 from node.engine.node_values import total_len
 from node.engine.stream_refs import KEEPREF, policy_trim
@@ -560,7 +560,7 @@ def read_group_claim(
         if budget is not None and not budget.take(item):
             break
         out.append(item)
-        claimed = group.assign(entry_id, consumer, now_ms, nack[1] + 1)
+        claimed = group.assign(entry_id, consumer, now_ms, one_more(nack[1]))
         consumer.active_time = now_ms
         effects.append(xclaim_effect(key, group_name, group, entry_id, claimed))
     left = count - len(out) if count else 0
@@ -784,7 +784,7 @@ def xclaim(
         if opts.retry_count >= 0:
             count = opts.retry_count
         elif not opts.justid:
-            count += 1
+            count = one_more(count)
         nack = group.assign(entry_id, consumer, delivery_time, count)
         claimed.append(entry_id)
         consumer.active_time = now_ms
@@ -844,7 +844,7 @@ def xautoclaim(
             if moved is not None:
                 effects += moved
                 continue
-        nack = group.assign(entry_id, consumer, now_ms, nack[1] if justid else nack[1] + 1)
+        nack = group.assign(entry_id, consumer, now_ms, nack[1] if justid else one_more(nack[1]))
         claimed.append(entry_id)
         count -= 1
         consumer.active_time = now_ms
