@@ -467,6 +467,9 @@ def test_xnack_force_and_retrycount(r: redis.Redis) -> None:
     assert x(r, "XNACK", "mystream", "grp", "FATAL", "IDS", "1", "3-0", "RETRYCOUNT", "99", "FORCE") == 1
     assert pel(r) == [["1-0", "", -1, LLONG_MAX], ["2-0", "", -1, 5], ["3-0", "", -1, 99]]
     assert len(x(r, "XCLAIM", "mystream", "grp", "c1", "99999", "1-0", "2-0", "3-0")) == 3
+    # One more delivery of a FATAL entry: its count stays at LLONG_MAX (a RESP integer
+    # cannot carry more; Rill's rule, docs/compatibility.md).
+    assert [e[3] for e in pel(r)] == [LLONG_MAX, 6, 100]
 
 
 def test_xnack_entries_are_claimable_and_cleaned_when_deleted(r: redis.Redis) -> None:
