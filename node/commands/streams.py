@@ -12,9 +12,8 @@ from node.commands.stream_args import (
     ReadArgs,
     block_or_timeout,
     counted_range_reply,
-    entries_reply,
-    read_budget,
     engine_error,
+    entries_reply,
     keyed_reply,
     lookup_stream,
     parse_add_or_trim,
@@ -24,6 +23,7 @@ from node.commands.stream_args import (
     parse_strict_id,
     propagate_all,
     range_reply,
+    read_budget,
 )
 from node.commands.stream_idmp import new_stream_effects, xadd_idmp
 from node.commands.table import command

@@ -157,9 +157,12 @@ class AddTrimArgs:
 
 
 def xclaim_effect(key: bytes, group_name: bytes, group: ConsumerGroup, entry_id: int, nack: Nack) -> Effect:
-    """streamPropagateXCLAIM: an idempotent XCLAIM that recreates `nack` exactly."""
+    """streamPropagateXCLAIM: an idempotent XCLAIM that recreates `nack` exactly (an owned
+    entry's: a NACKed one is recreated by XNACK, nack_ops)."""
+    owner = nack[2]
+    assert owner is not UNOWNED
     return [
-        b"XCLAIM", key, group_name, nack[2], b"0", format_id(entry_id),
+        b"XCLAIM", key, group_name, owner, b"0", format_id(entry_id),
         b"TIME", b"%d" % nack[0], b"RETRYCOUNT", b"%d" % nack[1],
         b"FORCE", b"JUSTID", b"LASTID", format_id(group.last_id),
     ]  # fmt: skip

@@ -43,10 +43,7 @@ def is_referenced(value: StreamValue, entry_id: int) -> bool:
     groups = value.groups
     if not groups:
         return False
-    for group in groups.values():
-        if entry_id > group.last_id or entry_id in group.pel:
-            return True
-    return False
+    return any(entry_id > group.last_id or entry_id in group.pel for group in groups.values())
 
 
 def drop_references(value: StreamValue, entry_id: int) -> bool:
@@ -86,7 +83,7 @@ def xdelex(value: StreamValue, argv: list[bytes], ids: list[int], policy: int) -
 
 def is_pending_anywhere(value: StreamValue, entry_id: int) -> bool:
     groups = value.groups
-    return bool(groups) and any(entry_id in g.pel for g in groups.values())
+    return groups is not None and any(entry_id in g.pel for g in groups.values())
 
 
 def xackdel(

@@ -23,14 +23,13 @@ cannot read back); `include` and `loadmodule` are refused.
 
 from __future__ import annotations
 
-from node import SENTINEL_REDIS_VERSION
-
 import hashlib
 import os
 import random
 from dataclasses import dataclass, field
 from typing import Final
 
+from node import SENTINEL_REDIS_VERSION
 from node.config_rewrite import REWRITE_SIGNATURE as REWRITE_SIGNATURE  # re-exported: tests read it here
 from node.config_rewrite import RewriteState as _RewriteState
 from node.config_rewrite import sdscatrepr
