@@ -57,6 +57,13 @@ def _workload(c: redis.Redis, round_: int) -> None:
     _cmd(c, "XGROUP", "DESTROY", "s", h)  # g stays, with its NACK zone
 
 
+def _layout_free(full: list[Any]) -> list[Any]:
+    """XINFO STREAM FULL up to its groups, without the node layout (radix-tree-*), which
+    differs with each node's stream-node-max-entries and with when it synced."""
+    head = full[: full.index(b"groups")]
+    return [v for k, v in zip(head[0::2], head[1::2]) if not k.startswith(b"radix-tree")]
+
+
 def test_replicas_and_a_full_sync_hold_the_primarys_state(started: list[Proc]) -> None:
     primary = start_node("--stream-node-max-entries", "4")
     started.append(primary)
@@ -82,5 +89,5 @@ def test_replicas_and_a_full_sync_hold_the_primarys_state(started: list[Proc]) -
     assert digest(primary) == digest(a) == digest(b)
     with raw_client(b) as c:
         replica_view = _cmd(c, "XINFO", "STREAM", "s", "FULL")
-        assert replica_view[:replica_view.index(b"groups")] == nacked[:nacked.index(b"groups")]
+        assert _layout_free(replica_view) == _layout_free(nacked)
         assert c.xlen("dead") == dead
