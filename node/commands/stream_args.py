@@ -463,6 +463,19 @@ def entries_reply(entries: Sequence[Entry]) -> Any:
     return Raw(b"".join(parts))
 
 
+def claimed_entries_reply(entries: list[list[Any]]) -> Raw:
+    """XREADGROUP CLAIM's entries, [id, [field, value, ...], idle, deliveries] each, encoded in
+    one pass (the same bytes in RESP2 and RESP3: arrays, bulk strings and integers)."""
+    parts = [b"*%d\r\n" % len(entries)]
+    append = parts.append
+    for raw_id, fields, idle, deliveries in entries:
+        append(b"*4\r\n$%d\r\n%s\r\n*%d\r\n" % (len(raw_id), raw_id, len(fields)))
+        for item in fields:
+            append(b"$%d\r\n%s\r\n" % (len(item), item))
+        append(b":%d\r\n:%d\r\n" % (idle, deliveries))
+    return Raw(b"".join(parts))
+
+
 def range_reply(value: StreamValue, start: int, end: int, count: int, rev: bool, max_bytes: int = 0) -> Raw:
     """entries_reply(value.range(start, end, count, rev)), encoded straight from the packed
     nodes (Stream.range_resp): XRANGE, XREVRANGE and XREAD answer through it. A reply that

@@ -12,6 +12,7 @@ from node.commands.stream_args import (
     ReadArgs,
     block_or_timeout,
     bytes_text,
+    claimed_entries_reply,
     encoded_entries_reply,
     engine_error,
     entries_reply,
@@ -307,7 +308,7 @@ def _serve_group(ctx: Session, args: ReadArgs, group_name: bytes) -> Any:
                 dead_letter_mover(ctx, key, group_name, value, group),
             )
             if claimed is not None:
-                served.append((key, claimed))
+                served.append((key, claimed_entries_reply(claimed)))
             continue
         if after is None and budget is not None and budget.bytes_left:
             # MAXSIZE: find how many new entries fit before delivering any of them.

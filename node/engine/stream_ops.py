@@ -572,13 +572,16 @@ def read_group_claim(
         start = incr_id(group.last_id)
         fresh = value.range(start if start is not None else 0, MAX_ID, left)
         taken: list[int] = []
+        raw_taken: list[bytes] = []
         for entry_id, fields in fresh:
-            item = [format_id(entry_id), fields, 0, 0]
+            raw_id = format_id(entry_id)
+            item = [raw_id, fields, 0, 0]
             if budget is not None and not budget.take(item):
                 break
             out.append(item)
             taken.append(entry_id)
-        _deliver_new(value, key, group_name, group, consumer, taken, [format_id(i) for i in taken], noack, now_ms, effects)
+            raw_taken.append(raw_id)
+        _deliver_new(value, key, group_name, group, consumer, taken, raw_taken, noack, now_ms, effects)
     _named(created, noack, effects, mark, key, group_name, consumer_name)
     return out or None
 
