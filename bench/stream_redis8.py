@@ -172,7 +172,7 @@ def main(argv: list[str] | None = None) -> int:
         redis_server.stop()
         rill.stop()
     rows = []
-    for (job, kind, way), samples in runs.items():
+    for samples in runs.values():
         row = dict(samples[0])
         for field in ("server_cpu_us_per_entry", "wall_s"):
             row[field] = sorted(s[field] for s in samples)[len(samples) // 2]
