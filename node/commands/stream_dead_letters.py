@@ -50,7 +50,9 @@ def _group(ctx: Session, key: bytes, group_name: bytes) -> ConsumerGroup:
     return group
 
 
-@subcommand("rill.xdeadletter", "set", 8, "write denyoom", 2, 2, 1,
+# Both keys are keys of SET (first 2, last 7, step 5): the stream and the dead-letter stream
+# that later claims of the group write to (ACL key permissions, COMMAND GETKEYS).
+@subcommand("rill.xdeadletter", "set", 8, "write denyoom", 2, 7, 5,
             summary="Sets a consumer group's delivery limit and dead-letter stream.")
 def xdeadletter_set(ctx: Session, argv: list[bytes]) -> Any:
     if argv[4].lower() != b"maxdeliveries" or argv[6].lower() != b"to":

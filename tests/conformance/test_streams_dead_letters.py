@@ -101,3 +101,10 @@ def test_a_dead_letter_key_of_another_type_keeps_the_entry_pending(r: redis.Redi
     claimed = x(r, "XREADGROUP", "GROUP", "workers", "w2", "COUNT", "1", "CLAIM", "0", "STREAMS", "jobs", ">")
     assert claimed[0][1][0][0] == b"1-0"
     assert x(r, "XPENDING", "jobs", "workers")[0] == 3
+
+
+def test_set_names_both_keys(r: redis.Redis) -> None:
+    """For ACL key permissions and COMMAND GETKEYS: the stream and the dead-letter stream,
+    which later claims of the group write to."""
+    keys = x(r, "COMMAND", "GETKEYS", "RILL.XDEADLETTER", "SET", "jobs", "workers", "MAXDELIVERIES", "3", "TO", "dead")
+    assert keys == [b"jobs", b"dead"]
