@@ -52,8 +52,9 @@ import time
 import zlib
 from array import array
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import partial
 from typing import BinaryIO, Final
 
 from node.engine.dead_letters import DeadLetterPolicy
@@ -170,8 +171,8 @@ def dump(f: BinaryIO, keyspace: Keyspace, meta: SnapshotMeta) -> int:
         if not db:
             continue
         deadlines = keyspace.expires[index].deadlines
-        with_idmp: list[tuple[bytes, IdmpState]] = []
-        with_groupx: list[tuple[bytes, StreamValue]] = []
+        with_idmp: list[Callable[[list[bytes]], None]] = []
+        with_groupx: list[Callable[[list[bytes]], None]] = []
         parts: list[bytes] = [_U32.pack(index)]
         filled = 0
         for key, value in db.items():
@@ -186,9 +187,9 @@ def dump(f: BinaryIO, keyspace: Keyspace, meta: SnapshotMeta) -> int:
             if type(value) is StreamValue and value.idmp is not None:
                 idmp = value.idmp_state()
                 if idmp is not None:
-                    with_idmp.append((key, idmp))
+                    with_idmp.append(partial(_dump_idmp, key=key, idmp=idmp))
             if type(value) is StreamValue and value.groups and _has_groupx(value):
-                with_groupx.append((key, value))
+                with_groupx.append(partial(_dump_groupx, key=key, value=value))
             if filled >= _SECTION_TARGET:
                 size += _write_section(f, _SEC_KEYS, b"".join(parts))
                 sections += 1
@@ -197,36 +198,34 @@ def dump(f: BinaryIO, keyspace: Keyspace, meta: SnapshotMeta) -> int:
         if len(parts) > 1:
             size += _write_section(f, _SEC_KEYS, b"".join(parts))
             sections += 1
-        parts = [_U32.pack(index)]
-        filled = 0
-        for key, idmp in with_idmp:
-            before = len(parts)
-            _dump_idmp(parts, key, idmp)
-            filled += sum(len(p) for p in parts[before:])
-            if filled >= _SECTION_TARGET:
-                size += _write_section(f, _SEC_IDMP, b"".join(parts))
-                sections += 1
-                parts = [_U32.pack(index)]
-                filled = 0
-        if len(parts) > 1:
-            size += _write_section(f, _SEC_IDMP, b"".join(parts))
-            sections += 1
-        parts = [_U32.pack(index)]
-        filled = 0
-        for key, value in with_groupx:
-            before = len(parts)
-            _dump_groupx(parts, key, value)
-            filled += sum(len(p) for p in parts[before:])
-            if filled >= _SECTION_TARGET:
-                size += _write_section(f, _SEC_GROUPX, b"".join(parts))
-                sections += 1
-                parts = [_U32.pack(index)]
-                filled = 0
-        if len(parts) > 1:
-            size += _write_section(f, _SEC_GROUPX, b"".join(parts))
-            sections += 1
+        for kind, records in ((_SEC_IDMP, with_idmp), (_SEC_GROUPX, with_groupx)):
+            written, count = _write_records(f, kind, index, records)
+            size += written
+            sections += count
     size += _write_section(f, _SEC_END, _END.pack(keys, sections))
     return size
+
+
+def _write_records(
+    f: BinaryIO, kind: int, index: int, records: list[Callable[[list[bytes]], None]]
+) -> tuple[int, int]:
+    """Write one database's records of a per-key section (IDMP, GROUPX) after its KEYS
+    sections, cut like them: (bytes written, sections written)."""
+    size = sections = filled = 0
+    parts = [_U32.pack(index)]
+    for dump_record in records:
+        before = len(parts)
+        dump_record(parts)
+        filled += sum(len(p) for p in parts[before:])
+        if filled >= _SECTION_TARGET:
+            size += _write_section(f, kind, b"".join(parts))
+            sections += 1
+            parts = [_U32.pack(index)]
+            filled = 0
+    if len(parts) > 1:
+        size += _write_section(f, kind, b"".join(parts))
+        sections += 1
+    return size, sections
 
 
 def _write_section(f: BinaryIO, kind: int, payload: bytes) -> int:
