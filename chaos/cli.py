@@ -163,7 +163,8 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{target.name:22} {target.title:36} {'available' if not reason else 'not available: ' + reason}")
             for name, title in DEPLOYMENT_TARGETS.items():
                 reason = compose_availability() if name == "compose" else None
-                print(f"{name:22} {title:36} {'yours' if not reason else 'not available: ' + reason}")
+                status = "runs against what you brought up" if not reason else f"not available: {reason}"
+                print(f"{name:22} {title:36} {status}")
             return 0
         if args.command == "check":
             result = check(read_history(args.history))

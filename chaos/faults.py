@@ -24,6 +24,7 @@ from collections.abc import Collection, Iterator, Sequence
 from typing import Any, Protocol
 
 from toxiproxy.api import APIConsumer  # type: ignore[import-untyped]
+from toxiproxy.exceptions import NotFound  # type: ignore[import-untyped]
 from toxiproxy.server import Toxiproxy  # type: ignore[import-untyped]
 
 from chaos.topology import Link, Member, Proxy
@@ -164,7 +165,9 @@ class Links:
                     continue
                 if proxy.api not in owned:
                     for _, toxic in [k for k in self._toxics if k[0] == proxy]:
-                        found.destroy_toxic(toxic)
+                        # gone already if a fault still healing in its thread got there first
+                        with contextlib.suppress(NotFound):
+                            found.destroy_toxic(toxic)
                 found.disable()
                 found.enable()
         for api in owned:

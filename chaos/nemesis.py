@@ -88,6 +88,10 @@ class Nemesis:
         """Ends every fault now (the steps heal what they did)."""
         self._abort.set()
 
+    def running(self) -> bool:
+        """A step is still applying or healing its fault."""
+        return any(thread.is_alive() for thread in self._threads)
+
     # -- who -------------------------------------------------------------------------------
 
     def _primary(self) -> str:
@@ -362,6 +366,8 @@ class Nemesis:
                 if crash_loop is not None:
                     return f"{what}; {crash_loop.proc.member.name} restarted {crash_loop.restarts} times"
                 return None
+            if where and idle:  # a deployment's proxies: the primary's own links were left
+                where += f" ({victim}'s links to the other nodes left: it replicates from nobody)"
             return heal, f"{what}: {len(cut)} links cut ({_describe(cut)}){where}"
         raise ValueError(f"unknown fault {step.fault!r}")
 

@@ -176,6 +176,8 @@ def run(target_name: str, scenario_name: str, seed: int, duration: float, out: s
         nemesis.join(10.0)
         if nemesis.errors:
             raise RunError("the nemesis failed: " + "; ".join(nemesis.errors))
+        if nemesis.running():
+            raise RunError("the nemesis did not finish healing its faults in time")
         report("healing", 1.0)
         settle_start = time.monotonic()
         primary = _heal_and_settle(cluster, links, rec)

@@ -40,8 +40,8 @@ TARGETS: dict[str, Target] = {
 # Targets the lab does not start: a deployment the user brought up (chaos.deployment), driven
 # where the lab can reach it; the faults it cannot apply there are reported as not applied.
 DEPLOYMENT_TARGETS: dict[str, str] = {
-    "compose": "your compose project of deploy/compose.yaml (--compose-project)",
-    "deployment": "your deployment, described by addresses (--deployment FILE)",
+    "compose": "your compose cluster (deploy/)",
+    "deployment": "your deployment (--deployment FILE)",
 }
 
 

@@ -135,7 +135,8 @@ def test_a_bad_description_gets_a_clear_error(description: dict[str, Any], messa
 
 def test_command_templates_are_run_without_a_shell_and_locate_a_restarted_member(tmp_path: Any) -> None:
     log = os.path.join(str(tmp_path), "log")
-    write = f"{sys.executable} -c 'import sys; open(sys.argv[1], \"a\").write(\" \".join(sys.argv[2:]) + \"\\n\")' {log}"
+    script = 'import sys; open(sys.argv[1], "a").write(" ".join(sys.argv[2:]) + "\\n")'
+    write = f"{sys.executable} -c '{script}' {log}"
     description = {
         "nodes": [{"name": "a;rm -rf x", "address": "127.0.0.1:7001", "unit": "rill@a"},
                   {"name": "b", "address": "127.0.0.1:7002", "unit": "rill@b"}],
