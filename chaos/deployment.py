@@ -286,6 +286,23 @@ class Deployment(Cluster):
     def own_servers(self) -> list[tuple[str, int]]:
         return []  # the user's: only what the lab did is undone
 
+    def faults_present(self) -> list[str]:
+        """The lab's proxies that are disabled or carry toxics: a run starts on a clean slate."""
+        found = []
+        for api in dict.fromkeys(r.proxy.api for r in self.routes):
+            url = f"http://{api[0]}:{api[1]}/proxies"
+            try:
+                with urllib.request.urlopen(url, timeout=10) as reply:
+                    proxies = json.load(reply)
+            except (OSError, ValueError) as exc:
+                raise DeploymentError(f"the toxiproxy API at {api[0]}:{api[1]} does not answer ({exc})") from None
+            for route in (r for r in self.routes if r.proxy.api == api):
+                state = proxies.get(route.proxy.name, {})
+                if not state.get("enabled", True) or state.get("toxics"):
+                    found.append(f"{route.proxy.name} ({'disabled' if not state.get('enabled', True) else ''}"
+                                 f"{' '.join(t.get('name', '?') for t in state.get('toxics') or [])})")
+        return found
+
     def describe(self, proxies: Sequence[Proxy]) -> str:
         return f" at the proxies {', '.join(p.name for p in proxies)}"
 

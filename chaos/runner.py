@@ -250,6 +250,9 @@ def _deployment_stage(target_name: str, where: dict[str, str], seed: int) -> Sta
     key = f"rill-chaos-{time.strftime('%Y%m%d-%H%M%S')}-{seed}"
 
     def set_up() -> None:
+        leftover = deployment.faults_present()
+        if leftover:
+            raise RunError(f"the deployment's proxies carry faults already: {', '.join(leftover)} (remove them first)")
         deadline = time.monotonic() + SETTLE_TIMEOUT
         while deployment.settled() is None:
             if time.monotonic() > deadline:
