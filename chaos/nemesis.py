@@ -367,7 +367,7 @@ class Nemesis:
                     return f"{what}; {crash_loop.proc.member.name} restarted {crash_loop.restarts} times"
                 return None
             if where and idle:  # a deployment's proxies: the primary's own links were left
-                where += f" ({victim}'s links to the other nodes left: it replicates from nobody)"
+                where = f", {victim}'s links to the other nodes left (it replicates from nobody),{where}"
             return heal, f"{what}: {len(cut)} links cut ({_describe(cut)}){where}"
         raise ValueError(f"unknown fault {step.fault!r}")
 
