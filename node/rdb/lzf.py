@@ -25,30 +25,39 @@ _MAX_REF: Final = (1 << 8) + (1 << 3)
 _M32: Final = 0xFFFFFFFF
 
 
-def _native() -> tuple[Callable[[bytes, int], bytes | None], Callable[[bytes, int], bytes | None]] | None:
+def _native_compress() -> Callable[[bytes, int], bytes | None] | None:
     try:
-        from node.rdb._rdb_native import lzf_compress, lzf_decompress
+        from node.rdb._rdb_native import lzf_compress
     except ImportError:
         return None
-    return lzf_compress, lzf_decompress
+    return lzf_compress
 
 
-_NATIVE: Final = _native()
+def _native_decompress() -> Callable[[bytes, int], bytes | None] | None:
+    try:
+        from node.rdb._rdb_native import lzf_decompress
+    except ImportError:
+        return None
+    return lzf_decompress
+
+
+_NATIVE_COMPRESS: Final = _native_compress()
+_NATIVE_DECOMPRESS: Final = _native_decompress()
 
 
 def compress(data: bytes, out_len: int) -> bytes | None:
     """``lzf_compress(data, len, out, out_len)``: the compressed bytes, or None when they
     would not fit in ``out_len`` bytes (lzf_compress returns 0)."""
-    if _NATIVE is not None:
-        return _NATIVE[0](data, out_len)
+    if _NATIVE_COMPRESS is not None:
+        return _NATIVE_COMPRESS(data, out_len)
     return compress_python(data, out_len)
 
 
 def decompress(data: bytes, out_len: int) -> bytes | None:
     """``lzf_decompress(data, len, out, out_len)`` when it yields exactly ``out_len`` bytes
     (what Redis checks), else None (damaged input, or another length)."""
-    if _NATIVE is not None:
-        return _NATIVE[1](data, out_len)
+    if _NATIVE_DECOMPRESS is not None:
+        return _NATIVE_DECOMPRESS(data, out_len)
     return decompress_python(data, out_len)
 
 
