@@ -35,6 +35,7 @@ from node.replication.fencing import NOT_FENCED, Fencing
 from node.replication.info import role_reply
 from node.replication.loop_load import CpuContention
 from node.replication.redis_link import RedisReplicaLink
+from node.replication.redis_primary import RedisReplicas
 from node.replication.settings import client_tls, primary_settings, replica_settings, server_tls
 from node.replication.state_machine import NodeStateMachine
 from node.replication.waits import Waits
@@ -91,6 +92,8 @@ class ReplicationNode:
         self._stopping: asyncio.Future[None] | None = None
         self.fencing = Fencing(self.config)
         self.failover = Failover(self)
+        # Redis replicas of this node (PSYNC/SYNC on the RESP port).
+        self.redis_replicas = RedisReplicas(self)
         self.waits = Waits(server, persistence, self.flush, self.fencing)
         # A replica acks at once when its AOF's fsync advances (a primary's WAITAOF waits).
         persistence.add_durability_listener(self._durability_changed)
@@ -450,7 +453,16 @@ class ReplicationNode:
         They reconnect at once and continue from their offsets. Returns how many closed."""
         if kind == "master":
             return 1 if self.link is not None and self.link.disconnect() else 0
-        return self.primary.disconnect_all("connection killed by CLIENT KILL") if self.primary is not None else 0
+        killed = self.redis_replicas.disconnect_all("connection killed by CLIENT KILL")
+        return killed + (self.primary.disconnect_all("connection killed by CLIENT KILL") if self.primary is not None else 0)
+
+    # -- Redis replicas: REPLCONF, PSYNC, SYNC on the RESP port -------------------------------
+
+    def replconf(self, session: Session, argv: list[bytes]) -> Any:
+        return self.redis_replicas.replconf(session, argv)
+
+    def sync(self, session: Session, argv: list[bytes], psync: bool) -> Any:
+        return self.redis_replicas.sync(session, argv, psync)
 
     # -- ROLE ------------------------------------------------------------------------------
 
