@@ -21,6 +21,7 @@ Writing RDB 10 leaves the active times out; Redis 7.2 then takes the seen time f
 from __future__ import annotations
 
 from array import array
+from collections.abc import Callable
 from typing import Final
 
 from node.engine.groups import INVALID_ENTRIES_READ, Consumer, ConsumerGroup
@@ -52,8 +53,37 @@ def stream_type(rdb_version: int) -> int:
 # -- writing -------------------------------------------------------------------------------
 
 
+def _native_listpack() -> Callable[..., bytes] | None:
+    try:
+        from node.rdb._rdb_native import listpack_from_node
+    except ImportError:
+        return None
+    return listpack_from_node
+
+
+_NATIVE_LISTPACK: Final = _native_listpack()
+
+
 def node_listpack(node: StreamNode) -> bytes:
-    """The Redis listpack of one node."""
+    """The Redis listpack of one node (in C when built: node/rdb/_rdb_native.c)."""
+    if _NATIVE_LISTPACK is None:
+        return node_listpack_python(node)
+    if node.wide:
+        keys = array("Q", [k >> 64 for k in node.keys]).tobytes()
+        seqs: bytes | None = array("Q", [k & _M64 for k in node.keys]).tobytes()
+    else:
+        packed = node.keys
+        assert isinstance(packed, array)
+        keys = packed.tobytes()
+        seqs = None
+    dead = node.dead.to_bytes((node.dead.bit_length() + 7) // 8, "little")
+    own = node.own.to_bytes((node.own.bit_length() + 7) // 8, "little")
+    return _NATIVE_LISTPACK(node.fields, node.base_ms, node.master_seq, keys, seqs, node.offsets.tobytes(), node.data,
+                            dead, own, node.live, node.tombs)
+
+
+def node_listpack_python(node: StreamNode) -> bytes:
+    """node_listpack in Python (without the native build, and as its specification)."""
     body = bytearray()
     append_int = listpack.append_int
     append_string = listpack.append_string
@@ -248,10 +278,69 @@ def _read_group(r: Reader, group: ConsumerGroup, rdb_type: int) -> None:
     group.pel = PendingMap((entry_id, (t, n, owners[entry_id])) for entry_id, (t, n) in pending.items())
 
 
+def _native_node() -> Callable[..., tuple[int, int, list[bytes], bool, bytes, bytes | None, bytes, bytes, bytes, bytes,
+                                          bool]] | None:
+    try:
+        from node.rdb._rdb_native import node_from_listpack as native
+    except ImportError:
+        return None
+    return native
+
+
+_NATIVE_NODE: Final = _native_node()
+
+
 def node_from_listpack(master: int, lp: bytes, previous: StreamNode | None) -> StreamNode:
     """The Rill node a stream listpack with master ID `master` holds (ListpackError when it
     is not a well-formed stream listpack or holds what Rill cannot). Consecutive nodes with
-    the same master fields share their field lists, as nodes built by XADD do."""
+    the same master fields share their field lists, as nodes built by XADD do. The C module
+    does it in one pass when built (node/rdb/_rdb_native.c); this is its specification."""
+    if _NATIVE_NODE is None:
+        return node_from_listpack_python(master, lp, previous)
+    try:
+        live, tombs, names, compact, keys, seqs, offsets, data, dead, own, long = _NATIVE_NODE(lp, master >> 64, master & _M64)
+    except ValueError as exc:
+        raise ListpackError(str(exc)) from None
+    node = StreamNode.__new__(StreamNode)
+    node.master = master
+    node.base_ms = master >> 64
+    node.master_seq = master & _M64
+    _share_fields(node, names, previous)
+    if compact:
+        node.wide = False
+        packed = array("Q")
+        packed.frombytes(keys)
+        node.keys = packed
+    else:
+        node.wide = True
+        ms = array("Q")
+        ms.frombytes(keys)
+        sq = array("Q")
+        sq.frombytes(seqs or b"")
+        node.keys = [(m << 64) | q for m, q in zip(ms, sq)]
+    node.offsets = array("I")
+    node.offsets.frombytes(offsets)
+    node.data = bytearray(data)
+    node.long = long
+    node.dead = int.from_bytes(dead, "little")
+    node.own = int.from_bytes(own, "little")
+    node.live = live
+    node.tombs = tombs
+    node.lp_base = len(lp) - lp_int_size(live) - lp_int_size(tombs)
+    return node
+
+
+def _share_fields(node: StreamNode, names: list[bytes], previous: StreamNode | None) -> None:
+    if previous is not None and previous.fields == names:
+        node.fields = previous.fields
+        node.tmpl = previous.tmpl
+    else:
+        node.fields = names
+        node.tmpl = [x for f in names for x in (f, b"")]
+
+
+def node_from_listpack_python(master: int, lp: bytes, previous: StreamNode | None) -> StreamNode:
+    """node_from_listpack in Python (without the native build, and as its specification)."""
     elements = listpack.parse(lp)
     n_el = len(elements)
     if n_el < 4:
@@ -266,12 +355,7 @@ def node_from_listpack(master: int, lp: bytes, previous: StreamNode | None) -> S
     node.master = master
     node.base_ms = master >> 64
     node.master_seq = master & _M64
-    if previous is not None and previous.fields == names:
-        node.fields = previous.fields
-        node.tmpl = previous.tmpl
-    else:
-        node.fields = names
-        node.tmpl = [x for f in names for x in (f, b"")]
+    _share_fields(node, names, previous)
     data = bytearray()
     offsets = array("I")
     ids: list[int] = []
