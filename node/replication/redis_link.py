@@ -94,15 +94,23 @@ class ReadCounters:
     `XGROUP SETID key group last-id ENTRIESREAD n` run in the link's session, which also logs
     it for this node's replicas and AOF."""
 
-    __slots__ = ("_seen",)
+    __slots__ = ("_explicit", "_seen")
 
     def __init__(self) -> None:
         # (db, key, group) -> (last_id, entries_read) before the unit, then the XCLAIMs' IDs.
         self._seen: dict[tuple[int, bytes, bytes], tuple[int, int, list[int]]] = {}
+        # Groups the unit set with XGROUP SETID: left as the primary set them.
+        self._explicit: set[tuple[int, bytes, bytes]] = set()
 
     def note(self, session: Session, argv: list[bytes]) -> None:
-        """Before `argv` runs (or is queued): records an XCLAIM that carries LASTID."""
-        if len(argv) < 8 or argv[0].lower() != b"xclaim":
+        """Before `argv` runs (or is queued): records an XCLAIM that carries LASTID, and an
+        XGROUP SETID (a primary that propagates the counter itself, as 7.4 does: the unit's
+        counter is then that one)."""
+        name = argv[0].lower()
+        if name == b"xgroup" and len(argv) >= 4 and argv[1].lower() == b"setid":
+            self._explicit.add((session.db_index, argv[2], argv[3]))
+            return
+        if len(argv) < 8 or name != b"xclaim":
             return
         options = [a.lower() for a in argv[5:]]
         if b"lastid" not in options:
@@ -123,7 +131,10 @@ class ReadCounters:
     def correct(self, session: Session, run: Callable[[list[bytes]], None]) -> None:
         """After a unit: sets each group noted to the primary's counter, through `run`."""
         seen, self._seen = self._seen, {}
+        explicit, self._explicit = self._explicit, set()
         for (db, key, name), (last_id, entries_read, claims) in seen.items():
+            if (db, key, name) in explicit:
+                continue
             value = session.node.keyspace.dbs[db].get(key)
             group = value.group(name) if isinstance(value, StreamValue) else None
             if group is None or not isinstance(value, StreamValue):
