@@ -7,13 +7,14 @@ The source (Debian's redis-server 7.0, diskless full syncs started at once) hold
 redis-server in turn (`--rounds` times, alternating):
 
 * full sync: from REPLICAOF to the link up with the data loaded (the source's RDB built and
-  streamed, the target's load); and the target's own RDB load time, from its log (Rill: the
-  "loaded ... in X seconds" line; redis-server: "Loading DB in memory" to "Finished with
+  streamed, the target's load), and the CPU time the target spent meanwhile (/proc: the
+  steadier figure on a shared machine); the target's own RDB load time, from its log (Rill:
+  the "loaded ... in X seconds" line; redis-server: "Loading DB in memory" to "Finished with
   success");
 * live catch-up: the target is stopped (SIGSTOP) while the source takes `--catchup` XADDs
   (200,000) to another stream with its own group, a delivery of a tenth of them through
   XREADGROUP COUNT 100 and an XACK of half of those; then continued: the time until its
-  offset reaches the source's, and the entries per second that makes;
+  offset reaches the source's, the target's CPU time meanwhile, and the entries per second;
 * checked after each phase: the target's XLEN, XPENDING summary and XINFO GROUPS are the
   source's (a redis-server replica's groups lose their entries-read in the catch-up: Redis 7.0
   does not propagate it; `entries_read_kept` records it, and a Rill replica must keep it).
@@ -134,11 +135,13 @@ def _one_target(kind: str, source: Server, catchup: int) -> dict[str, Any]:
     target = start_rill() if kind == "rill" else start_redis()
     try:
         before = host_steal_ticks()
+        cpu_before = target.cpu_seconds()
         with redis.Redis(port=target.port) as t:
             started = time.monotonic()
             t.execute_command("REPLICAOF", "127.0.0.1", str(source.port))
             done = _wait(lambda: _synced(target.port), 900, f"{kind} to sync")
         full_sync_s = done - started
+        sync_cpu_s = target.cpu_seconds() - cpu_before
         log = _log(target)
         if kind == "rill":
             match = _RILL_LOADED.search(log)
@@ -156,8 +159,10 @@ def _one_target(kind: str, source: Server, catchup: int) -> dict[str, Any]:
         finally:
             os.kill(target.pid, signal.SIGCONT)
         resumed = time.monotonic()
+        cpu_before = target.cpu_seconds()
         caught = _wait(lambda: _offsets(source.port, target.port)[1] >= offset, 900, f"{kind} to catch up")
         catchup_s = caught - resumed
+        catchup_cpu_s = target.cpu_seconds() - cpu_before
         exact = kind == "rill"
         if _summary(target.port, exact) != _summary(source.port, exact):
             raise BenchError(f"{kind}: the data after the catch-up differs from the source's: "
@@ -166,8 +171,9 @@ def _one_target(kind: str, source: Server, catchup: int) -> dict[str, Any]:
         steal = steal_share(before, host_steal_ticks())
         with redis.Redis(port=source.port) as s:
             s.delete("live")
-        return {"full_sync_s": round(full_sync_s, 3), "rdb_load_s": round(load_s, 3),
-                "catchup_s": round(catchup_s, 3), "catchup_entries_per_s": round(catchup / catchup_s),
+        return {"full_sync_s": round(full_sync_s, 3), "full_sync_cpu_s": round(sync_cpu_s, 3),
+                "rdb_load_s": round(load_s, 3), "catchup_s": round(catchup_s, 3),
+                "catchup_cpu_s": round(catchup_cpu_s, 3), "catchup_entries_per_s": round(catchup / catchup_s),
                 "entries_read_kept": entries_read_kept, "steal": round(steal, 3)}
     finally:
         target.stop()
@@ -217,7 +223,7 @@ def run(entries: int, pending: int, catchup: int, rounds: int) -> dict[str, Any]
         source.stop()
         shutil.rmtree(source.workdir, ignore_errors=True)
     rows = []
-    for metric in ("full_sync_s", "rdb_load_s", "catchup_s", "catchup_entries_per_s"):
+    for metric in ("full_sync_s", "full_sync_cpu_s", "rdb_load_s", "catchup_s", "catchup_cpu_s", "catchup_entries_per_s"):
         redis_value = statistics.median(r[metric] for r in runs["redis"])
         rill_value = statistics.median(r[metric] for r in runs["rill"])
         rows.append({"metric": metric, "redis": redis_value, "rill": rill_value,

@@ -366,13 +366,27 @@ static int gb_put(growbuf *g, const void *data, Py_ssize_t n) {
     return 1;
 }
 
+/* The decimal form of v (ll2string), into digits; returns its length. */
+static int format_ll(char *digits, long long v) {
+    char tmp[24];
+    int n = 0, len = 0;
+    uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+    do {
+        tmp[n++] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    if (v < 0) digits[len++] = '-';
+    while (n) digits[len++] = tmp[--n];
+    return len;
+}
+
 /* A value as node/engine/node_values.py packs it: varint(len) + bytes; ints as decimals. */
 static int put_value(growbuf *g, const lp_elem *e, int *long_flag) {
     char digits[32];
     const u8 *s;
     Py_ssize_t n;
     if (e->is_int) {
-        n = (Py_ssize_t)snprintf(digits, sizeof(digits), "%lld", e->value);
+        n = (Py_ssize_t)format_ll(digits, e->value);
         s = (const u8 *)digits;
     } else {
         s = e->str;
@@ -416,7 +430,7 @@ static int set_bit(growbuf *g, Py_ssize_t i) {
 static PyObject *elem_bytes(const lp_elem *e) {
     if (e->is_int) {
         char digits[32];
-        int n = snprintf(digits, sizeof(digits), "%lld", e->value);
+        int n = format_ll(digits, e->value);
         return PyBytes_FromStringAndSize(digits, n);
     }
     return PyBytes_FromStringAndSize((const char *)e->str, e->len);

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import logging
 import time
 from collections.abc import Callable, Coroutine
@@ -388,7 +389,14 @@ class RedisReplicaLink:
         server = self.server
         fresh = Keyspace(len(server.keyspace.dbs))
         skip = server.config.get("rdb-skip-unsupported") == "yes"
-        load_rdb_bytes(data, fresh, skip, f"the RDB of {self.host}:{self.port}")
+        # As at start-up: objects in bulk, none of them garbage; collections would only cost.
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            load_rdb_bytes(data, fresh, skip, f"the RDB of {self.host}:{self.port}")
+        finally:
+            if collecting:
+                gc.enable()
         repl = self.repl
         backlog = repl.backlog
         assert backlog is not None
