@@ -18,10 +18,13 @@ What it applies, and what it logs:
   Rill's forms, like any write: the AOF and the node's gRPC replicas follow it as they follow
   a primary's. A MULTI/EXEC of the stream is one transaction and one unit. PING and
   REPLCONF GETACK count in the offset and change nothing.
-* A command Rill does not know (a list, hash, ... write) stops the link with an error naming
-  it, unless rdb-skip-unsupported is on (its keys were skipped too): then it is skipped and
-  counted. Any other failure means the two data sets differ: the link drops and the next
-  sync is a full one (as a gRPC replica does on divergence).
+* A command Rill does not know stops the link with an error naming it. With
+  rdb-skip-unsupported on, the writes of the types Rill lacks (a list, hash, set or sorted-set
+  write, scripts and functions) are skipped and counted instead, as their keys were at the
+  full sync (and a RENAME of such a key); a write to a string Rill lacks (SETRANGE, SETBIT,
+  BITFIELD, PFADD, ...) never is: skipping it would change the data silently. Any other
+  failure means the two data sets differ: the link drops and the next sync is a full one
+  (as a gRPC replica does on divergence).
 
 The offset it reports (INFO's slave_repl_offset, ROLE, REPLCONF ACK) is the Redis primary's
 replication offset, processed up to the last whole command outside a MULTI; the node's own
@@ -74,6 +77,21 @@ _BACKOFF_MAX: Final = 5.0
 _SKIPPED_LOGGED: Final = 10
 # Commands named with their subcommand in messages.
 _CONTAINERS: Final = frozenset((b"function", b"script", b"object", b"xgroup", b"config", b"client", b"memory"))
+# The writes a Redis primary propagates for the types Rill does not hold (lists, hashes, sets,
+# sorted sets and geo indexes, which are sorted sets) and for its scripts and functions: with
+# rdb-skip-unsupported they are skipped, as their keys were at the full sync. Writes to
+# strings that Rill lacks (SETRANGE, SETBIT, BITFIELD, BITOP, PFADD, PFMERGE: HyperLogLogs and
+# bitmaps are strings, which Rill loads) are never skipped: the link stops there.
+_SKIPPABLE: Final = frozenset(name.encode() for name in (
+    "lpush", "rpush", "lpushx", "rpushx", "lpop", "rpop", "linsert", "lset", "lrem", "ltrim", "lmove",
+    "rpoplpush", "lmpop", "blpop", "brpop", "blmove", "brpoplpush", "blmpop",
+    "hset", "hsetnx", "hmset", "hdel", "hincrby", "hincrbyfloat",
+    "sadd", "srem", "smove", "spop", "sinterstore", "sunionstore", "sdiffstore",
+    "zadd", "zincrby", "zrem", "zremrangebyscore", "zremrangebyrank", "zremrangebylex", "zpopmin", "zpopmax",
+    "bzpopmin", "bzpopmax", "zmpop", "bzmpop", "zunionstore", "zinterstore", "zdiffstore", "zrangestore",
+    "geoadd", "georadius", "georadiusbymember", "geosearchstore", "sort",
+    "function", "script", "eval", "evalsha", "fcall",
+))
 
 
 class LinkDown(Exception):
@@ -481,6 +499,10 @@ class RedisReplicaLink:
         reply = self.server.execute(self.session, argv)
         self.session.select(self.session.db_index)  # SWAPDB re-points registered clients only
         if type(reply) is ReplyError:
+            if reply.message == "ERR no such key" and self._skipping() and argv[0].lower() in (b"rename", b"renamenx"):
+                # A key of a type Rill lacks, skipped at the full sync: its rename goes too.
+                self._skipped(argv[0].decode("utf-8", "replace"))
+                return
             self._failed(argv, reply.message)
         elif type(reply) is Block:
             self._failed(argv, "it would block")
@@ -494,15 +516,26 @@ class RedisReplicaLink:
         stops (every later sync would meet the same writes)."""
         name = b" ".join(argv[:2] if len(argv) > 1 and argv[0].lower() in _CONTAINERS else argv[:1])
         shown = name.decode("utf-8", "replace")
-        if self.server.config.get("rdb-skip-unsupported") == "yes":
-            self.skipped += 1
-            if self.skipped <= _SKIPPED_LOGGED:
-                log.warning("Skipped '%s' from the Redis primary: Rill does not have it (rdb-skip-unsupported)", shown)
+        if argv[0].lower() not in _SKIPPABLE:
+            raise Unsupported(
+                f"the primary sent '{shown}', which Rill does not have: it would change a string Rill holds, "
+                "so it cannot be skipped either; stop sending it to the source before migrating"
+            )
+        if self._skipping():
+            self._skipped(shown)
             return
         raise Unsupported(
             f"the primary sent '{shown}', which Rill does not have (it keeps strings and streams): "
             "stop writing other types to the source, or set rdb-skip-unsupported yes"
         )
+
+    def _skipping(self) -> bool:
+        return self.server.config.get("rdb-skip-unsupported") == "yes"
+
+    def _skipped(self, shown: str) -> None:
+        self.skipped += 1
+        if self.skipped <= _SKIPPED_LOGGED:
+            log.warning("Skipped '%s' from the Redis primary: Rill does not have it (rdb-skip-unsupported)", shown)
 
     def _failed(self, argv: list[bytes], why: str) -> None:
         name = argv[0].decode("utf-8", "replace")

@@ -22,8 +22,9 @@ from tests.replication_node.nodes import call, digest, info, start_node, stat, w
 from tests.replication_node.redis_workload import assert_same_data, write_everything
 
 # A redis-server that starts a full sync at once (7.0 waits 5 s for more replicas to join a
-# diskless one), with a short repl-timeout.
-REDIS_FLAGS = ("--repl-diskless-sync-delay", "0", "--repl-timeout", "5")
+# diskless one), with a short repl-timeout, and PINGs its replicas every second (they come
+# in the stream and count in the offset).
+REDIS_FLAGS = ("--repl-diskless-sync-delay", "0", "--repl-timeout", "5", "--repl-ping-replica-period", "1")
 
 
 @pytest.fixture
@@ -134,6 +135,13 @@ def test_commands_rill_lacks_stop_the_link_or_are_skipped(started: list[Proc], r
     assert call(rill, "CONFIG", "SET", "rdb-skip-unsupported", "yes") == b"OK"
     wait_synced(source, rill, timeout=30)
     assert call(rill, "XLEN", "s") == 2 and call(rill, "EXISTS", "a-list") == 0
+    # A write to a string Rill lacks is never skipped: it would change data Rill holds.
+    with redis.Redis(port=source.port) as c:
+        c.set("text", "hello")
+        c.setrange("text", 0, "J")
+    wait_until(lambda: "'setrange', which rill does not have: it would change a string" in rill.log.lower(),
+               "the link to refuse SETRANGE")
+    assert call(rill, "GET", "text") == b"hello"
 
 
 # -- a redis-server replicating from a Rill node ------------------------------------------------
