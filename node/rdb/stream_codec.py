@@ -16,6 +16,8 @@ The types: STREAM_LISTPACKS (15, RDB 9: no first ID, deleted maximum, entries-ad
 read counters, which loading estimates as Redis 7 does), STREAM_LISTPACKS_2 (19, Redis 7.0:
 RDB 10) and STREAM_LISTPACKS_3 (21, Redis 7.2: RDB 11, adds each consumer's active time).
 Writing RDB 10 leaves the active times out; Redis 7.2 then takes the seen time for them.
+What Redis 7 has no form for is written as it can be (NACKed entries, below) or left out
+(Rill's dead-letter policies, XREADGROUP CLAIM's time index, which is rebuilt when needed).
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from array import array
 from collections.abc import Callable
 from typing import Final
 
-from node.engine.groups import INVALID_ENTRIES_READ, Consumer, ConsumerGroup
+from node.engine.groups import INVALID_ENTRIES_READ, UNOWNED, Consumer, ConsumerGroup
 from node.engine.listpack_size import lp_int_size
 from node.engine.node_values import put_len as put_varint
 from node.engine.sorted_ids import PendingMap
@@ -156,17 +158,36 @@ def write_stream(out: bytearray, value: StreamValue, rdb_version: int, compress:
             out += stream_id_bytes(entry_id)
             put_ms_time(out, nack[0])
             put_len(out, nack[1])
-        consumers = group.sorted_consumers()
+        consumers = [(c.name, c.seen_time, c.active_time, list(group.owned(c))) for c in group.sorted_consumers()]
+        if group.nacked:
+            consumers = _with_nacked(consumers, sorted(group.nacked))
         put_len(out, len(consumers))
-        for consumer in consumers:
-            put_string(out, consumer.name, compress)
-            put_ms_time(out, consumer.seen_time)
+        for name, seen_time, active_time, owned in consumers:
+            put_string(out, name, compress)
+            put_ms_time(out, seen_time)
             if rdb_version >= 11:
-                put_ms_time(out, consumer.active_time)
-            owned = list(group.owned(consumer))
+                put_ms_time(out, active_time)
             put_len(out, len(owned))
             for entry_id in owned:
                 out += stream_id_bytes(entry_id)
+
+
+# Entries released by XNACK (Redis 8.8: pending, owned by no consumer) have no form in RDB 10
+# or 11, whose loaders need an owner for every pending entry (Redis 7 would crash on XACK or
+# XPENDING of one without). They are written as the pending entries of this consumer, with
+# their delivery time 0: kept pending, delivered again as soon as one claims them (XAUTOCLAIM
+# finds them idle since 1970). Their order in the NACK zone is not kept.
+NACKED_CONSUMER: Final = b"rill:nacked"
+
+
+def _with_nacked(consumers: list[tuple[bytes, int, int, list[int]]], nacked: list[int]) -> list[tuple[bytes, int, int, list[int]]]:
+    for i, (name, seen_time, active_time, owned) in enumerate(consumers):
+        if name == NACKED_CONSUMER:
+            consumers[i] = (name, seen_time, active_time, sorted(owned + nacked))
+            return consumers
+    consumers.append((NACKED_CONSUMER, 0, -1, nacked))
+    consumers.sort(key=lambda consumer: consumer[0])
+    return consumers
 
 
 # -- reading -------------------------------------------------------------------------------
@@ -273,9 +294,10 @@ def _read_group(r: Reader, group: ConsumerGroup, rdb_type: int) -> None:
             ids.append(entry_id)
         consumer.load(ids)
         group.consumers[name] = consumer
-    if len(owners) != len(pending):
-        raise r.error("stream CG PEL entry without consumer")
-    group.pel = PendingMap((entry_id, (t, n, owners[entry_id])) for entry_id, (t, n) in pending.items())
+    # A pending entry no consumer owns is a NACKed one (Redis 8.8's XNACK), kept unowned.
+    group.pel = PendingMap((entry_id, (t if entry_id in owners else 0, n, owners.get(entry_id, UNOWNED)))
+                           for entry_id, (t, n) in pending.items())
+    group.nacked = {entry_id: None for entry_id in pending if entry_id not in owners}
 
 
 def _native_node() -> Callable[..., tuple[int, int, list[bytes], bool, bytes, bytes | None, bytes, bytes, bytes, bytes,

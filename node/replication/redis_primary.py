@@ -19,10 +19,12 @@ Rill, or running Redis replicas beside Rill ones during a migration, needs no ot
 * What Redis 7 cannot apply is rewritten within the same number of bytes, the difference
   made up with newlines before the unit (a primary's stream may hold lone newlines: the
   replica skips them and counts them in its offset once it processes the next command):
-  `XADD ... IDMP pid iid ...` loses its IDMP arguments, XCFGSET and XIDMPRECORD become a
-  PING (Redis 8.6's idempotent production has no Redis 7 counterpart), and a RESTORE
-  payload of RDB 11 is written as RDB 10. A unit that cannot be written in as many bytes
-  closes the replica's connection with a logged reason.
+  `XADD ... IDMP pid iid ...` loses its IDMP arguments, XCFGSET, XIDMPRECORD and
+  RILL.XDEADLETTER become a PING (Rill's and Redis 8.6's settings and records have no Redis 7
+  counterpart), and a RESTORE payload of RDB 11 is written as RDB 10. A unit with a Redis 8
+  write Redis 7 has no command for (XDELEX, XACKDEL, XNACK, a KEEPREF/DELREF/ACKED trim)
+  closes the replica's connection after what came before it, with a logged reason, and the
+  replica's next PSYNC gets a full sync, whose RDB holds the result.
 * While Redis replicas are attached to a primary, a PING goes into the log every
   repl-ping-replica-period (a replication-only unit: never in an AOF), as Redis's primary
   does, so an idle link does not look dead to them.
@@ -45,6 +47,7 @@ from node import REDIS_VERSION
 from node.commands.context import Session
 from node.commands.reply import OK, CommandError, Raw
 from node.log.encode import encode_command
+from node.log.scan import command_end
 from node.persistence.redis_rdb import rdb_aux_fields
 from node.rdb.dump import BadPayload, create_payload, load_payload, payload_version
 from node.rdb.encoding import RdbError
@@ -66,6 +69,8 @@ _READ_BYTES: Final = 256 * 1024
 _PENDING_CONFS: Final = 1024
 NO_REPLY: Final = Raw(b"")
 _SYNTAX_ERROR: Final = "ERR syntax error"
+# A replica sends short commands (REPLCONF ACK): anything longer is not one.
+_MAX_REPLICA_COMMAND: Final = 4096
 _INT_ERROR: Final = "ERR value is not an integer or out of range"
 
 
@@ -90,6 +95,9 @@ class RedisReplicas:
         self.sessions: dict[str, RedisReplicaSession] = {}
         self._listening = False
         self._pinger: asyncio.TimerHandle | None = None
+        # A log offset before which no Redis replica may continue partially: a unit there
+        # had no Redis 7 form (`for_redis`).
+        self.full_sync_before = 0
 
     # -- REPLCONF, PSYNC, SYNC ------------------------------------------------------------
 
@@ -157,7 +165,8 @@ class RedisReplicas:
             replid = argv[1].decode("utf-8", "replace")
             offset = _to_int(argv[2])
             # Redis counts the offset of the next byte from 1; Rill's log offsets from 0.
-            if offset is not None and offset > 0 and replid != "?" and backlog.psync(replid, offset - 1).ok:
+            if (offset is not None and offset > 0 and replid != "?" and offset - 1 >= self.full_sync_before
+                    and backlog.psync(replid, offset - 1).ok):
                 start = offset - 1
         session.flags.add("replica")
         self._listen()
@@ -258,7 +267,7 @@ class RedisReplicaSession(asyncio.Protocol):
         self.position = start  # the next log offset to send
         self.rdb_only = rdb_only
         self.transport: asyncio.Transport | None = None
-        self._reader = hiredis.Reader()
+        self._input = bytearray()  # what the replica sent that is not a whole command yet
         self._streaming = False
         self._closed = False
 
@@ -311,13 +320,20 @@ class RedisReplicaSession(asyncio.Protocol):
             except ValueError:
                 self.close(f"offset {self.position} left the backlog")
                 return
-            out = []
+            out: list[bytes] = []
             at = 0
             for size in sizes:
                 unit = data[at : at + size]
-                rewritten = for_redis(unit)
-                if rewritten is None:
-                    self.close(f"the unit at offset {self.position + at} cannot be written for Redis 7 in as many bytes")
+                try:
+                    rewritten = for_redis(unit)
+                except NoRedisForm as exc:
+                    # Sent what came before it; from there only a full sync can go on (its RDB
+                    # holds the result, as far as Redis 7 can hold it).
+                    if out:
+                        transport.write(b"".join(out))
+                    unit_end = self.position + at + size
+                    self.owner.full_sync_before = max(self.owner.full_sync_before, unit_end)
+                    self.close(f"the unit at offset {self.position + at} holds {exc}: it resyncs fully")
                     return
                 out.append(rewritten)
                 at += size
@@ -328,19 +344,32 @@ class RedisReplicaSession(asyncio.Protocol):
                 return
 
     def data_received(self, data: bytes) -> None:
-        """The replica's REPLCONF ACK <offset> [FACK <offset>]."""
-        reader = self._reader
-        reader.feed(data)
+        """The replica's REPLCONF ACK <offset> [FACK <offset>], and the lone newlines a Redis
+        replica sends while it loads the RDB (so that its primary does not time it out)."""
+        buf = self._input
+        buf += data
         registry = self.owner.repl.primary.registry if self.owner.repl.primary is not None else None
         while True:
-            try:
-                argv = reader.gets()
-            except hiredis.ProtocolError:
+            pos = 0
+            while pos < len(buf) and buf[pos] in (0x0A, 0x0D):
+                pos += 1
+            if pos:
+                del buf[:pos]
+            if not buf:
+                return
+            if buf[0] != 0x2A:  # '*'
                 self.close("bad protocol from the replica")
                 return
-            if argv is False:
+            end = command_end(bytes(buf[:_MAX_REPLICA_COMMAND]), 0)
+            if end < 0:
+                if len(buf) > _MAX_REPLICA_COMMAND:
+                    self.close("bad protocol from the replica")
                 return
-            if (isinstance(argv, list) and len(argv) >= 3 and isinstance(argv[0], bytes) and argv[0].lower() == b"replconf"
+            reader = hiredis.Reader()
+            reader.feed(bytes(buf[:end]))
+            argv = reader.gets()
+            del buf[:end]
+            if (isinstance(argv, list) and len(argv) >= 3 and argv[0].lower() == b"replconf"
                     and argv[1].lower() == b"ack"):
                 offset = _to_int(argv[2])
                 if offset is not None and registry is not None and 0 <= offset <= self.position:
@@ -380,9 +409,19 @@ def _to_int(raw: bytes) -> int | None:
 # -- writing the log for Redis 7 -----------------------------------------------------------
 
 
-def for_redis(unit: bytes) -> bytes | None:
+# Redis 8 stream effects Rill logs (docs/compatibility.md) that change data Redis 7 has no
+# command for: a unit holding one cannot be sent to a Redis 7 replica.
+_REDIS8_WRITES: Final = frozenset((b"xdelex", b"xackdel", b"xnack"))
+_TRIM_POLICIES: Final = frozenset((b"keepref", b"delref", b"acked"))
+
+
+class NoRedisForm(Exception):
+    """A unit of the log has no Redis 7 form (its text says what it holds)."""
+
+
+def for_redis(unit: bytes) -> bytes:
     """The unit as a Redis 7 replica can apply it, in exactly as many bytes (newlines before
-    it make up for what a rewrite saved); None when that cannot be done."""
+    it make up for what a rewrite saved); NoRedisForm when that cannot be done."""
     if not _needs_rewrite(unit):
         return unit
     reader = hiredis.Reader()
@@ -394,20 +433,28 @@ def for_redis(unit: bytes) -> bytes | None:
     if not rewritten:
         rewritten = encode_command([b"PING"])
     if len(rewritten) > len(unit):
-        return None
+        raise NoRedisForm("its rewrite for Redis 7 is longer than it")
     return b"\n" * (len(unit) - len(rewritten)) + rewritten
 
 
 def _needs_rewrite(unit: bytes) -> bool:
-    # A cheap test on the bytes: the log spells these effects in capitals (XIDMPRECORD and
-    # XADD's IDMP option contain "IDMP"); a value that contains the word costs a parse.
-    return b"IDMP" in unit or b"RESTORE" in unit or b"XCFGSET" in unit
+    # A cheap test on the bytes: only these commands and options are ever rewritten (a value
+    # that contains one of the words costs a parse). XADD/XTRIM keep the client's spelling.
+    upper = unit.upper()
+    return (b"IDMP" in upper or b"RESTORE" in upper or b"XCFGSET" in upper or b"XDELEX" in upper
+            or b"XACKDEL" in upper or b"XNACK" in upper or b"RILL." in upper or b"REF" in upper or b"ACKED" in upper)
 
 
 def _rewrite(argv: list[bytes]) -> list[bytes] | None:
     name = argv[0].lower()
-    if name in (b"xcfgset", b"xidmprecord"):
-        return None
+    if name in (b"xcfgset", b"xidmprecord") or name.startswith(b"rill."):
+        return None  # Rill's own settings and records: nothing in Redis 7's data
+    if name in _REDIS8_WRITES:
+        raise NoRedisForm(f"{argv[0].decode('utf-8', 'replace')}, a Redis 8 stream command Redis 7 has no form for")
+    if name in (b"xadd", b"xtrim") and any(a.lower() in _TRIM_POLICIES for a in argv[2:]):
+        # The trimming policies of Redis 8.2 (before the ID or the threshold, a position the
+        # fields cannot have: XADD's fields come after the ID).
+        raise NoRedisForm(f"{argv[0].decode('utf-8', 'replace')} with a Redis 8.2 trimming policy")
     if name == b"xadd" and len(argv) > 4 and argv[2].lower() == b"idmp":
         return [argv[0], argv[1], *argv[5:]]
     if name == b"restore" and len(argv) >= 4:
@@ -420,4 +467,4 @@ def _rewrite(argv: list[bytes]) -> list[bytes] | None:
     return argv
 
 
-__all__ = ["NO_REPLY", "RedisReplicas", "RedisReplicaSession", "for_redis"]
+__all__ = ["NO_REPLY", "NoRedisForm", "RedisReplicas", "RedisReplicaSession", "for_redis"]

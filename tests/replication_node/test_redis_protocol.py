@@ -233,3 +233,29 @@ def test_rdb_export_and_redis_cli_rdb_give_a_file_redis_loads(started: list[Proc
         wait_until(lambda: "Done loading RDB" in loaded.log, "redis-server to load the file")  # noqa: B023
         call(rill, "CONFIG", "SET", "rdb-version", "10")
         assert_same_data(rill.port, loaded.port, int(time.time() * 1000) - 600_000)
+
+
+def test_a_redis_8_write_sends_a_redis_replica_through_a_full_sync(started: list[Proc], redis_nodes: list[Proc]) -> None:
+    rill = start_node("--rdb-version", "10")
+    started.append(rill)
+    replica = _redis(redis_nodes, "--replicaof", "127.0.0.1", str(rill.port))
+    wait_synced(rill, replica)
+    with redis.Redis(port=rill.port) as c:
+        for i in range(1, 6):
+            c.xadd("s", {"f": i}, id=f"{i}-1")
+        c.xgroup_create("s", "g", id="0")
+        c.xreadgroup("g", "alice", {"s": ">"})
+        # XNACK (Redis 8.8) and XDELEX (8.2) have no Redis 7 command: the replica resyncs
+        # fully, and the NACKed entries reach it as the pending entries of rill:nacked.
+        assert c.execute_command("XNACK", "s", "g", "SILENT", "IDS", 2, "2-1", "3-1") == 2
+        c.execute_command("XDELEX", "s", "IDS", 1, "5-1")
+        c.xadd("s", {"f": "after"}, id="6-1")
+    wait_until(lambda: "a Redis 8 stream command Redis 7 has no form for" in rill.log, "the replica to be closed")
+    wait_synced(rill, replica)
+    assert stat(rill, "sync_full") == 2
+    assert_same_data(rill.port, replica.port, int(time.time() * 1000) - 600_000)
+    with redis.Redis(port=replica.port) as r:
+        # (XDELEX keeps the group's reference to 5-1 by default: still pending for alice.)
+        assert [p["consumer"] for p in r.xpending_range("s", "g", "-", "+", 10)] == [
+            b"alice", b"rill:nacked", b"rill:nacked", b"alice", b"alice"]
+    assert "CRITICAL" not in replica.log
