@@ -193,6 +193,7 @@ def test_a_live_redis_deployment_moves_to_rill_losing_no_acknowledged_write(depl
         )
         assert done.returncode == 0, done.stdout + done.stderr
         assert "target promoted" in done.stdout
+        print(done.stdout)  # the steps and their times (pytest -s shows them)
         wait_until(lambda: d.master_ports() == {d.rill.port}, "every sentinel to name the Rill node", TIMEOUT)
         wait_until(lambda: len(clients.added) >= before + 200, "writes to the Rill primary", TIMEOUT)
     finally:
