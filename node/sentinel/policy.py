@@ -29,7 +29,12 @@ The rules, as sentinel.c has them:
 - a replica reporting itself master outside a failover (a returning old master) is turned back
   into a replica, and replicas following the wrong master are re-pointed, once our master
   looks sane;
-- TILT: when the timer's clock jumps back or by more than 2 s, act on nothing for 30 s.
+- TILT: when the timer runs more than 2 s late, or the wall clock jumps back or by more than
+  2 s between two runs, act on nothing for 30 s.
+
+Time: every input carries the shell's monotonic clock (CLOCK_BOOTTIME, node/sentinel/clock.py),
+and every duration is measured on it, so a wall-clock step changes no timer; ticks also carry
+the wall clock, which only TILT and the dates shown in log lines read.
 
 Fenced mode (per master, off by default) inserts two steps between the election and the
 selection — fence a majority of the replicas at the failover's epoch, then wait out the old
@@ -193,6 +198,10 @@ class Sentinel:
         self.tilt = False
         self.tilt_start_time = 0
         self.previous_time = now
+        # The wall clock at the last tick (None before the first), and wall minus monotonic
+        # then: dates in log lines are the monotonic time shifted by it.
+        self.previous_wall: int | None = None
+        self.wall_offset = 0
         self.announce_ip: str | None = None
         self.announce_port = 0
         self.deny_scripts_reconfig = DEFAULT_DENY_SCRIPTS_RECONFIG
@@ -221,7 +230,7 @@ class Sentinel:
         """Apply one observation and return what to do about it."""
         self.now = msg.now
         if isinstance(msg, Tick):
-            self._timer()
+            self._timer(msg.now if msg.wall is None else msg.wall)
         elif isinstance(msg, Reply):
             self._on_reply(msg.conn, msg.request, msg.value)
         elif isinstance(msg, Message):
@@ -986,14 +995,25 @@ class Sentinel:
 
     # ------------------------------------------------------------------ the timer
 
-    def _timer(self) -> None:
-        """sentinelTimer: TILT check, then every master with its replicas and sentinels."""
-        delta = self.now - self.previous_time
-        if delta < 0 or delta > self.timings.tilt_trigger:
+    def _timer(self, wall: int) -> None:
+        """sentinelTimer: TILT check, then every master with its replicas and sentinels.
+
+        Redis enters TILT when mstime() between two timer runs went back or forward by more
+        than TILT-TRIGGER: the process was stopped or starved (its view of the instances is
+        stale), or the wall clock stepped (its timers, all on that clock, are wrong). Here the
+        timers run on the monotonic clock, so the first shows as a late run of the timer and
+        the second as a wall-clock jump; either enters TILT, as in Redis (a step harms no
+        timer any more, but it still means this machine's time is not to be trusted)."""
+        late = self.now - self.previous_time
+        jumped = 0 if self.previous_wall is None else wall - self.previous_wall
+        trigger = self.timings.tilt_trigger
+        if late < 0 or late > trigger or jumped < 0 or jumped > trigger:
             self.tilt = True
             self.tilt_start_time = self.now
             self._event(WARNING, "+tilt", None, "#tilt mode entered")
         self.previous_time = self.now
+        self.previous_wall = wall
+        self.wall_offset = wall - self.now
         self._handle_instances(list(self.masters.values()))
 
     def _handle_instances(self, instances: list[Instance]) -> None:
@@ -1208,7 +1228,7 @@ class Sentinel:
         if self.now - master.failover_start_time < master.failover_timeout * 2:
             if master.failover_delay_logged != master.failover_start_time:
                 master.failover_delay_logged = master.failover_start_time
-                when = (master.failover_start_time + master.failover_timeout * 2) // 1000
+                when = (master.failover_start_time + master.failover_timeout * 2 + self.wall_offset) // 1000
                 stamp = datetime.fromtimestamp(when, tz=UTC).strftime("%a %b %d %H:%M:%S %Y")
                 self._log(NOTICE, f"Next failover delay: I will not start a failover before {stamp}")
             return False

@@ -53,6 +53,7 @@ class Driver:
         self.events: list[Event] = []
         self.actions: list[Any] = []
         self.auto_connect = True
+        self.wall_offset = 0  # the wall clock minus the monotonic one (steps change it)
 
     def record(self, actions: list[Any]) -> None:
         self.actions.extend(actions)
@@ -71,7 +72,11 @@ class Driver:
 
     def tick(self, ms: int = 100) -> None:
         self.now += ms
-        self.record(self.s.step(Tick(self.now)))
+        self.record(self.s.step(Tick(self.now, self.now + self.wall_offset)))
+
+    def step_wall(self, ms: int) -> None:
+        """The wall clock steps (date -s, NTP): the monotonic clock does not."""
+        self.wall_offset += ms
 
     def run(self, ms: int, step: int = 100, answer: Any = None) -> None:
         """Tick for `ms`, calling `answer(self)` after each tick."""

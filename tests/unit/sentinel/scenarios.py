@@ -5,6 +5,7 @@ lets it settle and checks convergence."""
 from __future__ import annotations
 
 import random
+from typing import Any
 
 from tests.unit.sentinel.invariants import Invariants
 from tests.unit.sentinel.sim import Sim
@@ -15,7 +16,7 @@ SETTLE_MS = 60_000  # TILT lasts 30 s; turning an old master into a replica take
 
 def run_seed(seed: int, *, fenced: bool = False, workload: bool = False, kinds: tuple[str, ...] = FAULTS,
              faults: int | None = None, clock_drift: float = 0.0,
-             drift_permille: int = 50, lease_ms: int = 1000) -> tuple[Sim, Invariants]:
+             drift_permille: int = 50, lease_ms: int = 1000, **options: Any) -> tuple[Sim, Invariants]:
     rng = random.Random(seed)
     sentinels = rng.choice((3, 3, 5))
     sim = Sim(
@@ -31,6 +32,7 @@ def run_seed(seed: int, *, fenced: bool = False, workload: bool = False, kinds: 
         clock_drift=clock_drift,
         drift_permille=drift_permille,
         lease_ms=lease_ms,
+        **options,
     )
     checker = Invariants(sim)
     count = faults if faults is not None else rng.randint(1, 3)

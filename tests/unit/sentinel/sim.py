@@ -101,9 +101,20 @@ class Proc:
         drift = sim.clock_drift
         self.rate = 1.0 + sim.rng.uniform(-drift, drift)
         self.clock_offset = sim.rng.randrange(1_000_000, 2_000_000_000)
+        # The wall clock: the monotonic one plus an offset that steps (date -s, NTP, a VM's
+        # time resync) change.
+        self.wall_offset = sim.rng.randrange(1_000_000, 2_000_000_000)
 
     def local(self) -> int:
+        """CLOCK_BOOTTIME: runs at the process's rate, never steps."""
         return int(self.clock_offset + self.sim.now * self.rate)
+
+    def wall(self) -> int:
+        return self.local() + self.wall_offset
+
+    def step_wall(self, ms: int) -> None:
+        self.wall_offset += ms
+        self.sim.wall_steps.append((self.sim.now, self.name, ms))
 
     def run(self, fn: Callable[..., None], *args: Any) -> None:
         if not self.alive:
@@ -135,16 +146,22 @@ class SentinelProc(Proc):
     def boot(self) -> None:
         sim = self.sim
         self.policy, self.options = config.load(
-            self.conf, now=self.local(), rng=random.Random(sim.rng.getrandbits(32)), timings=sim.timings()
+            self.conf, now=self.policy_now(), rng=random.Random(sim.rng.getrandbits(32)), timings=sim.timings()
         )
         if not self.policy.myid:
             self.policy.myid = self.myid
         self.flush()
         self.conns = {}
-        self.sim.observe(self, self.policy.started(self.local()))
+        self.sim.observe(self, self.policy.started(self.policy_now()))
         self.tick_pending = False
         self.gen = getattr(self, "gen", 0) + 1
         self.sim.at(self.sim.now + sim.rng.randrange(1, 100), self.tick, self.gen)
+
+    def policy_now(self) -> int:
+        """What the shell gives the policy as its time: CLOCK_BOOTTIME (the runner's
+        monotonic clock), or the wall clock in `sentinel_clock="wall"` (how the runner was
+        wired before: W can then be cut short by a step)."""
+        return self.wall() if self.sim.sentinel_clock == "wall" else self.local()
 
     def flush(self) -> None:
         self.conf = config.render(self.conf, self.policy, self.options, f"/sim/{self.name}")
@@ -156,7 +173,7 @@ class SentinelProc(Proc):
             self.tick_pending = True
             return
         self.sim.before_tick(self)
-        self.apply(self.policy.step(Tick(self.local())))
+        self.apply(self.policy.step(Tick(self.policy_now(), self.wall())))
         self.sim.at(self.sim.now + self.sim.tick_interval(), self.tick, gen)
 
     def resume(self) -> None:
@@ -187,17 +204,17 @@ class SentinelProc(Proc):
 
     # client side
     def on_connected(self, conn: Conn) -> None:
-        self.apply(self.policy.step(Connected(self.local(), conn.cid, self.host)))
+        self.apply(self.policy.step(Connected(self.policy_now(), conn.cid, self.host)))
 
     def on_reply(self, conn: Conn, request: int, value: Any) -> None:
-        self.apply(self.policy.step(Reply(self.local(), conn.cid, request, value)))
+        self.apply(self.policy.step(Reply(self.policy_now(), conn.cid, request, value)))
 
     def on_message(self, conn: Conn, channel: bytes, payload: bytes) -> None:
-        self.apply(self.policy.step(Message(self.local(), conn.cid, channel, payload)))
+        self.apply(self.policy.step(Message(self.policy_now(), conn.cid, channel, payload)))
 
     def on_closed(self, conn: Conn) -> None:
         self.conns.pop(conn.cid, None)
-        self.apply(self.policy.step(Closed(self.local(), conn.cid)))
+        self.apply(self.policy.step(Closed(self.policy_now(), conn.cid)))
 
     # server side: what sentinels send each other
     def on_command(self, conn: Conn, request: int, argv: tuple[str, ...]) -> None:
@@ -208,11 +225,11 @@ class SentinelProc(Proc):
         elif name == "PING":
             value = "PONG"
         elif name == "PUBLISH" and argv[1] == HELLO_CHANNEL:
-            self.policy.receive_hello(argv[2], now=self.local())
+            self.policy.receive_hello(argv[2], now=self.policy_now())
             self.apply(self.policy.take_actions())
             value = 1
         elif name == "SENTINEL" and argv[1].lower() == "is-master-down-by-addr":
-            value = self.policy.is_master_down_by_addr(argv[2], int(argv[3]), int(argv[4]), argv[5], now=self.local())
+            value = self.policy.is_master_down_by_addr(argv[2], int(argv[3]), int(argv[4]), argv[5], now=self.policy_now())
             # The vote is on disk (FlushConfig) before the reply leaves.
             self.apply(self.policy.take_actions())
         else:
@@ -478,24 +495,40 @@ class NodeProc(Proc):
 # ---------------------------------------------------------------------------- the client
 
 
+class _Lane:
+    """One writer of the client: at most one write (then its WAIT) outstanding."""
+
+    __slots__ = ("current", "busy_until", "node", "conn")
+
+    def __init__(self) -> None:
+        self.current: int | None = None
+        self.busy_until = 0
+        self.node: NodeProc | None = None
+        self.conn: Conn | None = None
+
+
 class ClientProc(Proc):
-    """Writes one entry at a time to whoever a random sentinel calls master, then WAITs for a
-    majority of the replica set (primary included)."""
+    """`LANES` writers, each writing one entry at a time to whoever a random sentinel calls
+    master, then WAITing for a majority of the replica set (primary included). Several
+    writers, so that one waiting out a WAIT does not leave a primary without write attempts."""
+
+    LANES = 3
 
     def __init__(self, sim: Sim) -> None:
         super().__init__(sim, "client", "10.0.2.1", 0)
-        self.conns: dict[str, Conn] = {}
+        self.conns: dict[tuple[int, str], Conn] = {}
         self.next_wid = 0
-        self.busy_until = 0
-        self.current: int | None = None
-        self.sim.at(3000, self.loop)
+        self.lanes = [_Lane() for _ in range(self.LANES)]
+        self.owner: dict[int, _Lane] = {}  # outstanding write id -> its lane
+        for i, lane in enumerate(self.lanes):
+            self.sim.at(3000 + 17 * i, self.loop, i, lane)
 
-    def loop(self) -> None:
+    def loop(self, index: int, lane: _Lane) -> None:
         sim = self.sim
-        sim.at(sim.now + 50, self.loop)
-        if self.current is not None and sim.now < self.busy_until:
+        sim.at(sim.now + 50, self.loop, index, lane)
+        if lane.current is not None and sim.now < lane.busy_until:
             return
-        self.current = None
+        self._free(lane)
         views = [s for s in sim.sentinels if s.alive and not s.paused and not sim.is_blocked(self, s)]
         if not views:
             return
@@ -503,37 +536,48 @@ class ClientProc(Proc):
         node = sim.by_addr.get((addr.host, addr.port))
         if not isinstance(node, NodeProc) or not node.alive:
             return
-        conn = self.conns.get(node.name)
+        conn = self.conns.get((index, node.name))
         if conn is None or not conn.open:
             conn = Conn(self, 0, node, False)
-            self.conns[node.name] = conn
+            self.conns[(index, node.name)] = conn
             sim.connect(conn, node)
         self.next_wid += 1
-        self.current = self.next_wid
-        self.busy_until = sim.now + 3000
-        self.node = node
-        self.conn = conn
+        lane.current = self.next_wid
+        self.owner[lane.current] = lane
+        lane.busy_until = sim.now + 3000
+        lane.node = node
+        lane.conn = conn
         sim.send(conn, conn.up, node.on_write, conn, self.next_wid)
+
+    def _free(self, lane: _Lane) -> None:
+        if lane.current is not None:
+            self.owner.pop(lane.current, None)
+            lane.current = None
 
     def on_connected(self, conn: Conn) -> None:
         pass
 
     def on_closed(self, conn: Conn) -> None:
-        self.current = None
+        for lane in self.lanes:
+            if lane.conn is conn:
+                self._free(lane)
 
     def on_write_reply(self, wid: int, offset: int | None) -> None:
-        if wid != self.current:
+        lane = self.owner.get(wid)
+        if lane is None:
             return
         if offset is None:
-            self.current = None
+            self._free(lane)
             return
         self.sim.attempted.add(wid)
         need = self.sim.n_nodes // 2  # replicas, with the primary a majority of the replica set
-        self.sim.send(self.conn, self.conn.up, self.node.on_wait, self.conn, wid, offset, need, 1000)
+        assert lane.conn is not None and lane.node is not None
+        self.sim.send(lane.conn, lane.conn.up, lane.node.on_wait, lane.conn, wid, offset, need, 1000)
 
     def on_wait_reply(self, wid: int, acked: bool) -> None:
-        if wid == self.current:
-            self.current = None
+        lane = self.owner.get(wid)
+        if lane is not None:
+            self._free(lane)
         if acked:
             self.sim.client_acked.add(wid)
 
@@ -566,6 +610,10 @@ class Sim:
     workload: bool = False
     latency: tuple[int, int] = (1, 15)
     checker: Any = None
+    # What sentinels time durations with: "boottime" (node/sentinel/clock.py) or "wall".
+    sentinel_clock: str = "boottime"
+    # Step the wall clock of a sentinel that starts waiting out the lease by this many ms.
+    step_on_wait_lease: tuple[int, int] | None = None
     now: int = 0
     steps: int = 0
     events: list[tuple[int, str, str, str]] = field(default_factory=list)
@@ -586,6 +634,7 @@ class Sim:
         self.lost_at_promotion: set[int] = set()
         self.late_acks: list[tuple[int, str, int]] = []
         self.background_writes = 0
+        self.wall_steps: list[tuple[int, str, int]] = []
         self.nodes: list[NodeProc] = []
         first: NodeProc | None = None
         for i in range(self.n_nodes):
@@ -780,6 +829,8 @@ class Sim:
         for action in actions:
             if isinstance(action, Event):
                 self.events.append((self.now, sentinel.name, action.type, action.message))
+                if action.type == "+failover-state-wait-lease" and self.step_on_wait_lease is not None:
+                    sentinel.step_wall(self.rng.randint(*self.step_on_wait_lease))
                 if self.checker is not None:
                     self.checker.on_event(sentinel, action)
 

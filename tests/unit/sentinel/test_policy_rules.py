@@ -276,6 +276,33 @@ def test_a_clock_going_backwards_enters_tilt() -> None:
     assert d.types().count("+tilt") == 1
 
 
+def test_the_wall_clock_jumping_back_or_forward_enters_tilt_as_in_redis_and_moves_no_timer() -> None:
+    """Redis's timers run on mstime(), so it enters TILT when that jumps. Here they run on the
+    monotonic clock (a step cannot shorten one), yet a wall-clock jump still enters TILT."""
+    for step, tilts in ((-150, 1), (2500, 1), (1500, 0), (-50, 0)):
+        d = Driver(down_after=1000)
+        d.tick(100)
+        d.step_wall(step)
+        d.tick(100)
+        assert d.types().count("+tilt") == tilts, step
+    # A step forward under TILT-TRIGGER changes no duration: SDOWN still takes down-after.
+    d = Driver(down_after=5000)
+    d.run(3000, answer=lambda d: d.discard())
+    d.step_wall(1900)
+    d.run(1900, answer=lambda d: d.discard())
+    assert "+sdown" not in d.types()
+    d.run(200, answer=lambda d: d.discard())
+    assert "+sdown" in d.types()
+
+
+def test_a_late_timer_enters_tilt_whatever_the_wall_clock_says() -> None:
+    d = Driver()
+    d.tick(100)
+    d.step_wall(-2400)  # the wall clock stepped back by as much as the timer was late
+    d.tick(2500)
+    assert d.types().count("+tilt") == 1
+
+
 # ---------------------------------------------------------------------------- hello
 
 

@@ -129,3 +129,24 @@ def test_fenced_invariants_notice_clocks_drifting_beyond_the_bound() -> None:
         80,
     )
     assert "without acknowledged writes" in found or "after epoch" in found
+
+
+def test_fenced_mode_keeps_its_guarantees_when_the_leaders_wall_clock_steps_during_the_lease_wait() -> None:
+    """An NTP step, `date -s` or a VM's time resync of 1-1.7 s forward (under TILT's 2 s with
+    the ticks in between) as the leader starts waiting out a 3 s lease, while the old primary,
+    cut off from the sentinels only, keeps its clients: W must still be waited in real time
+    (the policy's durations come from CLOCK_BOOTTIME, which no step moves)."""
+    for seed in range(SEEDS // 2):
+        run_seed(seed, fenced=True, workload=True, faults=1, kinds=("partition-sentinels",), lease_ms=3000,
+                 step_on_wait_lease=(1000, 1700))
+
+
+def test_fenced_invariants_notice_a_lease_wait_timed_on_the_wall_clock() -> None:
+    """How the runner was wired before: the policy's durations on the wall clock, which a step
+    during the lease wait cuts short."""
+    found = _first_violation(
+        lambda s: run_seed(s, fenced=True, workload=True, faults=1, kinds=("partition-sentinels",), lease_ms=3000,
+                           step_on_wait_lease=(1000, 1700), sentinel_clock="wall"),
+        80,
+    )
+    assert "after epoch" in found
