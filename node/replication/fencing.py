@@ -14,6 +14,7 @@ from typing import Final
 
 from node.config import Config
 from node.replication.fence_store import FenceFileError, fence_path, load_fence
+from node.replication.node_id import NodeIdError, load_node_id
 from replication import Fence, Lease, Primary
 
 log = logging.getLogger("rill.replication")
@@ -32,6 +33,8 @@ class Fencing:
         self.enabled = config.get("fenced-mode") == "yes"
         self.fence: Fence | None = None
         self.lease: Lease | None = None
+        # The durable identity a replica gives its primary and the sentinels (node_id.py).
+        self.node_id: str | None = None
         if not self.enabled:
             return
         size = config.get_int("fenced-replica-set-size")
@@ -49,10 +52,11 @@ class Fencing:
         if not self.enabled:
             return
         try:
+            self.node_id = load_node_id(self.config.get("dir"))
             self.fence = load_fence(fence_path(self.config.get("dir")), replid, end)
-        except FenceFileError as exc:
+        except (FenceFileError, NodeIdError) as exc:
             raise OSError(str(exc)) from None
-        log.info("Fenced mode: fence epoch %d, log epoch %d at offset %d, leading %s",
+        log.info("Fenced mode: node id %s, fence epoch %d, log epoch %d at offset %d, leading %s", self.node_id,
                  self.fence.fence_epoch, self.fence.log_epoch(end), end,
                  f"epoch {self.fence.tenure}" if self.fence.tenure >= 0 else "nothing")
 
@@ -122,6 +126,7 @@ class Fencing:
             return []
         fields: list[tuple[str, object]] = [
             ("fenced_mode", "yes"),
+            ("fenced_node_id", self.node_id),
             ("fence_epoch", fence.fence_epoch),
             ("log_epoch", fence.log_epoch(end)),
             ("epoch", fence.epoch),

@@ -321,7 +321,7 @@ class ReplicationNode:
         announce_host, announce_port = self._announced()
         link = ReplicaLink(
             host, repl_port, self.backlog, machine, replica_settings(self.config),
-            replica_id=self.server.run_id, announce_host=announce_host, announce_port=announce_port,
+            replica_id=self.fencing.node_id or self.server.run_id, announce_host=announce_host, announce_port=announce_port,
             tls=client_tls(self.config), contended=self._contended, fence=self.fencing.fence, failover=failover,
             on_handshake=self._handshake_done if failover else None,
         )

@@ -12,7 +12,7 @@ import random
 import signal
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 import redis
@@ -25,18 +25,22 @@ LEASE_MS = 1000
 LEASE = LEASE_MS / 1000
 ACKNOWLEDGED = ("majority", "written")  # a Writer's outcomes of an acknowledged write
 DRIFT = 0.05  # the sentinels' default fenced-clock-drift-permille, 50
-FENCED = ("--fenced-mode", "yes", "--fenced-replica-set-size", "3", "--fenced-lease-milliseconds", str(LEASE_MS),
-          "--appendonly", "yes")
+
+
+def fenced_flags(size: int = 3, lease_ms: int = LEASE_MS) -> tuple[str, ...]:
+    return ("--fenced-mode", "yes", "--fenced-replica-set-size", str(size), "--fenced-lease-milliseconds", str(lease_ms),
+            "--appendonly", "yes")
 
 
 def start_fenced(started: list[Proc], replicaof: tuple[str, int] | None = None, dir: str | None = None,
-                 repl_port: int | None = None) -> Proc:
+                 repl_port: int | None = None, *, size: int = 3, lease_ms: int = LEASE_MS, port: int | None = None,
+                 extra: tuple[str, ...] = ()) -> Proc:
     from bench.procs import free_port
 
-    args = ["--repl-port", str(repl_port or free_port()), *FAST, *FENCED]
+    args = ["--repl-port", str(repl_port or free_port()), *FAST, *fenced_flags(size, lease_ms), *extra]
     if replicaof is not None:
         args += ["--replicaof", replicaof[0], str(replicaof[1])]
-    node = start_rill(*args, dir=dir)
+    node = start_rill(*args, dir=dir, port=port)
     started.append(node)
     return node
 
@@ -62,11 +66,12 @@ def leased(node: Proc) -> bool:
 
 
 class Writer:
-    """XADD then WAIT 1 (a majority of three nodes) in a loop on one node; records when each
-    write was sent and whether it and its WAIT were acknowledged."""
+    """XADD then WAIT `majority` (1: a majority of three nodes) in a loop on one node; records
+    when each write was sent and whether it and its WAIT were acknowledged."""
 
-    def __init__(self, node: Proc) -> None:
+    def __init__(self, node: Proc, majority: int = 1) -> None:
         self.node = node
+        self.need = majority
         self.stop = threading.Event()
         self.log: list[tuple[float, bytes | None, str]] = []  # (sent at, ID or None, outcome)
         self.thread = threading.Thread(target=self._run, daemon=True)
@@ -84,8 +89,8 @@ class Writer:
                     continue
                 n += 1
                 try:
-                    count = c.execute_command("WAIT", 1, 500)
-                    self.log.append((sent, entry, "majority" if count >= 1 else "written"))
+                    count = c.execute_command("WAIT", self.need, 500)
+                    self.log.append((sent, entry, "majority" if count >= self.need else "written"))
                 except redis.RedisError as exc:
                     self.log.append((sent, entry, "wait-" + _outcome(exc)))
 
@@ -132,6 +137,76 @@ def test_a_primary_cut_off_from_its_replicas_stops_acknowledging_within_the_leas
         wait_until(lambda: leased(primary), "the lease after the partition healed")
         assert isinstance(call(primary, "XADD", "s", "*", "n", "after"), bytes)
         assert call(primary, "WAIT", 2, 5000) == 2
+
+
+def _late_acknowledgements(writer: Writer, cut: float, lease: float) -> list[tuple[float, str]]:
+    """Writes sent once a lease running from the cut had lapsed, yet acknowledged."""
+    return [(round(sent - cut, 2), outcome) for sent, _, outcome in writer.log
+            if sent > cut + lease and outcome in ACKNOWLEDGED]
+
+
+class Bouncer:
+    """SIGKILLs a replica and restarts it (same directory, same ports) over and over: each
+    life is 0.5 s long once it listens again (a node takes about 1 s to start here)."""
+
+    def __init__(self, started: list[Proc], node: Proc, start: Callable[[Proc], Proc]) -> None:
+        self.started = started
+        self.node = node
+        self._start = start
+        self.lives = 1
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self.stop.wait(0.5):
+            os.kill(self.node.proc.pid, signal.SIGKILL)
+            self.node.proc.wait()
+            self.started.remove(self.node)
+            self.node = self._start(self.node)
+            self.lives += 1
+
+    def __enter__(self) -> Bouncer:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.set()
+        self.thread.join(30)
+
+
+def test_a_primary_cut_off_with_a_replica_that_restarts_over_and_over_stops_acknowledging_within_the_lease(
+    started: list[Proc],
+) -> None:
+    """Five nodes; the primary and one replica on one side of a partition, the three others
+    on the other; that replica SIGKILLed and restarted every 0.5 s. Each life of the replica
+    echoes the primary's stamps, but it is one member of the replica set: with it the primary
+    has two of five, no majority, and must stop acknowledging within one lease of the cut. A
+    3 s lease, so that consecutive lives (each taking about 1 s to start) fall in one lease."""
+    lease_ms = 3000
+    lease = lease_ms / 1000
+    primary = start_fenced(started, size=5, lease_ms=lease_ms)
+    with proxied(primary) as proxy:
+        near = start_fenced(started, replicaof=("127.0.0.1", primary.port), size=5, lease_ms=lease_ms)
+        far = [start_fenced(started, replicaof=(proxy.ip, primary.port), size=5, lease_ms=lease_ms) for _ in range(3)]
+        wait_synced(primary, near, *far)
+        wait_until(lambda: leased(primary), "the primary's lease")
+
+        def restart(node: Proc) -> Proc:
+            return start_fenced(started, replicaof=("127.0.0.1", primary.port), dir=node.dir, size=5,
+                                lease_ms=lease_ms, port=node.port)
+
+        with Writer(primary, majority=2) as writer:
+            wait_until(lambda: len(writer.majority()) >= 20, "majority writes before the partition")
+            proxy.partition()  # the far replicas lose the primary; the near one keeps it
+            cut = time.monotonic()
+            with Bouncer(started, near, restart) as bouncer:
+                wait_until(lambda: writer.log[-1][0] > cut + 3 * lease, "writes for three leases after the cut",
+                           timeout=30)
+        assert bouncer.lives >= 4
+        late = _late_acknowledgements(writer, cut, lease)
+        assert not late, f"{len(late)} writes acknowledged after the lease, first {late[:5]}, last {late[-5:]}"
+        assert not leased(primary)
+        proxy.heal()
 
 
 def test_a_replica_fenced_at_a_newer_epoch_refuses_an_older_primary_even_after_a_restart(started: list[Proc]) -> None:
