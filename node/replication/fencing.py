@@ -22,6 +22,7 @@ log = logging.getLogger("rill.replication")
 NO_LEASE: Final = "NOREPLICAS no majority lease: fenced mode refuses writes and WAIT here until a majority of the replica set acknowledges this primary"
 NOT_FENCED: Final = "ERR FENCE needs fenced-mode yes"
 EPOCH_NOT_FENCED: Final = "ERR SLAVEOF ... EPOCH needs fenced-mode yes"
+NEEDS_AOF: Final = "an acknowledged write must be in the AOF of a majority (docs/safety.md, assumption 2)"
 EPOCH_NEEDED: Final = "ERR fenced mode promotes only with SLAVEOF NO ONE EPOCH <epoch> (the sentinels' failover epoch)"
 
 
@@ -37,6 +38,9 @@ class Fencing:
         self.node_id: str | None = None
         if not self.enabled:
             return
+        if config.get("appendonly") != "yes":
+            raise OSError(f"fenced-mode yes needs appendonly yes: {NEEDS_AOF}")
+        config.add_validator(self._check_setting)
         size = config.get_int("fenced-replica-set-size")
         if size < 1:
             # An OSError: the node reports it and does not start (node/main.py).
@@ -45,6 +49,14 @@ class Fencing:
             )
         # With itself, ⌊N/2⌋ replicas make a majority of N.
         self.lease = Lease(size // 2, config.get_int("fenced-lease-milliseconds") / 1000)
+
+    @staticmethod
+    def _check_setting(name: str, value: str) -> str | None:
+        """CONFIG SET: the AOF stays on (a replica acknowledges only what its AOF holds, and
+        a node without one comes back empty from a crash)."""
+        if name == "appendonly" and value != "yes":
+            return "fenced mode needs appendonly yes: an acknowledged write must be in the AOF of a majority"
+        return None
 
     def load(self, replid: str, end: int) -> None:
         """At startup, once the data is loaded: the promises made before, and the epoch

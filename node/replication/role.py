@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from node.commands.context import Session
 from node.commands.reply import OK, ReplyError
-from node.persistence.service import AOF_OFF, AOF_ON, Persistence
+from node.persistence.service import AOF_ON, Persistence
 from node.persistence.snapshot import SnapshotMeta, dump
 from node.replication.backlog_feed import BacklogFeed
 from node.replication.discovery import DiscoveryError, discover_repl_port, listen_port
@@ -376,18 +376,17 @@ class ReplicationNode:
 
     def written_offset(self) -> int:
         """What this replica reports as in its AOF (write(2) done, which a crash of the
-        process keeps; fenced mode's WAIT counts it): -1 without an AOF, 0 while the AOF on
-        disk does not follow the current history yet (a base being written)."""
+        process keeps; fenced mode's WAIT and lease count it): -1 when its AOF does not hold
+        its current data — no AOF, or after a full sync or a new history until the base of
+        the new data is written (a restart would load the old AOF)."""
         persistence = self.persistence
         writer = persistence.writer
         backlog = self.backlog
-        if persistence.aof_state == AOF_OFF or backlog is None:
+        if writer is None or backlog is None or persistence.aof_state != AOF_ON or persistence.rewrite_scheduled:
             return -1
-        if writer is None or persistence.aof_state != AOF_ON or persistence.rewrite_scheduled:
-            return 0
         if writer.written_offset + len(writer.buf) != self.server.effects.offset:
-            return 0
-        return max(0, min(writer.written_offset, backlog.end))
+            return -1
+        return max(-1, min(writer.written_offset, backlog.end))
 
     def _update_write_gate(self) -> None:
         needed = self.config.get_int("min-replicas-to-write")

@@ -15,11 +15,12 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
+import pytest
 import redis
 
 from tests.conftest import Proc, start_rill
 from tests.replication_node.netproxy import NodeProxy
-from tests.replication_node.nodes import FAST, call, info, raw_client, wait_synced, wait_until
+from tests.replication_node.nodes import FAST, call, info, offset, raw_client, wait_synced, wait_until
 
 LEASE_MS = 1000
 LEASE = LEASE_MS / 1000
@@ -325,3 +326,140 @@ def test_fenced_mode_promotes_only_with_an_epoch(started: list[Proc]) -> None:
     assert call(node, "FENCE", 5) == [5, 2, 0]
     assert info(node)["leads_epoch"] == "0"  # fenced by a newer epoch: it leads nothing
     assert str(call(node, "XADD", "s", "*", "a", "1")).startswith("-NOREPLICAS")
+
+
+# ---------------------------------------------------------------------------- acknowledged means written
+
+
+def test_fenced_mode_refuses_to_start_without_the_aof(started: list[Proc], tmp_path: object) -> None:
+    from bench.procs import free_port
+
+    flags = ("--repl-port", str(free_port()), *FAST, *fenced_flags()[:-2])
+    for appendonly in ((), ("--appendonly", "no")):
+        directory = os.path.join(str(tmp_path), f"node{len(appendonly)}")
+        os.mkdir(directory)
+        with pytest.raises(RuntimeError):
+            started.append(start_rill(*flags, *appendonly, dir=directory))
+        with open(os.path.join(directory, "server.log"), encoding="utf-8") as f:
+            assert "fenced-mode yes needs appendonly yes" in f.read()
+
+
+def test_fenced_mode_refuses_to_turn_the_aof_off(started: list[Proc]) -> None:
+    node = start_fenced(started)
+    assert call(node, "CONFIG", "SET", "appendonly", "no") == (
+        "-CONFIG SET failed (possibly related to argument 'appendonly') - fenced mode needs appendonly yes: "
+        "an acknowledged write must be in the AOF of a majority")
+    assert call(node, "CONFIG", "GET", "appendonly") == [b"appendonly", b"yes"]
+    assert call(node, "CONFIG", "SET", "appendonly", "yes") == b"OK"
+
+
+class SilentReplica:
+    """A replica session that handshakes with the primary (as a restarted replica does: its
+    replication id and an offset it claims) and then never acknowledges anything: the moment
+    between a replica's handshake and its first ack, held open."""
+
+    def __init__(self, primary: Proc, offset: int) -> None:
+        import queue
+
+        import grpc
+
+        from replication import PROTOCOL_VERSION, new_run_id
+        from replication.pb import replication_pb2 as pb
+        from replication.pb import replication_pb2_grpc as pb_grpc
+
+        fields = info(primary)
+        self._outbox: queue.Queue[object] = queue.Queue()
+        self._outbox.put(pb.ReplicaMessage(hello=pb.Hello(
+            protocol_version=PROTOCOL_VERSION, replica_id=new_run_id(), replid=fields["master_replid"], offset=offset,
+            announce_port=1)))
+        self._channel = grpc.insecure_channel(f"127.0.0.1:{fields['repl_grpc_port']}")
+        self._replies = pb_grpc.ReplicationStub(self._channel).Sync(self._messages())
+        first = next(self._replies)
+        assert first.WhichOneof("kind") == "continue_sync", first
+
+    def _messages(self) -> Iterator[object]:
+        while True:
+            message = self._outbox.get()
+            if message is None:
+                return
+            yield message
+
+    def close(self) -> None:
+        self._outbox.put(None)
+        self._channel.close()
+
+
+def test_a_replica_counts_for_wait_only_once_it_reports_what_its_aof_holds(started: list[Proc]) -> None:
+    """Right after a replica's handshake, before its first ack, the primary knows nothing of
+    its AOF: it must not count the offset the replica claims to have applied."""
+    primary = start_fenced(started)
+    replica = start_fenced(started, replicaof=("127.0.0.1", primary.port))
+    wait_synced(primary, replica)
+    wait_until(lambda: leased(primary), "the primary's lease")
+    with raw_client(primary) as c:
+        c.execute_command("XADD", "s", "*", "n", "1")
+        end = offset(primary)
+        silent = SilentReplica(primary, end)
+        try:
+            # The real replica has the write in its AOF; the silent one never said so.
+            assert c.execute_command("WAIT", 2, 300) == 1
+        finally:
+            silent.close()
+
+
+def _limit_file_size(node: Proc, limit: int) -> None:
+    """RLIMIT_FSIZE on a running node: a write that would make a file larger fails with EFBIG
+    (Python ignores SIGXFSZ), as on a full disk. Only the soft limit moves (raising it back
+    needs no privilege)."""
+    import resource
+
+    hard = resource.prlimit(node.proc.pid, resource.RLIMIT_FSIZE)[1]
+    resource.prlimit(node.proc.pid, resource.RLIMIT_FSIZE, (limit, hard))
+
+
+def _unlimit_file_size(node: Proc) -> None:
+    import resource
+
+    hard = resource.prlimit(node.proc.pid, resource.RLIMIT_FSIZE)[1]
+    resource.prlimit(node.proc.pid, resource.RLIMIT_FSIZE, (hard, hard))
+
+
+def _aof_settled(node: Proc) -> bool:
+    fields = info(node, "persistence")
+    return (fields["aof_rewrite_in_progress"], fields["aof_rewrite_scheduled"], fields["aof_last_bgrewrite_status"]) == (
+        "0", "0", "ok") and "Background AOF rewrite finished successfully" in node.log
+
+
+def _aof_incr_size(node: Proc) -> int:
+    """The size of the AOF file a node appends to (the incr file of the highest number)."""
+    directory = os.path.join(node.dir, "appendonlydir")
+    incr = max((name for name in os.listdir(directory) if ".incr." in name), key=lambda n: int(n.split(".")[2]))
+    return os.path.getsize(os.path.join(directory, incr))
+
+
+def test_a_replica_counts_for_the_lease_only_with_what_its_aof_holds(started: list[Proc]) -> None:
+    """A replica whose AOF cannot be written any more (its files may not grow: a real EFBIG
+    from the kernel) keeps applying its primary's log, but holds none of it durably: its
+    echoes stop renewing the lease, and the primary (three nodes, this replica its only
+    one) stops acknowledging within the lease. Once the AOF is written again, the lease is."""
+    primary = start_fenced(started)
+    replica = start_fenced(started, replicaof=("127.0.0.1", primary.port))
+    wait_synced(primary, replica)
+    wait_until(lambda: leased(primary), "the primary's lease")
+    assert isinstance(call(primary, "XADD", "s", "*", "n", "before"), bytes)
+    wait_synced(primary, replica)
+    wait_until(lambda: _aof_settled(replica), "the replica's AOF after its full sync")
+    _limit_file_size(replica, _aof_incr_size(replica))
+    try:
+        assert isinstance(call(primary, "XADD", "s", "*", "n", "unwritten"), bytes)  # its lease still holds
+        wait_synced(primary, replica)  # applied...
+        # (Its log file cannot grow either: INFO says it.)
+        wait_until(lambda: info(replica, "persistence")["aof_last_write_status"] == "err", "the replica's AOF error")
+        time.sleep(1.5 * LEASE)  # ... but not written: no echo renews the lease
+        assert not leased(primary)
+        assert str(call(primary, "XADD", "s", "*", "n", "refused")).startswith("-NOREPLICAS")
+    finally:
+        _unlimit_file_size(replica)
+    wait_until(lambda: leased(primary), "the lease once the replica's AOF is written again")
+    assert isinstance(call(primary, "XADD", "s", "*", "n", "accepted"), bytes)
+    assert "File too large" in replica.log
