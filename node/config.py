@@ -336,9 +336,9 @@ class Config:
             try:
                 value = _normalize(d, raw, self._values[d.name])
                 for validator in self._validators:
-                    reason = validator(d.name, value)
-                    if reason is not None:
-                        raise ConfigError(reason)
+                    refusal = validator(d.name, value)
+                    if refusal is not None:
+                        raise ConfigError(refusal)
                 values.append((d.name, value))
             except ConfigError as exc:
                 raise ConfigError(f"CONFIG SET failed (possibly related to argument '{given}') - {exc}") from None
