@@ -554,6 +554,8 @@ class ReplicaLink:
             first, begin = last, end
             os.sched_yield()
             await asyncio.sleep(0)
+            # A FENCE may have come meanwhile: nothing more of an older primary is applied.
+            self._check_fenced()
 
     def _slice_bytes(self) -> int:
         """How much of the log takes about `apply_slice_seconds` of CPU to apply."""

@@ -23,7 +23,10 @@ NO_LEASE: Final = "NOREPLICAS no majority lease: fenced mode refuses writes and 
 NOT_FENCED: Final = "ERR FENCE needs fenced-mode yes"
 EPOCH_NOT_FENCED: Final = "ERR SLAVEOF ... EPOCH needs fenced-mode yes"
 NEEDS_AOF: Final = "an acknowledged write must be in the AOF of a majority (docs/safety.md, assumption 2)"
-EPOCH_NEEDED: Final = "ERR fenced mode promotes only with SLAVEOF NO ONE EPOCH <epoch> (the sentinels' failover epoch)"
+EPOCH_NEEDED: Final = (
+    "ERR fenced mode promotes only with SLAVEOF NO ONE EPOCH <epoch> POSITION <log-epoch> <offset> (the sentinels' "
+    "failover epoch and the position of this node's FENCE reply)"
+)
 
 
 class Fencing:
@@ -91,14 +94,20 @@ class Fencing:
         if self.fence is not None and self.fence.replid != replid:
             self.fence.rename(replid)
 
-    def check_promotion(self, epoch: int | None, at: int) -> str | None:
-        """Why SLAVEOF NO ONE [EPOCH epoch] is refused now (None: it may go ahead)."""
+    def check_promotion(self, epoch: int | None, at: int, position: tuple[int, int] | None) -> str | None:
+        """Why SLAVEOF NO ONE [EPOCH epoch [POSITION log-epoch offset]] is refused now (None:
+        it may go ahead). The position is where the sentinels' leader saw this node's log in
+        its FENCE reply and chose it for: a node whose log is elsewhere now (it restarted from
+        an older AOF since) may not hold what the choice relied on, and is refused."""
         fence = self.fence
         if fence is None:
             return EPOCH_NOT_FENCED if epoch is not None else None
-        if epoch is None:
+        if epoch is None or position is None:
             return EPOCH_NEEDED
         reason = fence.may_promote(epoch, at)
+        if reason is None and position != (fence.log_epoch(at), at):
+            reason = (f"this node's log is at epoch {fence.log_epoch(at)} offset {at}, not at the position the "
+                      f"failover relied on (epoch {position[0]} offset {position[1]})")
         return None if reason is None else f"STALEEPOCH promotion refused: {reason}"
 
     def promoted(self, epoch: int | None, at: int, replid: str) -> None:

@@ -225,17 +225,19 @@ class ReplicationNode:
         self._connecting = asyncio.ensure_future(self._connect(host, port, previous, failover))
         self._connecting.add_done_callback(_log_connect_failure)
 
-    def promote(self, session: Session | None, epoch: int | None = None, why: str = "user request") -> Any:
-        """REPLICAOF NO ONE [EPOCH epoch]: a new history starts here; the old id stays valid
-        as replid2 up to this offset, so the old primary's other replicas continue partially
-        from this node. In fenced mode only with an epoch this node may be promoted in (a
-        primary promoted in a newer epoch starts that tenure); the refusal is returned."""
+    def promote(self, session: Session | None, epoch: int | None = None, why: str = "user request",
+                position: tuple[int, int] | None = None) -> Any:
+        """REPLICAOF NO ONE [EPOCH epoch [POSITION log-epoch offset]]: a new history starts
+        here; the old id stays valid as replid2 up to this offset, so the old primary's other
+        replicas continue partially from this node. In fenced mode only with an epoch this
+        node may be promoted in (a primary promoted in a newer epoch starts that tenure) and
+        the position of its log the sentinels relied on; the refusal is returned."""
         if self.failover.running:
             return ReplyError(FAILING_OVER)
         assert self.backlog is not None and self.primary is not None
         self.flush()
         at = self.backlog.end
-        refusal = self.fencing.check_promotion(epoch, at)
+        refusal = self.fencing.check_promotion(epoch, at, position)
         if refusal is not None:
             return ReplyError(refusal)
         if self.server.role == "master" and epoch is None:

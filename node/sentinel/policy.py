@@ -1304,8 +1304,12 @@ class Sentinel:
                 self._event(WARNING, "-failover-abort-slave-timeout", master, "")
                 self._abort_failover(master)
             return
-        # The reply is not checked: INFO will show whether the replica became a master.
-        if not self._send_slaveof(promoted, None, epoch=master.failover_epoch if master.fenced else None):
+        # The reply is not checked: INFO will show whether the replica became a master (a
+        # fenced node refuses if its log is no longer at the position its FENCE reply showed).
+        reply = promoted.fence_reply if master.fenced else None
+        position = None if reply is None else (reply.log_epoch, reply.offset)
+        if not self._send_slaveof(promoted, None, epoch=master.failover_epoch if master.fenced else None,
+                                  position=position):
             return
         self._event(NOTICE, "+failover-state-wait-promotion", promoted, "")
         self._set_state(master, FAILOVER_WAIT_PROMOTION)
@@ -1389,17 +1393,22 @@ class Sentinel:
             master.promoted_slave.flags &= ~PROMOTED
             master.promoted_slave = None
 
-    def _send_slaveof(self, ri: Instance, addr: Addr | None, *, epoch: int | None = None) -> bool:
+    def _send_slaveof(self, ri: Instance, addr: Addr | None, *, epoch: int | None = None,
+                      position: tuple[int, int] | None = None) -> bool:
         """The reconfiguration block: SLAVEOF, CONFIG REWRITE (persist it when the node has a
         config file) and CLIENT KILL of normal and Pub/Sub clients (so they reconnect and ask
         for the master again), in one MULTI/EXEC. Replies are not checked. In fenced mode the
-        promotion names its epoch, which the node refuses if it was fenced by a newer one."""
+        promotion names its epoch, which the node refuses if it was fenced by a newer one, and
+        the position of the node's log the choice relied on, which it refuses if its log is
+        elsewhere now."""
         conn = ri.link.cc
         if conn is None:
             return False
         target: tuple[str, ...] = ("NO", "ONE") if addr is None else (addr.host, str(addr.port))
         if epoch is not None:
             target += ("EPOCH", str(epoch))
+        if position is not None:
+            target += ("POSITION", str(position[0]), str(position[1]))
         self._send(ri, conn, _DISCARD, "MULTI")
         self._send(ri, conn, _DISCARD, "SLAVEOF", *target)
         self._send(ri, conn, _DISCARD, "CONFIG", "REWRITE")

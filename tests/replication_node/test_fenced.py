@@ -235,7 +235,7 @@ def test_a_replica_fenced_at_a_newer_epoch_refuses_an_older_primary_even_after_a
 def _fail_over(replicas: list[Proc], epoch: int) -> tuple[Proc, Proc]:
     """What the sentinels' leader does in fenced mode: FENCE a majority, wait out the old
     primary's lease stretched by the drift bound, promote the fenced replica with the highest
-    (log epoch, offset) and point the other at it. Returns (promoted, other)."""
+    (log epoch, offset) at that position and point the other at it. Returns (promoted, other)."""
     replies: list[list[int]] = []
     for node in replicas:
         reply = call(node, "FENCE", epoch)
@@ -244,7 +244,7 @@ def _fail_over(replicas: list[Proc], epoch: int) -> tuple[Proc, Proc]:
     time.sleep(LEASE * (1 + DRIFT) / (1 - DRIFT))
     best = max(range(len(replicas)), key=lambda i: (replies[i][1], replies[i][2], -i))
     promoted, other = replicas[best], replicas[1 - best]
-    assert call(promoted, "SLAVEOF", "NO", "ONE", "EPOCH", epoch) == b"OK"
+    assert call(promoted, "SLAVEOF", "NO", "ONE", "EPOCH", epoch, "POSITION", *replies[best][1:3]) == b"OK"
     assert call(other, "REPLICAOF", "127.0.0.1", promoted.port) == b"OK"
     return promoted, other
 
@@ -302,25 +302,34 @@ def test_fenced_commands_outside_fenced_mode_and_the_arity_of_slaveof(started: l
     # (redis-py drops the ERR prefix of an error.)
     assert call(node, "FENCE", 1) == "-FENCE needs fenced-mode yes"
     assert call(node, "SLAVEOF", "NO", "ONE", "EPOCH", 1) == "-SLAVEOF ... EPOCH needs fenced-mode yes"
+    assert call(node, "SLAVEOF", "NO", "ONE", "EPOCH", 1, "POSITION", 0, 0) == "-SLAVEOF ... EPOCH needs fenced-mode yes"
     assert "fenced_mode" not in info(node) and "fence_epoch" not in info(node)
-    # Only SLAVEOF NO ONE EPOCH e has five arguments: anything else is Redis's arity error.
+    # Only SLAVEOF NO ONE EPOCH e [POSITION le off] has five or eight arguments: anything else
+    # is Redis's arity error.
     for args in (("SLAVEOF", "a", "b", "c"), ("SLAVEOF", "a", "1", "EPOCH", "1"), ("REPLICAOF", "NO", "ONE", "x", "1"),
-                 ("SLAVEOF", "NO"), ("REPLICAOF", "NO", "ONE", "EPOCH", "1", "2")):
+                 ("SLAVEOF", "NO"), ("REPLICAOF", "NO", "ONE", "EPOCH", "1", "2"),
+                 ("SLAVEOF", "NO", "ONE", "EPOCH", "1", "AT", "0", "0"), ("SLAVEOF", "a", "1", "b", "c", "d", "e", "f"),
+                 ("SLAVEOF", "NO", "ONE", "EPOCH", "1", "POSITION", "0")):
         assert call(node, *args) == call(oracle, *args), args
 
 
 def test_fenced_mode_promotes_only_with_an_epoch(started: list[Proc]) -> None:
     node = start_fenced(started)
     assert str(call(node, "REPLICAOF", "NO", "ONE")).startswith("-fenced mode promotes only with")
+    assert str(call(node, "SLAVEOF", "NO", "ONE", "EPOCH", 2)).startswith("-fenced mode promotes only with")
     for args in (("SLAVEOF", "NO", "ONE", "EPOCH", "x"), ("SLAVEOF", "NO", "ONE", "EPOCH", "-1"), ("FENCE", "x"),
-                 ("FENCE", "-2")):
+                 ("FENCE", "-2"), ("SLAVEOF", "NO", "ONE", "EPOCH", "1", "POSITION", "x", "0"),
+                 ("SLAVEOF", "NO", "ONE", "EPOCH", "1", "POSITION", "0", "-1")):
         assert call(node, *args) == "-value is not an integer or out of range", args
     assert call(node, "FENCE") == "-wrong number of arguments for 'fence' command"
     assert call(node, "FAILOVER") == "-FAILOVER requires connected replicas."
+    # Only at the position of its log (epoch 0, offset 0 here).
+    assert str(call(node, "SLAVEOF", "NO", "ONE", "EPOCH", 2, "POSITION", 0, 5)).startswith(
+        "-STALEEPOCH promotion refused: this node's log is at epoch 0 offset 0, not at the position the failover")
     # A primary chosen again by a newer failover starts that tenure; never twice per epoch.
-    assert call(node, "SLAVEOF", "NO", "ONE", "EPOCH", 2) == b"OK"
-    assert str(call(node, "SLAVEOF", "NO", "ONE", "EPOCH", 2)).startswith("-STALEEPOCH")
-    assert str(call(node, "SLAVEOF", "NO", "ONE", "EPOCH", 1)).startswith("-STALEEPOCH")
+    assert call(node, "SLAVEOF", "NO", "ONE", "EPOCH", 2, "POSITION", 0, 0) == b"OK"
+    assert str(call(node, "SLAVEOF", "NO", "ONE", "EPOCH", 2, "POSITION", 2, 0)).startswith("-STALEEPOCH")
+    assert str(call(node, "SLAVEOF", "NO", "ONE", "EPOCH", 1, "POSITION", 2, 0)).startswith("-STALEEPOCH")
     fields = info(node)
     assert (fields["fence_epoch"], fields["log_epoch"], fields["epoch"], fields["leads_epoch"]) == ("2", "2", "2", "1")
     assert call(node, "FENCE", 5) == [5, 2, 0]
@@ -463,3 +472,80 @@ def test_a_replica_counts_for_the_lease_only_with_what_its_aof_holds(started: li
     wait_until(lambda: leased(primary), "the lease once the replica's AOF is written again")
     assert isinstance(call(primary, "XADD", "s", "*", "n", "accepted"), bytes)
     assert "File too large" in replica.log
+
+
+# ---------------------------------------------------------------------------- the promotion relies on the FENCE reply
+
+
+def _restart(started: list[Proc], node: Proc, replicaof: tuple[str, int], *, kill: bool = False,
+             aof_from: str | None = None) -> Proc:
+    """Stops `node` (SIGTERM, or SIGKILL), optionally puts another AOF directory in place of
+    its own, and starts it again on the same directory and ports."""
+    import shutil
+
+    if kill:
+        node.kill()
+    else:
+        node.stop()
+    started.remove(node)
+    if aof_from is not None:
+        shutil.rmtree(os.path.join(node.dir, "appendonlydir"))
+        shutil.copytree(aof_from, os.path.join(node.dir, "appendonlydir"))
+    return start_fenced(started, replicaof=replicaof, dir=node.dir, port=node.port)
+
+
+def test_a_replica_restarted_from_an_older_aof_refuses_the_promotion_that_relied_on_its_fence_reply(
+    started: list[Proc], tmp_path: object,
+) -> None:
+    """The leader promotes the replica whose FENCE reply showed the highest position. If that
+    replica restarted since from an AOF older than its last full sync (the rewrite after it had
+    not run), it no longer has that log: SLAVEOF NO ONE EPOCH e POSITION <log epoch> <offset>
+    names what the leader relied on, and the node refuses it."""
+    import shutil
+
+    primary = start_fenced(started, extra=("--repl-backlog-size", "16kb"))
+    with proxied(primary) as proxy:
+        upstream = (proxy.ip, primary.port)
+        a = start_fenced(started, replicaof=upstream)
+        b = start_fenced(started, replicaof=upstream)
+        wait_synced(primary, a, b)
+        wait_until(lambda: leased(primary), "the primary's lease")
+        majority: list[bytes] = []
+        with raw_client(primary) as c:
+            def write(n: int, size: int) -> None:
+                entry = c.execute_command("XADD", "s", "*", "n", str(n), "pad", "x" * size)
+                assert c.execute_command("WAIT", 1, 2000) >= 1
+                majority.append(entry)
+
+            for n in range(10):
+                write(n, 10)
+            wait_synced(primary, a, b)
+            b = _restart(started, b, upstream)  # stopped cleanly: its AOF now is the older one kept
+            older = os.path.join(str(tmp_path), "older-appendonlydir")
+            shutil.copytree(os.path.join(b.dir, "appendonlydir"), older)
+            b.stop()
+            for n in range(10, 40):
+                write(n, 1000)  # past the 16 KiB backlog: b will need a full sync
+            b = _restart(started, b, upstream)
+            wait_synced(primary, a, b)
+            assert "full sync" in b.log
+        proxy.partition()
+        replies = {node.port: call(node, "FENCE", 1) for node in (a, b)}
+        assert all(isinstance(r, list) and r[0] == 1 for r in replies.values()), replies
+        _, b_epoch, b_offset = replies[b.port][:3]
+        # b crashes and comes back from the AOF it had before its full sync.
+        b = _restart(started, b, upstream, kill=True, aof_from=older)
+        fields = info(b)
+        assert fields["fence_epoch"] == "1" and int(fields["slave_repl_offset"]) < b_offset
+        refused = call(b, "SLAVEOF", "NO", "ONE", "EPOCH", 1, "POSITION", b_epoch, b_offset)
+        assert str(refused).startswith("-STALEEPOCH"), refused
+        assert info(b)["role"] == "slave"
+        # The leader promotes the other fenced replica instead, at the position it showed.
+        _, a_epoch, a_offset = replies[a.port][:3]
+        assert call(a, "SLAVEOF", "NO", "ONE", "EPOCH", 1, "POSITION", a_epoch, a_offset) == b"OK"
+        assert call(b, "REPLICAOF", "127.0.0.1", a.port) == b"OK"
+        wait_synced(a, b)
+    with raw_client(a) as c:
+        kept = {entry[0] for entry in c.execute_command("XRANGE", "s", "-", "+")}
+    assert not [entry for entry in majority if entry not in kept]
+    assert call(b, "XLEN", "s") == len(kept)

@@ -16,7 +16,8 @@ SETTLE_MS = 60_000  # TILT lasts 30 s; turning an old master into a replica take
 
 def run_seed(seed: int, *, fenced: bool = False, workload: bool = False, kinds: tuple[str, ...] = FAULTS,
              faults: int | None = None, clock_drift: float = 0.0,
-             drift_permille: int = 50, lease_ms: int = 1000, **options: Any) -> tuple[Sim, Invariants]:
+             drift_permille: int = 50, lease_ms: int = 1000, plan: tuple[str, ...] | None = None,
+             gap: tuple[int, int] | None = None, **options: Any) -> tuple[Sim, Invariants]:
     rng = random.Random(seed)
     sentinels = rng.choice((3, 3, 5))
     sim = Sim(
@@ -36,7 +37,8 @@ def run_seed(seed: int, *, fenced: bool = False, workload: bool = False, kinds: 
     )
     checker = Invariants(sim)
     count = faults if faults is not None else rng.randint(1, 3)
-    end = sim.random_faults(count, 12_000, kinds, max_duration=rng.choice((3000, 15_000, 45_000)))
+    end = sim.random_faults(count, 12_000, kinds, max_duration=rng.choice((3000, 15_000, 45_000)), plan=plan,
+                            gap=gap)
     # Settle: until everything converged (checked every 2 s), at most SETTLE_MS.
     sim.run_until(end)
     deadline = end + SETTLE_MS

@@ -257,6 +257,10 @@ class NodeProc(Proc):
         self.config_master = self.master_addr
         self.fence_epoch = 0
         self.epoch = 0  # a master's tenure; a replica's master's
+        # After a full resync the AOF on disk still holds the log replaced (the older AOF a
+        # crash restarts from) until the base of the new one is written.
+        self.old_log: list[tuple[int, int | None]] | None = None
+        self.rewrite_until = 0
         self.boot()
 
     def boot(self) -> None:
@@ -264,7 +268,9 @@ class NodeProc(Proc):
         self.link_up = False
         self.link_down_since = self.sim.now
         self.last_io = self.sim.now
-        self.acks: dict[str, tuple[int, int]] = {}  # replica -> (offset, our local time of the request)
+        # replica -> (offset its log file holds, -1: none of its current log; our local time of
+        # the request its ack answers: the lease stamp it echoes)
+        self.acks: dict[str, tuple[int, int]] = {}
         self.waiters: list[tuple[Conn, int, int, int, int, int]] = []
         self.master_addr = self.config_master
         self.role = "master" if self.master_addr is None else "slave"
@@ -274,6 +280,19 @@ class NodeProc(Proc):
 
     def log_epoch(self) -> int:
         return self.log[-1][0] if self.log else 0
+
+    def written(self) -> int:
+        """What this node's log file holds of its current log (-1 while the base of a log a
+        full resync gave it is not written)."""
+        return -1 if self.sim.now < self.rewrite_until else self.offset
+
+    def crash(self) -> None:
+        """Killed: a restart loads what the log file holds (the older log while the base of
+        the new one was not written yet)."""
+        if self.old_log is not None and self.sim.now < self.rewrite_until:
+            self.log = self.old_log
+        self.old_log = None
+        self.rewrite_until = 0
 
     @property
     def offset(self) -> int:
@@ -292,7 +311,8 @@ class NodeProc(Proc):
         if self.role != "master" or self.stepped_down():
             return False
         horizon = self.local() - self.sim.lease_ms
-        granted = 1 + sum(1 for _, sent in self.acks.values() if sent > horizon)
+        # An echo counts once the replica's log file holds what it had received with it.
+        granted = 1 + sum(1 for written, sent in self.acks.values() if sent > horizon and written >= 0)
         return granted >= self.majority()
 
     # INFO
@@ -374,12 +394,16 @@ class NodeProc(Proc):
         return RespError("ERR unknown command")
 
     def slaveof(self, args: tuple[str, ...]) -> Any:
-        epoch = int(args[3]) if len(args) == 4 and args[2].upper() == "EPOCH" else None
+        epoch = int(args[3]) if len(args) >= 4 and args[2].upper() == "EPOCH" else None
+        position = (int(args[5]), int(args[6])) if len(args) == 7 and args[4].upper() == "POSITION" else None
         if args[0].upper() == "NO" and args[1].upper() == "ONE":
             if self.sim.fenced:
-                # Promotion only by the failover that fenced us, and never twice per epoch.
+                # Promotion only by the failover that fenced us, never twice per epoch, and
+                # only with the log its FENCE reply showed.
                 if epoch is None or epoch < self.fence_epoch or self.log_epoch() >= epoch:
                     return RespError("STALEEPOCH promotion refused")
+                if position is None or position != (self.log_epoch(), self.offset):
+                    return RespError("STALEEPOCH promotion refused: not at the position relied on")
                 self.fence_epoch = epoch
             if self.role == "master":
                 return "OK"
@@ -449,17 +473,21 @@ class NodeProc(Proc):
         if n <= length and (n == 0 or log[n - 1] == mine[-1]):
             mine.extend(log[n:length])
         else:
-            # Diverged (or the master is behind): resync from the master's log.
+            # Diverged (or the master is behind): resync from the master's log. The log file
+            # holds the old one until the new one's base is written.
+            if self.sim.now >= self.rewrite_until:
+                self.old_log = mine
+            self.rewrite_until = self.sim.now + self.sim.rng.randint(*self.sim.rewrite_ms)
             self.log = log[:length]
         if not self.link_up:
             self.link_up = True
         self.last_io = self.sim.now
-        self.sim.deliver(self, master, master.on_ack, self, self.offset, sent)
+        self.sim.deliver(self, master, master.on_ack, self, self.written(), sent)
 
-    def on_ack(self, replica: NodeProc, offset: int, sent: int) -> None:
+    def on_ack(self, replica: NodeProc, written: int, sent: int) -> None:
         if replica.master_addr != (self.host, self.port):
             return
-        self.acks[replica.name] = (offset, sent)
+        self.acks[replica.name] = (written, sent)
         self.check_waiters()
 
     # the workload
@@ -614,6 +642,11 @@ class Sim:
     sentinel_clock: str = "boottime"
     # Step the wall clock of a sentinel that starts waiting out the lease by this many ms.
     step_on_wait_lease: tuple[int, int] | None = None
+    # How long a node's log file keeps the log a full resync replaced (its AOF rewrite), ms.
+    rewrite_ms: tuple[int, int] = (50, 500)
+    # When a sentinel starts waiting out the lease, crash and restart every node whose log
+    # file still holds an older log (it restarts from that older AOF).
+    restart_on_wait_lease: bool = False
     now: int = 0
     steps: int = 0
     events: list[tuple[int, str, str, str]] = field(default_factory=list)
@@ -635,6 +668,7 @@ class Sim:
         self.late_acks: list[tuple[int, str, int]] = []
         self.background_writes = 0
         self.wall_steps: list[tuple[int, str, int]] = []
+        self.restarts_from_old_aof = 0
         self.nodes: list[NodeProc] = []
         first: NodeProc | None = None
         for i in range(self.n_nodes):
@@ -831,6 +865,11 @@ class Sim:
                 self.events.append((self.now, sentinel.name, action.type, action.message))
                 if action.type == "+failover-state-wait-lease" and self.step_on_wait_lease is not None:
                     sentinel.step_wall(self.rng.randint(*self.step_on_wait_lease))
+                if action.type == "+failover-state-wait-lease" and self.restart_on_wait_lease:
+                    for node in self.nodes:
+                        if node.alive and node.old_log is not None and self.now < node.rewrite_until:
+                            self.restarts_from_old_aof += 1
+                            self.restart(node, self.rng.randrange(50, 300))
                 if self.checker is not None:
                     self.checker.on_event(sentinel, action)
 
@@ -864,13 +903,7 @@ class Sim:
         elif fault.kind == "pause":
             proc.paused = True
         elif fault.kind == "kill":
-            proc.alive = False
-            for conn in list(proc.server_conns):
-                self.server_close(conn)
-            for conn in self.all_conns():
-                if conn.client is proc:
-                    conn.open = False
-                    conn.server.server_conns.pop(conn, None)
+            self._kill(proc)
         elif fault.kind == "flap":
             self._flap(fault, True)
         elif fault.kind == "reset":
@@ -878,6 +911,30 @@ class Sim:
             if conns:
                 conn = self.rng.choice(conns)
                 self.server_close(conn)
+
+    def _kill(self, proc: Proc) -> None:
+        proc.alive = False
+        if isinstance(proc, NodeProc):
+            proc.crash()
+        for conn in list(proc.server_conns):
+            self.server_close(conn)
+        for conn in self.all_conns():
+            if conn.client is proc:
+                conn.open = False
+                conn.server.server_conns.pop(conn, None)
+
+    def _revive(self, proc: Proc) -> None:
+        proc.alive = True
+        proc.inbox.clear()
+        proc.paused = False
+        if isinstance(proc, (SentinelProc, NodeProc)):
+            proc.boot()
+
+    def restart(self, proc: Proc, after: int) -> None:
+        """SIGKILL now, started again `after` ms later."""
+        if proc.alive:
+            self._kill(proc)
+            self.at(self.now + after, self._revive, proc)
 
     def _flap(self, fault: Fault, cut: bool) -> None:
         if self.now >= fault.start + fault.duration:
@@ -899,33 +956,31 @@ class Sim:
         elif fault.kind == "pause":
             proc.resume()
         elif fault.kind == "kill":
-            proc.alive = True
-            proc.inbox.clear()
-            proc.paused = False
-            if isinstance(proc, (SentinelProc, NodeProc)):
-                proc.boot()
+            self._revive(proc)
 
     def _heal(self) -> None:
         for conn in self.all_conns():
             if conn.open:
                 self.flush_held(conn)
 
-    def random_faults(self, count: int, start: int, kinds: tuple[str, ...], max_duration: int) -> int:
+    def random_faults(self, count: int, start: int, kinds: tuple[str, ...], max_duration: int,
+                      plan: tuple[str, ...] | None = None, gap: tuple[int, int] | None = None) -> int:
         """`count` faults one after the other, each healed before the next starts; returns
-        when the last one heals."""
+        when the last one heals. With a `plan`, its faults in that order, each on the master.
+        Between two faults: `gap` ms (a random span in it), by default 1-4 failover timeouts."""
         t = start
         names = list(self.procs)
         if self.client is not None:
             names.remove("client")
-        for _ in range(count):
-            kind = self.rng.choice(kinds)
-            target = "master" if self.rng.random() < 0.5 else self.rng.choice(names)
+        for i in range(count if plan is None else len(plan)):
+            kind = self.rng.choice(kinds) if plan is None else plan[i]
+            target = "master" if plan is not None or self.rng.random() < 0.5 else self.rng.choice(names)
             duration = self.rng.randrange(200, max_duration)
             other = self.rng.choice([n for n in names if n != target])
             if target == "master" and kind == "flap":
                 kind = "partition"  # the flap's other end is chosen up front
             self.apply_fault(Fault(kind, target, t, duration, other))
-            t += duration + self.rng.randrange(self.failover_timeout, 4 * self.failover_timeout)
+            t += duration + self.rng.randrange(*(gap or (self.failover_timeout, 4 * self.failover_timeout)))
         return t
 
     # views

@@ -518,7 +518,9 @@ def test_fenced_mode_waits_for_a_majority_then_the_lease_then_promotes_the_highe
     d.run(300, answer=lambda d: None)
     assert d.messages("+selected-slave") == ["slave 10.0.1.2:6379 10.0.1.2 6379 @ mymaster 10.0.0.1 6379"]
     d.tick()
-    assert ("SLAVEOF", "NO", "ONE", "EPOCH", "1") in [s.argv for s in d.sent(("10.0.1.2", 6379))]
+    # The promotion names the position the leader relied on (the replica's FENCE reply): a
+    # node that restarted from an older AOF since refuses it.
+    assert ("SLAVEOF", "NO", "ONE", "EPOCH", "1", "POSITION", "0", "12") in [s.argv for s in d.sent(("10.0.1.2", 6379))]
 
 
 def test_fenced_mode_refuses_to_promote_past_a_better_replica_it_cannot_promote() -> None:

@@ -150,3 +150,18 @@ def test_fenced_invariants_notice_a_lease_wait_timed_on_the_wall_clock() -> None
         80,
     )
     assert "after epoch" in found
+
+
+def test_fenced_mode_promotes_no_replica_that_restarted_from_an_older_aof_during_the_lease_wait() -> None:
+    """The old primary, cut off from the sentinels, is replaced and, healed, turned into a
+    replica: its full resync replaces its log (with the tail no majority had), and its AOF
+    holds the old log until the base of the new one is written. The new primary is killed;
+    as the leader starts waiting out the lease, every node whose AOF still holds an older log
+    crashes and restarts from it. The leader relied on its FENCE reply: the promotion names
+    that position and the node, no longer at it, refuses (SLAVEOF NO ONE EPOCH e POSITION)."""
+    restarted = 0
+    for seed in range(SEEDS // 3):
+        sim, _ = run_seed(seed, fenced=True, workload=True, plan=("partition-sentinels", "kill"), gap=(20_000, 30_000),
+                          rewrite_ms=(30_000, 60_000), restart_on_wait_lease=True)
+        restarted += sim.restarts_from_old_aof
+    assert restarted >= SEEDS // 6
