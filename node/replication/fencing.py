@@ -124,14 +124,15 @@ class Fencing:
         if self.fence is not None:
             self.fence.step_down()
 
-    def fence_to(self, epoch: int, end: int) -> list[int]:
+    def fence_to(self, epoch: int, end: int) -> list[object]:
         """FENCE epoch: the promise rises (durably) to `epoch` if it is newer; the reply is
-        [fence epoch, log epoch, offset] (a sentinel counts only replies of its own epoch)."""
+        [fence epoch, log epoch, offset, node id] (a sentinel counts only replies of its own
+        epoch, one per node id)."""
         fence = self.fence
-        assert fence is not None
+        assert fence is not None and self.node_id is not None
         if fence.raise_to(epoch):
             log.warning("Fenced at epoch %d by FENCE: nothing older is followed or led any more", epoch)
-        return [fence.fence_epoch, fence.log_epoch(end), end]
+        return [fence.fence_epoch, fence.log_epoch(end), end, self.node_id.encode()]
 
     def refusal(self, primary: Primary | None) -> str | None:
         """The error a write (or WAIT) gets on this primary now: without a lease, or once it
@@ -148,6 +149,9 @@ class Fencing:
         fields: list[tuple[str, object]] = [
             ("fenced_mode", "yes"),
             ("fenced_node_id", self.node_id),
+            # What the sentinels check their view of the replica set against.
+            ("fenced_replica_set_size", self.config.get_int("fenced-replica-set-size")),
+            ("fenced_lease_milliseconds", self.config.get_int("fenced-lease-milliseconds")),
             ("fence_epoch", fence.fence_epoch),
             ("log_epoch", fence.log_epoch(end)),
             ("epoch", fence.epoch),

@@ -213,8 +213,9 @@ def test_a_primary_cut_off_with_a_replica_that_restarts_over_and_over_stops_ackn
 def test_a_replica_fenced_at_a_newer_epoch_refuses_an_older_primary_even_after_a_restart(started: list[Proc]) -> None:
     primary = start_fenced(started)
     replica = start_fenced(started)
-    assert call(replica, "FENCE", 3) == [3, 0, 0]
-    assert call(replica, "FENCE", 2) == [3, 0, 0]  # a promise never goes back
+    node_id = info(replica)["fenced_node_id"].encode()
+    assert call(replica, "FENCE", 3) == [3, 0, 0, node_id]
+    assert call(replica, "FENCE", 2) == [3, 0, 0, node_id]  # a promise never goes back
     assert call(replica, "REPLICAOF", "127.0.0.1", primary.port) == b"OK"
     call(primary, "XADD", "s", "*", "n", "1")
     time.sleep(2)
@@ -222,13 +223,14 @@ def test_a_replica_fenced_at_a_newer_epoch_refuses_an_older_primary_even_after_a
     assert fields["master_link_status"] == "down" and fields["fence_epoch"] == "3"
     assert int(fields["slave_repl_offset"]) == 0 and info(primary)["connected_slaves"] == "0"
     assert "STALEEPOCH" in replica.log
-    # The promise is on disk: restarted, it still refuses.
+    # The promise is on disk, and so is the node's identity: restarted, it still refuses.
     replica.stop()
     started.remove(replica)
     again = start_fenced(started, replicaof=("127.0.0.1", primary.port), dir=replica.dir)
     time.sleep(2)
     fields = info(again)
     assert fields["fence_epoch"] == "3" and fields["master_link_status"] == "down"
+    assert fields["fenced_node_id"].encode() == node_id
     assert int(fields["slave_repl_offset"]) == 0
 
 
@@ -332,7 +334,10 @@ def test_fenced_mode_promotes_only_with_an_epoch(started: list[Proc]) -> None:
     assert str(call(node, "SLAVEOF", "NO", "ONE", "EPOCH", 1, "POSITION", 2, 0)).startswith("-STALEEPOCH")
     fields = info(node)
     assert (fields["fence_epoch"], fields["log_epoch"], fields["epoch"], fields["leads_epoch"]) == ("2", "2", "2", "1")
-    assert call(node, "FENCE", 5) == [5, 2, 0]
+    # What the sentinels check their view of the replica set against.
+    assert (fields["fenced_replica_set_size"], fields["fenced_lease_milliseconds"]) == ("3", "1000")
+    assert len(fields["fenced_node_id"]) == 40
+    assert call(node, "FENCE", 5) == [5, 2, 0, fields["fenced_node_id"].encode()]
     assert info(node)["leads_epoch"] == "0"  # fenced by a newer epoch: it leads nothing
     assert str(call(node, "XADD", "s", "*", "a", "1")).startswith("-NOREPLICAS")
 

@@ -250,6 +250,12 @@ class NodeProc(Proc):
         super().__init__(sim, f"n{index}", f"10.0.1.{index + 1}", 6379)
         self.index = index
         self.priority = 100
+        # Its durable identity (rill-node-id): the same across restarts, unlike the run id.
+        self.node_id = "%040x" % sim.rng.getrandbits(160)
+        # Its fenced-replica-set-size and fenced-lease-milliseconds.
+        self.set_size = sim.n_nodes
+        self.lease_ms = sim.node_lease_ms if sim.node_lease_ms is not None else sim.lease_ms
+        self.removed = False  # taken out of the replica set for good
         self.log: list[tuple[int, int | None]] = []  # (epoch, write id); None marks an epoch start
         self.role = "master" if master is None else "slave"
         self.master_addr: tuple[str, int] | None = None if master is None else (master.host, master.port)
@@ -300,7 +306,7 @@ class NodeProc(Proc):
 
     # fenced mode
     def majority(self) -> int:
-        return self.sim.n_nodes // 2 + 1
+        return self.set_size // 2 + 1
 
     def stepped_down(self) -> bool:
         return self.sim.fenced and self.fence_epoch > self.epoch
@@ -310,7 +316,7 @@ class NodeProc(Proc):
             return True
         if self.role != "master" or self.stepped_down():
             return False
-        horizon = self.local() - self.sim.lease_ms
+        horizon = self.local() - self.lease_ms
         # An echo counts once the replica's log file holds what it had received with it.
         granted = 1 + sum(1 for written, sent in self.acks.values() if sent > horizon and written >= 0)
         return granted >= self.majority()
@@ -346,6 +352,9 @@ class NodeProc(Proc):
                 "connected_slaves:0",
                 f"master_repl_offset:{self.offset}",
             ]
+        if self.sim.fenced:
+            lines += ["fenced_mode:yes", f"fenced_node_id:{self.node_id}", f"fenced_replica_set_size:{self.set_size}",
+                      f"fenced_lease_milliseconds:{self.lease_ms}"]
         return ("\r\n".join(lines) + "\r\n").encode()
 
     # commands
@@ -430,7 +439,7 @@ class NodeProc(Proc):
     def fence(self, epoch: int) -> Any:
         if epoch > self.fence_epoch:
             self.fence_epoch = epoch
-        return [self.fence_epoch, self.log_epoch(), self.offset]
+        return [self.fence_epoch, self.log_epoch(), self.offset, self.node_id.encode()]
 
     # replication: a replica asks, its master answers with the log, the replica acks
     def repl_tick(self, gen: int) -> None:
@@ -598,8 +607,8 @@ class ClientProc(Proc):
             self._free(lane)
             return
         self.sim.attempted.add(wid)
-        need = self.sim.n_nodes // 2  # replicas, with the primary a majority of the replica set
         assert lane.conn is not None and lane.node is not None
+        need = lane.node.set_size // 2  # replicas, with the primary a majority of the replica set
         self.sim.send(lane.conn, lane.conn.up, lane.node.on_wait, lane.conn, wid, offset, need, 1000)
 
     def on_wait_reply(self, wid: int, acked: bool) -> None:
@@ -615,7 +624,15 @@ class ClientProc(Proc):
 
 @dataclass
 class Fault:
-    kind: str  # partition, partition-sentinels, kill, pause, flap, reset
+    """kind: partition (cut from everyone), partition-sentinels (a node cut from every
+    sentinel), kill (SIGKILL, restarted at the end), pause (SIGSTOP), flap (a link cut and
+    healed over and over), reset (one connection reset), bounce (SIGKILLed and restarted
+    every 0.5 s), step (its wall clock steps, for good), stale-sentinels (the master cut from
+    the sentinels, which restart from configuration files missing some replicas), join (a
+    new node joins the replica set), leave (a replica leaves it; every sentinel then gets
+    SENTINEL RESET, as the operator's procedure says)."""
+
+    kind: str
     target: str
     start: int
     duration: int
@@ -633,6 +650,8 @@ class Sim:
     parallel_syncs: int = 1
     fenced: bool = False
     lease_ms: int = 1000
+    # The nodes' fenced-lease-milliseconds when it differs from the sentinels' (a mistake).
+    node_lease_ms: int | None = None
     drift_permille: int = 50
     clock_drift: float = 0.0
     workload: bool = False
@@ -640,8 +659,10 @@ class Sim:
     checker: Any = None
     # What sentinels time durations with: "boottime" (node/sentinel/clock.py) or "wall".
     sentinel_clock: str = "boottime"
-    # Step the wall clock of a sentinel that starts waiting out the lease by this many ms.
+    # Step the wall clock of a sentinel that starts waiting out the lease by this many ms,
+    # `wait_lease_steps` times 400 ms apart (each under TILT's 2 s with the ticks between).
     step_on_wait_lease: tuple[int, int] | None = None
+    wait_lease_steps: int = 1
     # How long a node's log file keeps the log a full resync replaced (its AOF rewrite), ms.
     rewrite_ms: tuple[int, int] = (50, 500)
     # When a sentinel starts waiting out the lease, crash and restart every node whose log
@@ -669,6 +690,8 @@ class Sim:
         self.background_writes = 0
         self.wall_steps: list[tuple[int, str, int]] = []
         self.restarts_from_old_aof = 0
+        self.forgotten = 0  # known-replica lines sentinels lost (stale-sentinels)
+        self.membership_changes = 0
         self.nodes: list[NodeProc] = []
         first: NodeProc | None = None
         for i in range(self.n_nodes):
@@ -816,7 +839,8 @@ class Sim:
     # node helpers
     def followers(self, master: NodeProc) -> list[NodeProc]:
         addr = (master.host, master.port)
-        return [n for n in self.nodes if n.alive and n.role == "slave" and n.master_addr == addr and n.link_up]
+        return [n for n in self.nodes if n.alive and n.role == "slave" and n.master_addr == addr and n.link_up
+                and not n.removed]
 
     def publish(self, node: NodeProc, channel: str, payload: str, propagate: bool = True) -> int:
         receivers = 0
@@ -864,7 +888,8 @@ class Sim:
             if isinstance(action, Event):
                 self.events.append((self.now, sentinel.name, action.type, action.message))
                 if action.type == "+failover-state-wait-lease" and self.step_on_wait_lease is not None:
-                    sentinel.step_wall(self.rng.randint(*self.step_on_wait_lease))
+                    for i in range(self.wait_lease_steps):
+                        self.at(self.now + 400 * i, sentinel.step_wall, self.rng.randint(*self.step_on_wait_lease))
                 if action.type == "+failover-state-wait-lease" and self.restart_on_wait_lease:
                     for node in self.nodes:
                         if node.alive and node.old_log is not None and self.now < node.rewrite_until:
@@ -885,21 +910,34 @@ class Sim:
         self.at(fault.start + fault.duration, self._fault_end, fault)
 
     def _fault_start(self, fault: Fault) -> None:
+        if fault.kind == "stale-sentinels":
+            fault.target = "master"
         if fault.target == "master":
             # Whichever node most sentinels call master now.
             views = [s.view().current_address() for s in self.sentinels if s.alive]
             addr = max(views, key=views.count) if views else None
             fault.target = self.by_addr[(addr.host, addr.port)].name if addr else self.nodes[0].name
         proc = self.procs[fault.target]
+        if getattr(proc, "removed", False):
+            return
         if fault.kind == "partition":
             for other in self.procs.values():
                 if other is not proc:
                     self.blocked.add(frozenset((proc.name, other.name)))
-        elif fault.kind == "partition-sentinels":
+        elif fault.kind in ("partition-sentinels", "stale-sentinels"):
             # One node cut from every sentinel, still reaching the other nodes and clients.
             for other in self.sentinels:
                 if other is not proc:
                     self.blocked.add(frozenset((proc.name, other.name)))
+            if fault.kind == "stale-sentinels":
+                for sentinel in self.sentinels:
+                    self._forget_replicas(sentinel)
+        elif fault.kind == "bounce":
+            self._bounce(fault, proc)
+        elif fault.kind == "step":
+            proc.step_wall(self.rng.choice((-1, 1)) * self.rng.randrange(100, 3000))
+        elif fault.kind in ("join", "leave"):
+            self._change_membership(fault.kind, self.now + 60_000)
         elif fault.kind == "pause":
             proc.paused = True
         elif fault.kind == "kill":
@@ -924,6 +962,8 @@ class Sim:
                 conn.server.server_conns.pop(conn, None)
 
     def _revive(self, proc: Proc) -> None:
+        if proc.alive or getattr(proc, "removed", False):
+            return
         proc.alive = True
         proc.inbox.clear()
         proc.paused = False
@@ -947,9 +987,84 @@ class Sim:
             self._heal()
         self.at(self.now + self.rng.randrange(100, 800), self._flap, fault, not cut)
 
+    def _bounce(self, fault: Fault, proc: Proc) -> None:
+        if self.now >= fault.start + fault.duration:
+            return
+        self.restart(proc, self.rng.randrange(50, 200))
+        self.at(self.now + 500, self._bounce, fault, proc)
+
+    def _forget_replicas(self, sentinel: SentinelProc) -> None:
+        """Restarts a sentinel from its configuration file without the known-replica lines of
+        some replicas (a file restored from a backup, or written before it learned them)."""
+        lines = sentinel.conf.splitlines()
+        known = [line for line in lines if line.startswith(f"sentinel known-replica {NAME} ")]
+        if not known or not sentinel.alive:
+            return
+        forgotten = set(self.rng.sample(known, self.rng.randint(1, len(known))))
+        sentinel.conf = "\n".join(line for line in lines if line not in forgotten) + "\n"
+        self.restart(sentinel, self.rng.randrange(100, 500))
+        self.forgotten += len(forgotten)
+
+    def members(self) -> list[NodeProc]:
+        return [n for n in self.nodes if not n.removed]
+
+    def settled(self) -> bool:
+        """No failover runs, every sentinel names the same master, and every live member
+        replicates it: when an operator may change the replica set (docs/safety.md)."""
+        views = {(s.view().current_address().host, s.view().current_address().port) for s in self.sentinels if s.alive}
+        if len(views) != 1 or not self.failover_idle():
+            return False
+        addr = views.pop()
+        return all(n.role == "slave" and n.master_addr == addr and n.link_up
+                   for n in self.members() if n.alive and (n.host, n.port) != addr)
+
+    def _change_membership(self, kind: str, give_up: int) -> None:
+        if not self.settled():
+            if self.now < give_up:
+                self.at(self.now + 1000, self._change_membership, kind, give_up)
+            return
+        if kind == "join":
+            self._join()
+        else:
+            self._leave()
+
+    def _join(self) -> None:
+        """A node joins as a replica of the master; every member's fenced-replica-set-size
+        grows by one (the operator reconfigures them one after the other; here at once)."""
+        views = [s.view().current_address() for s in self.sentinels if s.alive]
+        addr = max(views, key=views.count) if views else None
+        master = self.by_addr.get((addr.host, addr.port)) if addr else None
+        if not isinstance(master, NodeProc) or len(self.members()) >= 7:
+            return
+        node = NodeProc(self, len(self.nodes), master)
+        self.nodes.append(node)
+        self._add(node)
+        for member in self.members():
+            member.set_size = len(self.members())
+        self.membership_changes += 1
+
+    def _leave(self) -> None:
+        """A replica leaves for good; the members' fenced-replica-set-size shrinks by one and
+        every sentinel is reset (SENTINEL RESET: it learns the replicas again from the master)."""
+        views = [s.view().current_address() for s in self.sentinels if s.alive]
+        addr = max(views, key=views.count) if views else None
+        replicas = [n for n in self.members() if n.alive and (n.host, n.port) != (addr.host, addr.port)] if addr else []
+        if len(self.members()) <= 3 or not replicas:
+            return
+        node = self.rng.choice(replicas)
+        self._kill(node)
+        node.removed = True
+        for member in self.members():
+            member.set_size = len(self.members())
+        for sentinel in self.sentinels:
+            if sentinel.alive and not sentinel.paused:
+                sentinel.policy.reset(NAME, now=sentinel.policy_now())
+                sentinel.apply(sentinel.policy.take_actions())
+        self.membership_changes += 1
+
     def _fault_end(self, fault: Fault) -> None:
         proc = self.procs[fault.target]
-        if fault.kind in ("partition", "partition-sentinels", "flap"):
+        if fault.kind in ("partition", "partition-sentinels", "stale-sentinels", "flap"):
             for other in self.procs.values():
                 self.blocked.discard(frozenset((proc.name, other.name)))
             self._heal()

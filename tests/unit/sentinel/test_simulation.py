@@ -19,7 +19,7 @@ from collections.abc import Callable
 
 import pytest
 
-from node.sentinel import election, policy, selection
+from node.sentinel import election, fenced, policy, selection
 from tests.unit.sentinel import sim as sim_module
 from tests.unit.sentinel.invariants import Violation
 from tests.unit.sentinel.scenarios import run_seed
@@ -132,13 +132,14 @@ def test_fenced_invariants_notice_clocks_drifting_beyond_the_bound() -> None:
 
 
 def test_fenced_mode_keeps_its_guarantees_when_the_leaders_wall_clock_steps_during_the_lease_wait() -> None:
-    """An NTP step, `date -s` or a VM's time resync of 1-1.7 s forward (under TILT's 2 s with
-    the ticks in between) as the leader starts waiting out a 3 s lease, while the old primary,
-    cut off from the sentinels only, keeps its clients: W must still be waited in real time
-    (the policy's durations come from CLOCK_BOOTTIME, which no step moves)."""
+    """Two steps of the leader's wall clock, 1.2-1.7 s forward each (NTP, `date -s`, a VM's
+    time resync; each under TILT's 2 s with the ticks in between), as it starts waiting out a
+    3 s lease, while the old primary, cut off from the sentinels only, keeps its clients: W
+    must still be waited in real time (the policy's durations come from CLOCK_BOOTTIME, which
+    no step moves)."""
     for seed in range(SEEDS // 2):
         run_seed(seed, fenced=True, workload=True, faults=1, kinds=("partition-sentinels",), lease_ms=3000,
-                 step_on_wait_lease=(1000, 1700))
+                 step_on_wait_lease=(1200, 1700), wait_lease_steps=2)
 
 
 def test_fenced_invariants_notice_a_lease_wait_timed_on_the_wall_clock() -> None:
@@ -146,7 +147,7 @@ def test_fenced_invariants_notice_a_lease_wait_timed_on_the_wall_clock() -> None
     during the lease wait cuts short."""
     found = _first_violation(
         lambda s: run_seed(s, fenced=True, workload=True, faults=1, kinds=("partition-sentinels",), lease_ms=3000,
-                           step_on_wait_lease=(1000, 1700), sentinel_clock="wall"),
+                           step_on_wait_lease=(1200, 1700), wait_lease_steps=2, sentinel_clock="wall"),
         80,
     )
     assert "after epoch" in found
@@ -165,3 +166,45 @@ def test_fenced_mode_promotes_no_replica_that_restarted_from_an_older_aof_during
                           rewrite_ms=(30_000, 60_000), restart_on_wait_lease=True)
         restarted += sim.restarts_from_old_aof
     assert restarted >= SEEDS // 6
+
+
+def test_fenced_mode_refuses_to_fail_over_while_the_sentinels_know_fewer_replicas_than_the_set_has() -> None:
+    """The master is cut off from the sentinels, which restart from configuration files that
+    miss some of its replicas (a backup, or a file older than their discovery): a majority of
+    what they know may be no majority of the replica set. They refuse until they agree."""
+    refusals = forgotten = 0
+    for seed in range(SEEDS // 3):
+        sim, _ = run_seed(seed, fenced=True, workload=True, faults=1, kinds=("stale-sentinels",))
+        refusals += sum(1 for e in sim.events if e[2] == "-failover-abort-fenced-mismatch")
+        forgotten += sim.forgotten
+    assert refusals >= SEEDS // 6 and forgotten >= SEEDS // 3
+
+
+def test_fenced_mode_refuses_to_fail_over_while_the_nodes_lease_is_longer_than_the_sentinels() -> None:
+    """Nodes holding 4 s leases, sentinels told 1 s: no promotion while they disagree."""
+    refusals = 0
+    for seed in range(SEEDS // 4):
+        sim, _ = run_seed(seed, fenced=True, workload=True, faults=1, kinds=("partition-sentinels", "kill"),
+                          node_lease_ms=4000)
+        assert not sim.promotions
+        refusals += sum(1 for e in sim.events if e[2] == "-failover-abort-fenced-mismatch")
+    assert refusals >= SEEDS // 8
+
+
+def test_fenced_mode_keeps_its_guarantees_as_members_join_and_leave() -> None:
+    """Nodes join the replica set (every member's fenced-replica-set-size grows, the sentinels
+    learn the new replica from the master) and leave it (the sizes shrink, every sentinel is
+    reset), between kills and partitions of the master."""
+    changes = promotions = 0
+    for seed in range(SEEDS // 3):
+        sim, _ = run_seed(seed, fenced=True, workload=True, faults=3, kinds=("join", "leave", "kill", "partition-sentinels"))
+        changes += sim.membership_changes
+        promotions += len(sim.promotions)
+    assert changes >= SEEDS // 4 and promotions >= SEEDS // 10
+
+
+def test_fenced_invariants_notice_sentinels_that_ignore_what_the_nodes_say(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(fenced, "disagreement", lambda master: None)
+    found = _first_violation(
+        lambda s: run_seed(s, fenced=True, workload=True, faults=1, kinds=("stale-sentinels",)), 80)
+    assert "members fenced" in found or "without acknowledged writes" in found or "after epoch" in found
