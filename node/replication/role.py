@@ -91,6 +91,10 @@ class ReplicationNode:
         self.fencing = Fencing(self.config)
         self.failover = Failover(self)
         self.waits = Waits(server, persistence, self.flush, self.fencing)
+        if self.fencing.enabled:
+            # Without its lease a primary adds nothing to its log on its own either: no
+            # expired key is deleted, no PUBLISH propagated (node/commands/expiry.py, pubsub.py).
+            server.lease_check = lambda: self.fencing.refusal(self.primary)
         # A replica acks at once when its AOF's fsync advances (a primary's WAITAOF waits).
         persistence.add_durability_listener(self._durability_changed)
         self.config.on_change(self._on_config_change)

@@ -554,3 +554,44 @@ def test_a_replica_restarted_from_an_older_aof_refuses_the_promotion_that_relied
         kept = {entry[0] for entry in c.execute_command("XRANGE", "s", "-", "+")}
     assert not [entry for entry in majority if entry not in kept]
     assert call(b, "XLEN", "s") == len(kept)
+
+
+# ---------------------------------------------------------------------------- nothing grows the log without a lease
+
+
+def test_a_primary_without_its_lease_deletes_no_expired_key_and_publishes_nothing(started: list[Proc]) -> None:
+    """Cut off, the primary loses its lease: its keys that expire then are hidden from reads
+    (as on a replica) but not deleted, by reads or by the active cycle, and PUBLISH is refused,
+    so nothing is added to its log — the divergent tail a failover would discard stays empty.
+    Its lease back, the active cycle deletes them."""
+    primary = start_fenced(started)
+    with proxied(primary) as proxy:
+        replica = start_fenced(started, replicaof=(proxy.ip, primary.port))
+        wait_synced(primary, replica)
+        wait_until(lambda: leased(primary), "the primary's lease")
+        with raw_client(primary) as c:
+            for n in range(20):
+                assert c.execute_command("SET", f"k{n}", "v", "PX", 2500) == b"OK"
+            c.execute_command("XADD", "s", "*", "n", "1")
+            assert c.execute_command("PEXPIRE", "s", 2500) == 1
+        wait_synced(primary, replica)
+        proxy.partition()
+        wait_until(lambda: not leased(primary), "the lease to lapse", timeout=3 * LEASE)
+        before = offset(primary)
+        expired_before = int(info(primary, "stats")["expired_keys"])
+        time.sleep(3)  # every key is past its deadline; the active cycle ran many times
+        with raw_client(primary) as c:
+            assert c.execute_command("GET", "k1") is None  # logically expired
+            assert c.execute_command("EXISTS", "k2", "s") == 0
+            assert c.execute_command("XRANGE", "s", "-", "+") == []
+            assert c.execute_command("KEYS", "*") == []
+        assert (offset(primary), int(info(primary, "stats")["expired_keys"])) == (before, expired_before), (
+            "the primary deleted expired keys without a lease")
+        assert str(call(primary, "PUBLISH", "ch", "hello")).startswith("-NOREPLICAS no majority lease")
+        assert offset(primary) == before
+        assert call(primary, "DBSIZE") == 21  # still there (DBSIZE counts expired keys, as in Redis)
+        proxy.heal()
+        wait_until(lambda: leased(primary), "the lease after the partition healed")
+        wait_until(lambda: call(primary, "DBSIZE") == 0, "the active cycle to delete the expired keys")
+        wait_synced(primary, replica)
+        assert call(replica, "DBSIZE") == 0
