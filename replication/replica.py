@@ -415,7 +415,10 @@ class ReplicaLink:
             raise ProtocolViolation(
                 f"the primary's epoch {self._primary_epoch} is not its history's last {epochs.last_epoch}"
             )
-        fence.follow(self._primary_epoch, replid, epochs)
+        try:
+            fence.follow(self._primary_epoch, replid, epochs)
+        except OSError as exc:  # nothing adopted: try again later
+            raise LinkLost(f"cannot save the fence state before following this primary: {exc.strerror or exc}") from None
 
     def _check_fenced(self) -> None:
         """Raises once this node was fenced by an epoch newer than its primary's."""

@@ -12,7 +12,9 @@ from __future__ import annotations
 import logging
 from typing import Final
 
+from node.commands.reply import ReplyError
 from node.config import Config
+from node.replication.fence_store import FILENAME as FENCE_FILE
 from node.replication.fence_store import FenceFileError, fence_path, load_fence
 from node.replication.node_id import NodeIdError, load_node_id
 from replication import Fence, Lease, Primary
@@ -110,27 +112,46 @@ class Fencing:
                       f"failover relied on (epoch {position[0]} offset {position[1]})")
         return None if reason is None else f"STALEEPOCH promotion refused: {reason}"
 
-    def promoted(self, epoch: int | None, at: int, replid: str) -> None:
-        """The node becomes the primary of `epoch` from offset `at` under `replid` (saved
-        before the node takes the id); its lease starts empty."""
+    def promoted(self, epoch: int | None, at: int, replid: str) -> str | None:
+        """The node is to become the primary of `epoch` from offset `at` under `replid`: the
+        tenure is saved first; its lease starts empty. Returns the refusal when the save
+        failed (the node must then stay as it is)."""
         fence, lease = self.fence, self.lease
         if fence is None or lease is None or epoch is None:
-            return
-        fence.promote(epoch, at, replid)
+            return None
+        try:
+            fence.promote(epoch, at, replid)
+        except OSError as exc:
+            log.warning("Fenced mode: promotion in epoch %d refused, %s could not be saved: %s", epoch, FENCE_FILE,
+                        exc.strerror or exc)
+            return f"ERR promotion refused: {_unsaved(exc)}"
         lease.restart(epoch)
+        return None
 
     def stepped_down(self) -> None:
-        """The node became a replica."""
-        if self.fence is not None:
+        """The node became a replica (made in memory even if the save fails: leading nothing
+        is safe either way)."""
+        if self.fence is None:
+            return
+        try:
             self.fence.step_down()
+        except OSError as exc:
+            log.warning("Fenced mode: %s could not be saved after stepping down (it leads nothing): %s", FENCE_FILE,
+                        exc.strerror or exc)
 
-    def fence_to(self, epoch: int, end: int) -> list[object]:
+    def fence_to(self, epoch: int, end: int) -> list[object] | ReplyError:
         """FENCE epoch: the promise rises (durably) to `epoch` if it is newer; the reply is
         [fence epoch, log epoch, offset, node id] (a sentinel counts only replies of its own
         epoch, one per node id)."""
         fence = self.fence
         assert fence is not None and self.node_id is not None
-        if fence.raise_to(epoch):
+        try:
+            news = fence.raise_to(epoch)
+        except OSError as exc:
+            log.warning("Fenced mode: FENCE %d refused, %s could not be saved: %s", epoch, FENCE_FILE,
+                        exc.strerror or exc)
+            return ReplyError(f"ERR FENCE refused: {_unsaved(exc)}")
+        if news:
             log.warning("Fenced at epoch %d by FENCE: nothing older is followed or led any more", epoch)
         return [fence.fence_epoch, fence.log_epoch(end), end, self.node_id.encode()]
 
@@ -163,3 +184,7 @@ class Fencing:
                 ("lease_remaining_ms", int(lease.remaining() * 1000) if leads else 0),
             ]
         return fields
+
+
+def _unsaved(exc: OSError) -> str:
+    return f"cannot save {FENCE_FILE} ({exc.strerror or exc}): the promise is not made"

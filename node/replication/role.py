@@ -246,14 +246,17 @@ class ReplicationNode:
             return ReplyError(refusal)
         if self.server.role == "master" and epoch is None:
             return OK
+        replid = new_replid()
+        # Fenced mode: the tenure is on disk before the node acts on it; a failed save
+        # refuses the promotion and leaves the node as it was.
+        refusal = self.fencing.promoted(epoch, at, replid)
+        if refusal is not None:
+            return ReplyError(refusal)
         self._drop_link()
         self.master = None
         self.config.set("replicaof", "", startup=True)
         self.server.role = "master"
         self.promotions += 1
-        replid = new_replid()
-        # Fenced mode: the tenure is on disk before the node acts on it.
-        self.fencing.promoted(epoch, at, replid)
         self.backlog.shift_replid(replid)
         self.primary.waits.reopen()
         who = f"id={session.id} addr={session.addr}" if session is not None else "the node"
@@ -279,12 +282,15 @@ class ReplicationNode:
     def fence(self, epoch: int) -> Any:
         """FENCE epoch (fenced mode): promise to follow and lead nothing older than `epoch`;
         a replica stops acknowledging an older primary at once, a primary older than it
-        stops acknowledging writes and WAITs. Replies [fence epoch, log epoch, offset]."""
+        stops acknowledging writes and WAITs. Replies [fence epoch, log epoch, offset, node id],
+        or an error when the promise could not be saved (then nothing changed)."""
         if not self.fencing.enabled:
             return ReplyError(NOT_FENCED)
         self.flush()
         assert self.backlog is not None
         reply = self.fencing.fence_to(epoch, self.backlog.end)
+        if isinstance(reply, ReplyError):
+            return reply
         if self.link is not None:
             self.link.request_ack()  # its next ack finds the fence and drops the link instead
         self.waits.changed()  # WAITs of a primary fenced now get their error

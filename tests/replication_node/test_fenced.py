@@ -595,3 +595,42 @@ def test_a_primary_without_its_lease_deletes_no_expired_key_and_publishes_nothin
         wait_until(lambda: call(primary, "DBSIZE") == 0, "the active cycle to delete the expired keys")
         wait_synced(primary, replica)
         assert call(replica, "DBSIZE") == 0
+
+
+# ---------------------------------------------------------------------------- promises on disk before they are made
+
+
+def test_a_fence_or_a_promotion_whose_save_fails_is_refused_and_changes_nothing(started: list[Proc]) -> None:
+    """FENCE and a promotion are promises: rill-fence.json holds them before the node acts on
+    them. When the file cannot be written (its files may not grow past 16 bytes: a real EFBIG
+    from the kernel), the FENCE or the promotion is refused and the node keeps to what its
+    file says: still following its primary, still a replica."""
+    primary = start_fenced(started)
+    replica = start_fenced(started, replicaof=("127.0.0.1", primary.port))
+    wait_synced(primary, replica)
+    wait_until(lambda: leased(primary), "the primary's lease")
+    fence_file = os.path.join(replica.dir, "rill-fence.json")
+    with open(fence_file, encoding="utf-8") as f:
+        saved = f.read()
+    _limit_file_size(replica, 16)
+    try:
+        refused = call(replica, "FENCE", 5)
+        assert str(refused).startswith("-FENCE refused: cannot save rill-fence.json"), refused
+        fields = info(replica)
+        assert (fields["fence_epoch"], fields["master_link_status"]) == ("0", "up")
+        time.sleep(2 * LEASE)  # it still acknowledges its primary: the lease holds
+        assert leased(primary)
+        position = (int(fields["log_epoch"]), int(fields["slave_repl_offset"]))
+        refused = call(replica, "SLAVEOF", "NO", "ONE", "EPOCH", 1, "POSITION", *position)
+        assert str(refused).startswith("-promotion refused: cannot save rill-fence.json"), refused
+        assert info(replica)["role"] == "slave"
+        with open(fence_file, encoding="utf-8") as f:
+            assert f.read() == saved
+    finally:
+        _unlimit_file_size(replica)
+    # The disk writable again, the same commands go through.
+    assert call(replica, "FENCE", 1)[:2] == [1, 0]
+    assert call(replica, "SLAVEOF", "NO", "ONE", "EPOCH", 1, "POSITION", *position) == b"OK"
+    assert info(replica)["role"] == "master"
+    with open(fence_file, encoding="utf-8") as f:
+        assert '"tenure":1' in f.read()
