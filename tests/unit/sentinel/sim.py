@@ -135,13 +135,28 @@ class Proc:
 
 
 class SentinelProc(Proc):
-    def __init__(self, sim: Sim, index: int, conf: str) -> None:
+    def __init__(self, sim: Sim, index: int, conf: str, myid: str) -> None:
         super().__init__(sim, f"s{index}", f"10.0.0.{index + 1}", 26379)
         self.index = index
-        self.conf = conf
-        self.myid = "%040x" % sim.rng.getrandbits(160)
+        self._conf = conf
+        self._dirty = False
+        self.myid = myid
         self.conns: dict[int, Conn] = {}
         self.boot()
+
+    @property
+    def conf(self) -> str:
+        """The configuration file as the policy last flushed it (rendered when read: only a
+        restart reads it, and every change the file records comes with a flush)."""
+        if self._dirty:
+            self._conf = config.render(self._conf, self.policy, self.options, f"/sim/{self.name}")
+            self._dirty = False
+        return self._conf
+
+    @conf.setter
+    def conf(self, text: str) -> None:
+        self._conf = text
+        self._dirty = False
 
     def boot(self) -> None:
         sim = self.sim
@@ -164,7 +179,7 @@ class SentinelProc(Proc):
         return self.wall() if self.sim.sentinel_clock == "wall" else self.local()
 
     def flush(self) -> None:
-        self.conf = config.render(self.conf, self.policy, self.options, f"/sim/{self.name}")
+        self._dirty = True
 
     def tick(self, gen: int) -> None:
         if not self.alive or gen != self.gen:
@@ -496,7 +511,9 @@ class NodeProc(Proc):
     def on_ack(self, replica: NodeProc, written: int, sent: int) -> None:
         if replica.master_addr != (self.host, self.port):
             return
-        self.acks[replica.name] = (written, sent)
+        # Keyed by the replica's durable node id (by its run id, which every restart changes,
+        # in `lease_by_run_id`: how nodes counted before).
+        self.acks[replica.run_id if self.sim.lease_by_run_id else replica.node_id] = (written, sent)
         self.check_waiters()
 
     # the workload
@@ -535,55 +552,61 @@ class NodeProc(Proc):
 class _Lane:
     """One writer of the client: at most one write (then its WAIT) outstanding."""
 
-    __slots__ = ("current", "busy_until", "node", "conn")
+    __slots__ = ("index", "current", "busy_until", "node", "conn", "gen")
 
-    def __init__(self) -> None:
+    def __init__(self, index: int) -> None:
+        self.index = index
         self.current: int | None = None
         self.busy_until = 0
         self.node: NodeProc | None = None
         self.conn: Conn | None = None
+        self.gen = 0  # the lane's next write is scheduled under this number (older ones are void)
 
 
 class ClientProc(Proc):
     """`LANES` writers, each writing one entry at a time to whoever a random sentinel calls
-    master, then WAITing for a majority of the replica set (primary included). Several
-    writers, so that one waiting out a WAIT does not leave a primary without write attempts."""
+    master, then WAITing for a majority of the replica set (primary included), then pausing
+    `THINK_MS` before the next. Several writers, so that one waiting out a WAIT does not leave
+    a primary without write attempts. A write or WAIT not answered within 3 s is given up."""
 
     LANES = 3
+    THINK_MS = (30, 90)
 
     def __init__(self, sim: Sim) -> None:
         super().__init__(sim, "client", "10.0.2.1", 0)
         self.conns: dict[tuple[int, str], Conn] = {}
         self.next_wid = 0
-        self.lanes = [_Lane() for _ in range(self.LANES)]
+        self.lanes = [_Lane(i) for i in range(self.LANES)]
         self.owner: dict[int, _Lane] = {}  # outstanding write id -> its lane
         for i, lane in enumerate(self.lanes):
-            self.sim.at(3000 + 17 * i, self.loop, i, lane)
+            self.sim.at(3000 + 17 * i, self.loop, lane, lane.gen)
 
-    def loop(self, index: int, lane: _Lane) -> None:
+    def _next(self, lane: _Lane, delay: int) -> None:
+        lane.gen += 1
+        self.sim.at(self.sim.now + delay, self.loop, lane, lane.gen)
+
+    def loop(self, lane: _Lane, gen: int) -> None:
         sim = self.sim
-        sim.at(sim.now + 50, self.loop, index, lane)
-        if lane.current is not None and sim.now < lane.busy_until:
+        if gen != lane.gen:
             return
         self._free(lane)
         views = [s for s in sim.sentinels if s.alive and not s.paused and not sim.is_blocked(self, s)]
-        if not views:
-            return
-        addr = sim.rng.choice(views).view().current_address()
-        node = sim.by_addr.get((addr.host, addr.port))
+        addr = sim.rng.choice(views).view().current_address() if views else None
+        node = sim.by_addr.get((addr.host, addr.port)) if addr is not None else None
         if not isinstance(node, NodeProc) or not node.alive:
+            self._next(lane, 50)
             return
-        conn = self.conns.get((index, node.name))
+        conn = self.conns.get((lane.index, node.name))
         if conn is None or not conn.open:
             conn = Conn(self, 0, node, False)
-            self.conns[(index, node.name)] = conn
+            self.conns[(lane.index, node.name)] = conn
             sim.connect(conn, node)
         self.next_wid += 1
         lane.current = self.next_wid
         self.owner[lane.current] = lane
-        lane.busy_until = sim.now + 3000
         lane.node = node
         lane.conn = conn
+        self._next(lane, 3000)  # given up if not answered by then
         sim.send(conn, conn.up, node.on_write, conn, self.next_wid)
 
     def _free(self, lane: _Lane) -> None:
@@ -591,20 +614,25 @@ class ClientProc(Proc):
             self.owner.pop(lane.current, None)
             lane.current = None
 
+    def _done(self, lane: _Lane) -> None:
+        self._free(lane)
+        low, high = self.THINK_MS
+        self._next(lane, low + int(self.sim.rng.random() * (high - low)))
+
     def on_connected(self, conn: Conn) -> None:
         pass
 
     def on_closed(self, conn: Conn) -> None:
         for lane in self.lanes:
-            if lane.conn is conn:
-                self._free(lane)
+            if lane.conn is conn and lane.current is not None:
+                self._done(lane)
 
     def on_write_reply(self, wid: int, offset: int | None) -> None:
         lane = self.owner.get(wid)
         if lane is None:
             return
         if offset is None:
-            self._free(lane)
+            self._done(lane)
             return
         self.sim.attempted.add(wid)
         assert lane.conn is not None and lane.node is not None
@@ -614,7 +642,7 @@ class ClientProc(Proc):
     def on_wait_reply(self, wid: int, acked: bool) -> None:
         lane = self.owner.get(wid)
         if lane is not None:
-            self._free(lane)
+            self._done(lane)
         if acked:
             self.sim.client_acked.add(wid)
 
@@ -630,7 +658,9 @@ class Fault:
     every 0.5 s), step (its wall clock steps, for good), stale-sentinels (the master cut from
     the sentinels, which restart from configuration files missing some replicas), join (a
     new node joins the replica set), leave (a replica leaves it; every sentinel then gets
-    SENTINEL RESET, as the operator's procedure says)."""
+    SENTINEL RESET, as the operator's procedure says), minority-bounce (the master and one of
+    its replicas cut off from the sentinels and the other nodes, the master keeping its
+    clients, that replica SIGKILLed and restarted every 0.5 s)."""
 
     kind: str
     target: str
@@ -655,8 +685,12 @@ class Sim:
     drift_permille: int = 50
     clock_drift: float = 0.0
     workload: bool = False
+    # The sentinels start knowing each other and the replicas (sentinel_conf).
+    warm: bool = False
     latency: tuple[int, int] = (1, 15)
     checker: Any = None
+    # Nodes count lease echoes by the replica's run id instead of its node id (a mistake).
+    lease_by_run_id: bool = False
     # What sentinels time durations with: "boottime" (node/sentinel/clock.py) or "wall".
     sentinel_clock: str = "boottime"
     # Step the wall clock of a sentinel that starts waiting out the lease by this many ms,
@@ -700,15 +734,18 @@ class Sim:
             self.nodes.append(node)
             self._add(node)
         assert first is not None
-        conf = self.sentinel_conf(first)
-        self.sentinels = [SentinelProc(self, i, conf) for i in range(self.n_sentinels)]
+        myids = ["%040x" % self.rng.getrandbits(160) for _ in range(self.n_sentinels)]
+        self.sentinels = [SentinelProc(self, i, self.sentinel_conf(first, i, myids), myids[i])
+                          for i in range(self.n_sentinels)]
         for s in self.sentinels:
             self._add(s)
         self.client = ClientProc(self) if self.workload else None
         if self.client is not None:
             self._add(self.client)
 
-    def sentinel_conf(self, master: NodeProc) -> str:
+    def sentinel_conf(self, master: NodeProc, index: int, myids: list[str]) -> str:
+        """Sentinel `index`'s file; `warm`: as after a while of running, with its id, the
+        replicas and the other sentinels already known (no waiting for their discovery)."""
         lines = [
             "port 26379",
             f"sentinel monitor {NAME} {master.host} {master.port} {self.quorum}",
@@ -720,6 +757,11 @@ class Sim:
             lines.append(f"sentinel fenced-mode {NAME} yes")
             lines.append(f"sentinel fenced-lease-milliseconds {NAME} {self.lease_ms}")
             lines.append(f"sentinel fenced-clock-drift-permille {self.drift_permille}")
+        if self.warm:
+            lines.append(f"sentinel myid {myids[index]}")
+            lines += [f"sentinel known-replica {NAME} {n.host} {n.port}" for n in self.nodes if n is not master]
+            lines += [f"sentinel known-sentinel {NAME} 10.0.0.{i + 1} 26379 {myid}"
+                      for i, myid in enumerate(myids) if i != index]
         return "\n".join(lines) + "\n"
 
     def timings(self) -> Timings:
@@ -728,7 +770,7 @@ class Sim:
     def tick_interval(self) -> int:
         # Redis ticks at 10-19 Hz; slower ticks keep the simulation cheap and change no rule
         # (all timers are far longer, and TILT triggers only past 2 s).
-        return self.rng.randrange(150, 300)
+        return 150 + int(self.rng.random() * 150)
 
     def _add(self, proc: Proc) -> None:
         self.procs[proc.name] = proc
@@ -756,7 +798,8 @@ class Sim:
         return bool(self.blocked) and frozenset((a.name, b.name)) in self.blocked
 
     def lat(self) -> int:
-        return self.rng.randint(*self.latency)
+        low, high = self.latency
+        return low + int(self.rng.random() * (high - low + 1))
 
     def send(self, conn: Conn, pipe: Pipe, fn: Callable[..., None], *args: Any) -> None:
         if not conn.open:
@@ -910,7 +953,7 @@ class Sim:
         self.at(fault.start + fault.duration, self._fault_end, fault)
 
     def _fault_start(self, fault: Fault) -> None:
-        if fault.kind == "stale-sentinels":
+        if fault.kind in ("stale-sentinels", "minority-bounce"):
             fault.target = "master"
         if fault.target == "master":
             # Whichever node most sentinels call master now.
@@ -934,6 +977,17 @@ class Sim:
                     self._forget_replicas(sentinel)
         elif fault.kind == "bounce":
             self._bounce(fault, proc)
+        elif fault.kind == "minority-bounce":
+            replicas = [n for n in self.followers(proc)] if isinstance(proc, NodeProc) else []
+            if not replicas:
+                return
+            replica = self.rng.choice(replicas)
+            fault.other = replica.name
+            for inside in (proc, replica):
+                for other in self.procs.values():
+                    if other not in (proc, replica) and other is not self.client:
+                        self.blocked.add(frozenset((inside.name, other.name)))
+            self._bounce(fault, replica)
         elif fault.kind == "step":
             proc.step_wall(self.rng.choice((-1, 1)) * self.rng.randrange(100, 3000))
         elif fault.kind in ("join", "leave"):
@@ -1064,9 +1118,10 @@ class Sim:
 
     def _fault_end(self, fault: Fault) -> None:
         proc = self.procs[fault.target]
-        if fault.kind in ("partition", "partition-sentinels", "stale-sentinels", "flap"):
-            for other in self.procs.values():
-                self.blocked.discard(frozenset((proc.name, other.name)))
+        if fault.kind in ("partition", "partition-sentinels", "stale-sentinels", "flap", "minority-bounce"):
+            for name in (proc.name, fault.other) if fault.kind == "minority-bounce" else (proc.name,):
+                for other in self.procs.values():
+                    self.blocked.discard(frozenset((name, other.name)))
             self._heal()
         elif fault.kind == "pause":
             proc.resume()
@@ -1079,17 +1134,19 @@ class Sim:
                 self.flush_held(conn)
 
     def random_faults(self, count: int, start: int, kinds: tuple[str, ...], max_duration: int,
-                      plan: tuple[str, ...] | None = None, gap: tuple[int, int] | None = None) -> int:
+                      plan: tuple[str, ...] | None = None, gap: tuple[int, int] | None = None,
+                      on_master: float = 0.5) -> int:
         """`count` faults one after the other, each healed before the next starts; returns
         when the last one heals. With a `plan`, its faults in that order, each on the master.
-        Between two faults: `gap` ms (a random span in it), by default 1-4 failover timeouts."""
+        Between two faults: `gap` ms (a random span in it), by default 1-4 failover timeouts.
+        A random fault hits the master with probability `on_master`, else any process."""
         t = start
         names = list(self.procs)
         if self.client is not None:
             names.remove("client")
         for i in range(count if plan is None else len(plan)):
             kind = self.rng.choice(kinds) if plan is None else plan[i]
-            target = "master" if plan is not None or self.rng.random() < 0.5 else self.rng.choice(names)
+            target = "master" if plan is not None or self.rng.random() < on_master else self.rng.choice(names)
             duration = self.rng.randrange(200, max_duration)
             other = self.rng.choice([n for n in names if n != target])
             if target == "master" and kind == "flap":

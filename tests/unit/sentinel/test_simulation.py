@@ -22,9 +22,12 @@ import pytest
 from node.sentinel import election, fenced, policy, selection
 from tests.unit.sentinel import sim as sim_module
 from tests.unit.sentinel.invariants import Violation
-from tests.unit.sentinel.scenarios import run_seed
+from tests.unit.sentinel.scenarios import run_seed, sweep, sweep_chunk
 
 SEEDS = int(os.environ.get("SENTINEL_SIM_SEEDS", "120"))
+# The fenced-mode sweep (scenarios.sweep_seed); `python -m tests.unit.sentinel.scenarios sweep`
+# runs 100,000.
+SWEEP_SEEDS = int(os.environ.get("FENCED_SWEEP_SEEDS", "1000"))
 FENCED_FAULTS = ("partition", "partition-sentinels", "kill", "pause", "flap", "reset")
 
 
@@ -208,3 +211,40 @@ def test_fenced_invariants_notice_sentinels_that_ignore_what_the_nodes_say(monke
     found = _first_violation(
         lambda s: run_seed(s, fenced=True, workload=True, faults=1, kinds=("stale-sentinels",)), 80)
     assert "members fenced" in found or "without acknowledged writes" in found or "after epoch" in found
+
+
+@pytest.mark.timeout(900)  # about 50 ms of CPU a seed, on two processes: minutes on a loaded machine
+def test_fenced_mode_keeps_g1_and_g2_over_a_thousand_seeded_fault_schedules() -> None:
+    """G1 (a promoted node holds every WAIT-majority write) and G2 (no older primary accepts a
+    write or answers a WAIT once a newer one was promoted), checked as every step happens,
+    over 1,000 seeds of every fault the simulator has: partitions, pauses, kills, resets,
+    flapping links, wall-clock steps on any process and during the lease wait, a replica
+    restarting every 0.5 s (alone, or cut off with the master), restarts from an older AOF,
+    sentinels restarted from files missing replicas, members joining and leaving."""
+    result = sweep(range(SWEEP_SEEDS), jobs=min(2, os.cpu_count() or 1))
+    assert not result["violations"], list(result["violations"].values())[:5]
+    assert result["seeds"] == SWEEP_SEEDS
+    # The schedules do exercise what the guarantees are about.
+    for key, least in (("promotions", SWEEP_SEEDS // 2), ("wall_steps", SWEEP_SEEDS // 2),
+                       ("restarts_from_old_aof", SWEEP_SEEDS // 20), ("membership_changes", SWEEP_SEEDS // 20),
+                       ("forgotten_replicas", SWEEP_SEEDS // 10), ("refusals", SWEEP_SEEDS // 50),
+                       ("acknowledged", SWEEP_SEEDS * 100)):
+        assert result[key] >= least, (key, result)
+
+
+def test_the_sweep_notices_sentinels_that_do_not_wait_out_the_lease(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(policy, "lease_wait_ms", lambda lease, drift: 0)
+    for start in range(0, 200, 20):
+        violations = sweep_chunk(range(start, start + 20))["violations"]
+        if violations:
+            assert "after epoch" in next(iter(violations.values()))
+            return
+    raise AssertionError("the sweep did not notice")
+
+
+def test_fenced_invariants_notice_a_lease_counted_by_run_id() -> None:
+    """How nodes counted lease echoes before: by run id, so a replica restarting every 0.5 s
+    on the cut-off master's side counts as several members."""
+    found = _first_violation(
+        lambda s: run_seed(s, fenced=True, workload=True, plan=("minority-bounce",), lease_by_run_id=True), 60)
+    assert "without acknowledged writes" in found or "after epoch" in found
