@@ -5,6 +5,7 @@ lets it settle and checks convergence."""
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from typing import Any
 
 from tests.unit.sentinel.invariants import Invariants
@@ -155,11 +156,12 @@ def sweep_chunk(seeds: range) -> dict[str, Any]:
     return stats
 
 
-def sweep(seeds: range, jobs: int) -> dict[str, Any]:
-    """`sweep_chunk` over `seeds`, split across `jobs` processes; the totals."""
+def sweep(seeds: range, jobs: int, progress: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
+    """`sweep_chunk` over `seeds`, split across `jobs` processes; the totals (handed to
+    `progress` after each chunk as well)."""
     from concurrent.futures import ProcessPoolExecutor
 
-    size = max(1, min(500, len(seeds) // (jobs * 4)))
+    size = max(1, min(200, len(seeds) // (jobs * 4)))
     chunks = [seeds[i:i + size] for i in range(0, len(seeds), size)]
     total: dict[str, Any] = {"violations": {}}
     with ProcessPoolExecutor(jobs) as pool:
@@ -169,6 +171,8 @@ def sweep(seeds: range, jobs: int) -> dict[str, Any]:
                     total[key].update(value)
                 else:
                     total[key] = total.get(key, 0) + value
+            if progress is not None:
+                progress(total)
     return total
 
 
@@ -187,13 +191,20 @@ if __name__ == "__main__":
     swept.add_argument("--seeds", type=int, default=100_000)
     swept.add_argument("--first", type=int, default=0)
     swept.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    swept.add_argument("--progress", help="a file rewritten with the totals after each chunk of seeds")
     args = parser.parse_args()
     if args.command == "losses":
         for mode in ("default", "fenced"):
             print(mode, loss_report(range(args.seeds), fenced=mode == "fenced", kinds=tuple(args.faults.split(","))))
     else:
         started = time.monotonic()
-        result = sweep(range(args.first, args.first + args.seeds), args.jobs)
+
+        def report(totals: dict[str, Any]) -> None:
+            if args.progress:
+                with open(args.progress, "w") as f:
+                    json.dump({**totals, "seconds": round(time.monotonic() - started)}, f, sort_keys=True)
+
+        result = sweep(range(args.first, args.first + args.seeds), args.jobs, report)
         result["seconds"] = round(time.monotonic() - started, 1)
         result["violating_seeds"] = len(result.get("violations", {}))
         print(json.dumps(result, indent=1, sort_keys=True))
