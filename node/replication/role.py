@@ -94,7 +94,7 @@ class ReplicationNode:
         if self.fencing.enabled:
             # Without its lease a primary adds nothing to its log on its own either: no
             # expired key is deleted, no PUBLISH propagated (node/commands/expiry.py, pubsub.py).
-            server.lease_check = lambda: self.fencing.refusal(self.primary)
+            server.lease_check = self._lease_refusal
         # A replica acks at once when its AOF's fsync advances (a primary's WAITAOF waits).
         persistence.add_durability_listener(self._durability_changed)
         self.config.on_change(self._on_config_change)
@@ -420,6 +420,9 @@ class ReplicationNode:
             if good < needed:
                 return NOREPLICAS
         return self.fencing.refusal(primary)
+
+    def _lease_refusal(self) -> str | None:
+        return self.fencing.refusal(self.primary)
 
     def _on_config_change(self, name: str, value: str) -> None:
         if name == "repl-backlog-size" and self.backlog is not None:
