@@ -20,6 +20,10 @@ more from it and drops the connection.
 
 `failover` sends the first hellos as Redis's PSYNC ... FAILOVER (the FAILOVER command);
 `on_handshake` learns how each handshake ended (None: the primary answered with a resync).
+
+Committed reads (a `CommitPoint` given, replication/commit.py): the committed offset each batch
+and heartbeat carries, bounded by what this node holds, advances the node's; a full sync, which
+replaces the log, resets it.
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ from typing import Any
 import grpc
 
 from replication.backlog import Backlog
+from replication.commit import CommitPoint
 from replication.epochs import EpochHistory, EpochStart, Fence
 from replication.errors import ApplyFailed, LinkLost, ProtocolViolation, Refused, ReplicationError, from_rpc_error
 from replication.pb import replication_pb2 as pb
@@ -96,6 +101,7 @@ class ReplicaLink:
         fence: Fence | None = None,
         failover: bool = False,
         on_handshake: Callable[[ReplicationError | None], None] | None = None,
+        commit: CommitPoint | None = None,
     ) -> None:
         if not is_run_id(replica_id):
             raise ValueError("replica_id must be 40 lowercase hex characters")
@@ -142,6 +148,7 @@ class ReplicaLink:
         self._answered = False  # the current connection's handshake got its resync answer
         self._primary_epoch = 0  # the epoch of the primary of the current connection
         self._lease_stamp = 0  # the newest lease stamp it sent
+        self.commit = commit
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -470,6 +477,8 @@ class ReplicaLink:
             self._force_full_sync = True
             raise ApplyFailed(f"loading the snapshot failed: {exc}") from exc
         self.backlog.reset(full.replid, full.offset)
+        if self.commit is not None:
+            self.commit.reset()
         self._force_full_sync = False
         self._syncing = False
         self._full_syncs += 1
@@ -491,6 +500,7 @@ class ReplicaLink:
             if kind == "batch":
                 await self._apply(message.batch)
                 self._take_stamp(message.batch.lease_stamp)
+                self._take_commit(message.batch.committed_offset)
                 self._ack_needed.set()
                 await self._notify_progress()
             elif kind == "heartbeat":
@@ -501,6 +511,7 @@ class ReplicaLink:
                     )
                 self._primary_offset = heartbeat.primary_offset
                 self._take_stamp(heartbeat.lease_stamp)
+                self._take_commit(heartbeat.committed_offset)
                 if heartbeat.ack_requested or (heartbeat.lease_stamp and self.fence is not None):
                     self._ack_needed.set()
             else:
@@ -571,6 +582,11 @@ class ReplicaLink:
     def _take_stamp(self, stamp: int) -> None:
         if stamp > self._lease_stamp:
             self._lease_stamp = stamp
+
+    def _take_commit(self, offset: int) -> None:
+        # Committed on the primary, and held here: a replica never vouches for bytes it lacks.
+        if self.commit is not None:
+            self.commit.advance(min(offset, self.backlog.end))
 
     async def _ack_loop(self, call: Call) -> None:
         while True:
