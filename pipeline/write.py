@@ -279,7 +279,9 @@ class _RillWriter:
             size = servers.replica_set_size(sink.client)
             self.replicas = size // 2
             if self.concern == "auto":
-                self.concern = "majority" if size > 1 and servers.has_committed_reads(sink.client) else "1"
+                # Rill confirms with its committed point, whose replica set it knows itself (a
+                # lone node is a majority of one); elsewhere the primary's replies are all.
+                self.concern = "majority" if servers.has_committed_reads(sink.client) else "1"
             if self.opts.idempotence == "off":
                 return False
             supported = idempotence.supports_idmp(sink.client)
