@@ -108,11 +108,13 @@ def test_exactly_once_through_kill_partition_and_handover(spark: Any, cluster: F
     source = (spark.readStream.format("rill").options(**common).option("readFrom", "replica")
               .option("streams", "in").option("startingOffsets", "earliest").option("maxEntriesPerTrigger", "300")
               .load().select(F.col("id").alias("src"), F.col("fields")["n"].alias("n")))
-    query = (source.writeStream.format("rill").options(**common).option("stream", "out")
+    # Small round trips: a partition's writes span many of them, so a fault lands in the middle
+    # of a task's writes, whose retry must then add nothing twice.
+    query = (source.writeStream.format("rill").options(**common).option("stream", "out").option("batchSize", "10")
              .option("checkpointLocation", checkpoint).trigger(processingTime="1 second").start())
     pinned_acked: list[str] = []
     try:
-        with Producer(cluster, "p") as producer:
+        with Producer(cluster, "p", rate=150) as producer:
             _grows(cluster, query, 100)
             # 1. SIGKILL the primary; it comes back as a replica of the one promoted.
             first = cluster.primary()
@@ -167,5 +169,3 @@ def test_exactly_once_through_kill_partition_and_handover(spark: Any, cluster: F
         assert error is None, f"the query failed: {error}"
         assert not missing, f"input entries never written: {missing[:10]} {summary}"
         assert not phantom, f"output rows from entries the input does not hold: {phantom[:10]} {summary}"
-        # What the pinned producer was told landed on a cut-off primary within its lease: not in the input.
-        assert set(pinned_acked) - set(final_input.values()) == {v for v in lost_input if v.startswith("pinned")}
