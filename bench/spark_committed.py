@@ -19,17 +19,15 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import statistics
 import sys
-import tempfile
-import threading
 import time
 from collections.abc import Callable
 from typing import Any
 
 import redis
 
+from bench import spark_source
 from bench.procs import ROOT, Server, install_exit_handlers, start_redis, start_rill
 from bench.replication import Cluster, start_cluster
 from bench.report import write_json
@@ -116,64 +114,12 @@ def _committed_read(spark: Any, cluster: Cluster, args: argparse.Namespace) -> d
 
 
 def _latency(spark: Any, cluster: Cluster, args: argparse.Namespace, committed: bool) -> dict[str, Any]:
-    url = f"redis://127.0.0.1:{cluster.primary.port}/0"
     replicas = ",".join(f"redis://127.0.0.1:{r.port}/0" for r in cluster.replicas)
-    client = redis.Redis(port=cluster.primary.port)
-    client.delete("lat-in", "lat-out")
-    client.xadd("lat-out", {"start": "1"})
-    checkpoint = tempfile.mkdtemp(prefix="rill-bench-ckpt-")
-    query = (spark.readStream.format("rill").option("url", url).option("readFrom", "replica")
-             .option("replicaUrls", replicas).option("streams", "lat-in").option("startingOffsets", "earliest")
-             .option("readCommitted", str(committed).lower()).load()
-             .writeStream.format("rill").option("url", url).option("stream", "lat-out")
-             .option("checkpointLocation", checkpoint).start())
-    samples: list[float] = []
-    stop = threading.Event()
-    started = time.monotonic()
-
-    def consume() -> None:
-        reader = redis.Redis(port=cluster.primary.port)
-        last = "$"
-        while not stop.is_set():
-            reply = reader.xread({"lat-out": last}, block=500, count=1000)
-            now = time.time()
-            for _, entries in reply or []:
-                for entry_id, fields in entries:
-                    last = entry_id
-                    sent = fields.get(b"sent")
-                    if sent is not None and time.monotonic() - started > args.warmup:
-                        samples.append((now - float(sent)) * 1000)
-        reader.close()
-
-    consumer = threading.Thread(target=consume, daemon=True)
-    consumer.start()
-    produced = 0
-    try:
-        while (elapsed := time.monotonic() - started) < args.seconds:
-            due = int(elapsed * args.rate) - produced
-            if due > 0:
-                with client.pipeline(transaction=False) as pipe:
-                    for _ in range(due):
-                        pipe.xadd("lat-in", {"sent": f"{time.time():.6f}", "n": str(produced)})
-                        produced += 1
-                    pipe.execute()
-            time.sleep(0.002)
-        time.sleep(3)  # let the last batches through
-    finally:
-        stop.set()
-        consumer.join(5)
-        query.stop()
-        shutil.rmtree(checkpoint, ignore_errors=True)
-    client.delete("lat-in", "lat-out")
-    client.close()
-    samples.sort()
-
-    def pct(p: float) -> float:
-        return round(samples[min(len(samples) - 1, int(len(samples) * p))], 1) if samples else float("nan")
-
+    found = spark_source.latency(spark, cluster.primary.port, args, {
+        "readFrom": "replica", "replicaUrls": replicas, "readCommitted": str(committed).lower()})
     label = "committed" if committed else "all"
-    return {f"latency_{label}_samples": len(samples), f"latency_{label}_p50_ms": pct(0.5),
-            f"latency_{label}_p99_ms": pct(0.99)}
+    return {f"latency_{label}_samples": found["latency_samples"], f"latency_{label}_p50_ms": found["latency_p50_ms"],
+            f"latency_{label}_p99_ms": found["latency_p99_ms"]}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -40,14 +40,8 @@ def test_xcommitted_replies(started: list[Proc]) -> None:
     assert call(alone, "XCOMMITTED") == "-wrong number of arguments for 'xcommitted' command"
 
 
-def test_an_entry_only_the_primary_holds_is_not_read_until_a_replica_holds_it(started: list[Proc]) -> None:
-    primary = start_node()
-    started.append(primary)
-    a = start_node(replicaof=primary)
-    started.append(a)
-    b = start_node(replicaof=primary)
-    started.append(b)
-    wait_synced(primary, a, b)
+def test_an_entry_only_the_primary_holds_is_not_read_until_a_replica_holds_it(trio: tuple[Proc, Proc, Proc]) -> None:
+    primary, a, b = trio
     held = call(primary, "XADD", "s", "*", "n", "1")
     for node in (primary, a, b):
         wait_until(lambda node=node: committed(node) == held, f"the first entry committed on :{node.port}")

@@ -8,37 +8,23 @@ entries and a deleted stream."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 import redis
 
 from tests.conftest import Proc
-from tests.replication_node.nodes import start_node, stop_all, stopped, wait_synced
+from tests.replication_node.nodes import stopped, wait_synced
 from tests.spark.conftest import fill, run_available_now, url
 from tests.spark.test_stream_read import Batches
 
 
-@pytest.fixture(scope="module")
-def trio() -> Iterator[list[Proc]]:
-    started: list[Proc] = []
-    try:
-        primary = start_node()
-        started.append(primary)
-        started += [start_node(replicaof=primary) for _ in range(2)]
-        wait_synced(*started)
-        yield started
-    finally:
-        stop_all(started)
-
-
 @pytest.fixture
-def cluster(trio: list[Proc]) -> list[Proc]:
-    with trio[0].client() as c:
+def cluster(rill_trio: list[Proc]) -> list[Proc]:
+    with rill_trio[0].client() as c:
         c.flushall()
-    wait_synced(*trio)
-    return trio
+    wait_synced(*rill_trio)
+    return rill_trio
 
 
 def _ids(spark: Any, primary: Proc, **options: str) -> list[str]:

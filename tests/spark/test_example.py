@@ -12,13 +12,10 @@ import re
 import subprocess
 import sys
 from collections import Counter
-from collections.abc import Iterator
 
-import pytest
 import redis
 
 from tests.conftest import ROOT, Proc
-from tests.replication_node.nodes import start_node, stop_all, wait_synced
 
 WINDOW_MS = 10_000
 WATERMARK_MS = 10_000
@@ -64,25 +61,12 @@ def test_the_example_pipeline_runs_end_to_end() -> None:
         assert left == "", f"still running: {pattern} (pids {left})"
 
 
-@pytest.fixture
-def trio() -> Iterator[tuple[Proc, Proc, Proc]]:
-    started: list[Proc] = []
-    try:
-        primary = start_node()
-        started.append(primary)
-        started += [start_node(replicaof=primary) for _ in range(2)]
-        wait_synced(*started)
-        yield primary, started[1], started[2]
-    finally:
-        stop_all(started)
-
-
 def _ms(iso: str) -> int:
     return int(datetime.datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp() * 1000)
 
 
-def test_every_event_is_counted_exactly_once(trio: tuple[Proc, Proc, Proc]) -> None:
-    primary, a, b = trio
+def test_every_event_is_counted_exactly_once(rill_trio: list[Proc]) -> None:
+    primary, a, b = rill_trio
     done = _run("--url", f"redis://127.0.0.1:{primary.port}/0", "--replica-url", f"redis://127.0.0.1:{a.port}/0",
                 "--replica-url", f"redis://127.0.0.1:{b.port}/0")
     assert done.returncode == 0, _failure(done)
