@@ -198,3 +198,30 @@ def test_redis_server_reads_everything_and_writes_at_once(spark: Any, redis_serv
         .option("stream", "w").mode("append").save()
     with redis.Redis(port=redis_server.port) as c:
         assert c.xlen("w") == 1
+
+
+def test_the_history_check_after_a_failover(cluster: list[Proc]) -> None:
+    """planning.vouch, which a batch planned in a new replication history runs for each
+    stream's last read entry, on real nodes: the entry as read, another one under its ID, a
+    history that ends before it (on a primary: lost; on a replica: not reached yet), and an
+    entry that is gone from within the history."""
+    from pipeline import ids
+    from pipeline.offsets import fingerprint
+    from pipeline.planning import BEHIND, stream_state, vouch
+
+    primary = cluster[0]
+    with primary.client() as c:
+        c.response_callbacks.pop("XRANGE", None)
+        first, second, third = fill(c, "s", 3)
+        read_as = fingerprint(first.encode(), [b"n", b"0"])
+        state = stream_state(c, "s")
+        assert vouch(c, "s", ids.parse(first), read_as, state, primary=True) is None
+        other = fingerprint(first.encode(), [b"n", b"other"])
+        assert "holds another entry under ID" in (vouch(c, "s", ids.parse(first), other, state, primary=True) or "")
+        beyond = ids.parse(third) + 5
+        assert "ends at" in (vouch(c, "s", beyond, read_as, state, primary=True) or "")
+        assert vouch(c, "s", beyond, read_as, state, primary=False) == BEHIND
+        c.xdel("s", second)
+        gone = vouch(c, "s", ids.parse(second), read_as, stream_state(c, "s"), primary=True)
+        assert "not in the new history" in (gone or "")
+        assert "is gone from the new history" in (vouch(c, "t", 5, read_as, None, primary=True) or "")
