@@ -21,8 +21,8 @@ from bench.throughput import DEFAULT_TESTS, PIPELINED_SCALE, STREAM_READ_MAX_REQ
 
 DEFAULT_REQUESTS = 100_000
 QUICK_REQUESTS = 10_000
-SUITE_NAMES = ("throughput", "scaling", "latency", "memory", "replication", "readscale", "spark", "spark-committed",
-               "failover", "sentinels")
+SUITE_NAMES = ("throughput", "redis8", "scaling", "latency", "memory", "replication", "readscale", "spark",
+               "spark-committed", "failover", "sentinels")
 
 
 def _parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -219,7 +219,14 @@ def _sentinels(args: argparse.Namespace) -> int:
     return sentinels.main([*(["--quick"] if args.quick else []), "--out", os.path.join(args.out, "sentinels")])
 
 
-_SUITES = {"throughput": _throughput, "scaling": _scaling, "latency": _latency, "memory": _memory,
+def _redis8(args: argparse.Namespace) -> int:
+    # XREADGROUP CLAIM vs the XAUTOCLAIM + XREADGROUP loop, XACKDEL vs XACK + XDEL.
+    from bench import stream_redis8
+
+    return stream_redis8.main([*(["--quick"] if args.quick else []), "--out", os.path.join(args.out, "redis8")])
+
+
+_SUITES = {"throughput": _throughput, "redis8": _redis8, "scaling": _scaling, "latency": _latency, "memory": _memory,
            "replication": _replication, "readscale": _readscale, "spark": _spark,
            "spark-committed": _spark_committed, "failover": _failover, "sentinels": _sentinels}
 

@@ -159,22 +159,27 @@ def _launch(kind: str, args: list[str], workdir: str, port: int, stop_signal: in
     return server
 
 
-def start_redis() -> Server:
+def start_redis(*extra: str, copy_dump: str | None = None) -> Server:
+    """A redis-server with `extra` flags; `copy_dump`: an RDB file it starts from."""
     binary = shutil.which("redis-server")
     if binary is None:
         raise BenchError("redis-server is not installed (`make bench` installs Debian's redis-server)")
     port = free_port()
     workdir = tempfile.mkdtemp(prefix="bench-redis-")
+    if copy_dump is not None:
+        shutil.copyfile(copy_dump, os.path.join(workdir, "dump.rdb"))
     args = [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-            "--dir", workdir, "--logfile", os.path.join(workdir, "server.log")]
+            "--dir", workdir, "--logfile", os.path.join(workdir, "server.log"), *extra]
     return _launch("redis", args, workdir, port, signal.SIGTERM)
 
 
-def start_rill(profile_path: str | None = None) -> Server:
+def start_rill(profile_path: str | None = None, copy_dump: str | None = None) -> Server:
     """A Rill node; with `profile_path` it runs under cProfile, which writes the profile when
-    the node exits after SIGINT."""
+    the node exits after SIGINT; `copy_dump`: a (Redis or Rill) dump.rdb it starts from."""
     port = free_port()
     workdir = tempfile.mkdtemp(prefix="bench-rill-")
+    if copy_dump is not None:
+        shutil.copyfile(copy_dump, os.path.join(workdir, "dump.rdb"))
     python = [sys.executable]
     if profile_path:
         python += ["-m", "cProfile", "-o", profile_path]

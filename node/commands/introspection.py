@@ -54,6 +54,7 @@ _EXTRA_CATEGORIES: Final = {
     "lastsave": ("admin", "dangerous"),
     "role": ("admin", "dangerous"),
     "keys": ("dangerous",),
+    "restore": ("dangerous",),
 }
 
 # The Redis version that introduced each command (COMMAND DOCS "since").
@@ -71,9 +72,11 @@ _SINCE: Final = {
     "xgroup|createconsumer": "6.2.0", "xgroup|delconsumer": "5.0.0", "xgroup|help": "5.0.0",
     "xinfo": "5.0.0", "xinfo|stream": "5.0.0", "xinfo|groups": "5.0.0", "xinfo|consumers": "5.0.0",
     "xinfo|help": "5.0.0",
+    "xdelex": "8.2.0", "xackdel": "8.2.0", "xnack": "8.8.0", "xcfgset": "8.6.0", "xidmprecord": "8.6.0",
     "expire": "1.0.0", "pexpire": "2.6.0", "expireat": "1.2.0", "pexpireat": "2.6.0", "ttl": "1.0.0",
     "pttl": "2.6.0", "expiretime": "7.0.0", "pexpiretime": "7.0.0", "persist": "2.2.0",
     "getex": "6.2.0", "setex": "2.0.0", "psetex": "2.6.0", "move": "1.0.0", "copy": "6.2.0",
+    "dump": "2.6.0", "restore": "2.6.0", "replconf": "3.0.0", "psync": "2.8.0", "sync": "1.0.0",
     "info": "1.0.0", "config": "2.0.0", "config|get": "2.0.0", "config|set": "2.0.0",
     "config|resetstat": "2.0.0", "config|rewrite": "2.8.0", "config|help": "5.0.0",
     "client": "2.4.0", "client|id": "5.0.0", "client|setname": "2.6.9", "client|getname": "2.6.9",
@@ -100,6 +103,32 @@ _SINCE: Final = {
     "publish": "2.0.0", "ssubscribe": "7.0.0", "sunsubscribe": "7.0.0", "spublish": "7.0.0",
     "pubsub": "2.8.0", "pubsub|channels": "2.8.0", "pubsub|numsub": "2.8.0", "pubsub|numpat": "2.8.0",
     "pubsub|shardchannels": "7.0.0", "pubsub|shardnumsub": "7.0.0", "pubsub|help": "6.2.0",
+}
+
+# Key-spec flags Redis's command JSON gives where the coarse rule (write: RW update, else RO
+# access) would not: Redis 8's stream commands, for the ACL key permissions built on them.
+_KEY_FLAGS: Final = {
+    "xdelex": ("RW", "delete"),
+    "xackdel": ("RW", "update", "delete"),
+    "xnack": ("RW", "update"),
+}
+
+# COMMAND DOCS "history" of the stream commands Redis 8 extended (Redis's command JSON).
+_HISTORY: Final = {
+    "xadd": (
+        ("6.2.0", "Added the `NOMKSTREAM` option, `MINID` trimming strategy and the `LIMIT` option."),
+        ("7.0.0", "Added support for the `<ms>-*` explicit ID form."),
+        ("8.2.0", "Added the `KEEPREF`, `DELREF` and `ACKED` options."),
+    ),
+    "xtrim": (
+        ("6.2.0", "Added the `MINID` trimming strategy and the `LIMIT` option."),
+        ("8.2.0", "Added the `KEEPREF`, `DELREF` and `ACKED` options."),
+    ),
+    "xread": (("8.10.0", "Added the `MAXCOUNT` and `MAXSIZE` options."),),
+    "xreadgroup": (
+        ("8.4.0", "Added the `CLAIM` option."),
+        ("8.10.0", "Added the `MAXCOUNT` and `MAXSIZE` options."),
+    ),
 }
 
 # Commands whose "keys" are shard channels: cluster routes them by slot, but they name no key.
@@ -182,6 +211,8 @@ def acl_categories(spec: CommandSpec) -> list[str]:
 
 
 def _key_flags(spec: CommandSpec) -> tuple[str, ...]:
+    if spec.name in _KEY_FLAGS:
+        return _KEY_FLAGS[spec.name]
     if spec.name in _KEYWORD_KEYS:
         return _KEYWORD_KEYS[spec.name].flags
     if spec.name in _NOT_KEYS:
@@ -232,6 +263,9 @@ def command_docs(spec: CommandSpec) -> dict[bytes, Any]:
     if since is not None:
         docs[b"since"] = since.encode()
     docs[b"group"] = spec.group.encode()
+    history = _HISTORY.get(spec.name)
+    if history is not None:
+        docs[b"history"] = [[version.encode(), text.encode()] for version, text in history]
     if spec.subcommands:
         docs[b"subcommands"] = {sub.name.encode(): command_docs(sub) for sub in spec.subcommands.values()}
     return docs

@@ -29,11 +29,13 @@ from node.commands.reply import OK, ReplyError
 from node.persistence.service import AOF_OFF, AOF_ON, Persistence
 from node.persistence.snapshot import SnapshotMeta, dump
 from node.replication.backlog_feed import BacklogFeed
-from node.replication.discovery import DiscoveryError, discover_repl_port, listen_port
+from node.replication.discovery import DiscoveryError, RedisPrimary, discover_repl_port, listen_port
 from node.replication.failover import Failover
 from node.replication.fencing import NOT_FENCED, Fencing
 from node.replication.info import role_reply
 from node.replication.loop_load import CpuContention
+from node.replication.redis_link import RedisReplicaLink
+from node.replication.redis_primary import RedisReplicas
 from node.replication.settings import client_tls, primary_settings, replica_settings, server_tls
 from node.replication.state_machine import NodeStateMachine
 from node.replication.waits import Waits
@@ -74,7 +76,7 @@ class ReplicationNode:
         self.config = server.config
         self.backlog: Backlog | None = None
         self.primary: Primary | None = None
-        self.link: ReplicaLink | None = None
+        self.link: ReplicaLink | RedisReplicaLink | None = None
         self.machine: NodeStateMachine | None = None
         self.repl_port = 0
         self.master: tuple[str, int] | None = None  # REPLICAOF host port (the RESP address)
@@ -92,6 +94,8 @@ class ReplicationNode:
         self.failover = Failover(self)
         # The committed point of this node's log (committed reads: node/replication/committed.py).
         self.commit = CommitPoint()
+        # Redis replicas of this node (PSYNC/SYNC on the RESP port).
+        self.redis_replicas = RedisReplicas(self)
         self.waits = Waits(server, persistence, self.flush, self.fencing)
         # A replica acks at once when its AOF's fsync advances (a primary's WAITAOF waits).
         persistence.add_durability_listener(self._durability_changed)
@@ -296,6 +300,7 @@ class ReplicationNode:
             self._connecting.cancel()
             self._connecting = None
         link, self.link = self.link, None
+        self.feed.own_log = False
         if link is not None:
             self._stopping = asyncio.ensure_future(link.stop())
         return self._stopping
@@ -312,6 +317,9 @@ class ReplicationNode:
                     host, port, self.config.get("masterauth"), float(self.config.get_int("repl-timeout"))
                 )
                 break
+            except RedisPrimary:
+                self._follow_redis(host, port)
+                return
             except (OSError, TimeoutError, DiscoveryError) as exc:
                 reason = str(exc) or type(exc).__name__
                 if reason != self.link_error:
@@ -332,6 +340,18 @@ class ReplicationNode:
         self._connecting = None
         log.info("Connecting to MASTER %s:%d (replication port %d) at offset %d of %s",
                  host, port, repl_port, self.backlog.end, self.backlog.replid)
+        link.start()
+
+    def _follow_redis(self, host: str, port: int) -> None:
+        """The primary is a redis-server: its own replication protocol, this node logging
+        its own effects for its replicas and AOF (node/replication/redis_link.py)."""
+        self.link_error = ""
+        announce_host, announce_port = self._announced()
+        link = RedisReplicaLink(self, host, port, replica_settings(self.config), announce_host, announce_port)
+        self.link = link
+        self._connecting = None
+        self.feed.own_log = True
+        log.info("MASTER %s:%d is a redis-server: replicating over Redis's protocol", host, port)
         link.start()
 
     def _announced(self) -> tuple[str, int]:
@@ -436,7 +456,16 @@ class ReplicationNode:
         They reconnect at once and continue from their offsets. Returns how many closed."""
         if kind == "master":
             return 1 if self.link is not None and self.link.disconnect() else 0
-        return self.primary.disconnect_all("connection killed by CLIENT KILL") if self.primary is not None else 0
+        killed = self.redis_replicas.disconnect_all("connection killed by CLIENT KILL")
+        return killed + (self.primary.disconnect_all("connection killed by CLIENT KILL") if self.primary is not None else 0)
+
+    # -- Redis replicas: REPLCONF, PSYNC, SYNC on the RESP port -------------------------------
+
+    def replconf(self, session: Session, argv: list[bytes]) -> Any:
+        return self.redis_replicas.replconf(session, argv)
+
+    def sync(self, session: Session, argv: list[bytes], psync: bool) -> Any:
+        return self.redis_replicas.sync(session, argv, psync)
 
     # -- ROLE ------------------------------------------------------------------------------
 

@@ -29,6 +29,7 @@ import random
 from dataclasses import dataclass, field
 from typing import Final
 
+from node import SENTINEL_REDIS_VERSION
 from node.config_rewrite import REWRITE_SIGNATURE as REWRITE_SIGNATURE  # re-exported: tests read it here
 from node.config_rewrite import RewriteState as _RewriteState
 from node.config_rewrite import sdscatrepr
@@ -47,7 +48,7 @@ from node.sentinel.settings import (
 )
 from node.text import split_config_line
 
-REDIS_VERSION: Final = "7.2.4"
+REDIS_VERSION: Final = SENTINEL_REDIS_VERSION
 
 # The directive names (and aliases) Redis 7.2 knows (config.c static_configs): accepted in a
 # sentinel's file even when a sentinel has no use for them.
