@@ -282,6 +282,8 @@ class Config:
         self._values: dict[str, str] = {d.name: _normalize(d, d.default) if d.kind != "special" or d.default else d.default for d in _DIRECTIVES}
         self.config_file: str | None = None
         self._listeners: list[Callable[[str, str], None]] = []
+        # Vetoes of CONFIG SET values: (name, canonical value) -> why not, or None.
+        self._validators: list[Callable[[str, str], str | None]] = []
         self._refresh_cache()
 
     # Typed values read on hot paths, refreshed on every change.
@@ -342,7 +344,12 @@ class Config:
         values: list[tuple[str, str]] = []
         for given, d, raw in staged:
             try:
-                values.append((d.name, _normalize(d, raw, self._values[d.name])))
+                value = _normalize(d, raw, self._values[d.name])
+                for validator in self._validators:
+                    refusal = validator(d.name, value)
+                    if refusal is not None:
+                        raise ConfigError(refusal)
+                values.append((d.name, value))
             except ConfigError as exc:
                 raise ConfigError(f"CONFIG SET failed (possibly related to argument '{given}') - {exc}") from None
         for canon, value in values:
@@ -354,6 +361,10 @@ class Config:
 
     def on_change(self, listener: Callable[[str, str], None]) -> None:
         self._listeners.append(listener)
+
+    def add_validator(self, validator: Callable[[str, str], str | None]) -> None:
+        """A rule CONFIG SET values must pass: it returns why a (name, value) is refused."""
+        self._validators.append(validator)
 
     def load_file(self, path: str) -> None:
         """Apply a redis.conf-style file: `directive arg ...` per line, '#' comments."""
