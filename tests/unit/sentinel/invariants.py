@@ -17,7 +17,8 @@ policy's code, so a bug in the policy cannot hide behind the same bug in its che
   epoch was promoted;
 - convergence (checked by `final`): once every fault healed and the system settled, every
   sentinel names the same master with the same config epoch, that node is a master and every
-  other node replicates it.
+  other node replicates it — in fenced mode with its link up and not fenced above the
+  master's epoch, and the master not fenced above its own (liveness: no replica stranded).
 """
 
 from __future__ import annotations
@@ -249,6 +250,13 @@ class Invariants:
                 continue
             if node.role != "slave" or node.master_addr != (host, port):
                 self.fail(f"{node.name} is {node.role} of {node.master_addr}, not a replica of {master.name}")
+            if sim.fenced and (not node.link_up or node.fence_epoch > master.epoch):
+                # Liveness: a replica fenced above its master's epoch refuses it for good.
+                self.fail(f"{node.name} does not replicate {master.name}: link {'up' if node.link_up else 'down'}, "
+                          f"fenced at epoch {node.fence_epoch}, the master's epoch is {master.epoch}")
+        if sim.fenced and master.stepped_down():
+            self.fail(f"the master {master.name} is fenced at epoch {master.fence_epoch} above its epoch "
+                      f"{master.epoch}: it acknowledges nothing")
         if sim.fenced or sim.workload:
             missing = {w for w in sim.acked if all(e[1] != w for e in master.log)}
             if sim.fenced and missing:

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from tests.unit.sentinel.invariants import Invariants
-from tests.unit.sentinel.sim import Sim
+from tests.unit.sentinel.sim import Fault, Sim
 
 FAULTS = ("partition", "kill", "pause", "flap", "reset")
 SETTLE_MS = 60_000  # TILT lasts 30 s; turning an old master into a replica takes about 20 s
@@ -41,6 +41,31 @@ def run_seed(seed: int, *, fenced: bool = False, workload: bool = False, kinds: 
     end = sim.random_faults(count, 12_000, kinds, max_duration=rng.choice((3000, 15_000, 45_000)), plan=plan,
                             gap=gap)
     # Settle: until everything converged (checked every 2 s), at most SETTLE_MS.
+    sim.run_until(end)
+    deadline = end + SETTLE_MS
+    while sim.now < deadline and not checker.converged():
+        sim.run_until(sim.now + 2000)
+    checker.final()
+    return sim, checker
+
+
+def split_seed(seed: int) -> tuple[Sim, Invariants]:
+    """The chaos lab's split-majority, fenced, long enough for a failover to fence the
+    replicas on the sentinels' side (a minority) and abort at failover-timeout: the master and
+    ⌊N/2⌋ replicas, with the client, cut off from the sentinels and the other replicas, then
+    healed; settled until everything converged (at most SETTLE_MS). Raises Violation."""
+    rng = random.Random(seed ^ 0x5B117)
+    sentinels = rng.choice((3, 3, 5))
+    failover_timeout = rng.choice((2000, 3000))
+    down_after = rng.choice((500, 1000))
+    sim = Sim(seed, n_sentinels=sentinels, n_nodes=rng.choice((3, 5)), quorum=sentinels // 2 + 1, down_after=down_after,
+              failover_timeout=failover_timeout, fenced=True, workload=True, warm=True,
+              lease_ms=rng.choice((1000, 3000)))
+    checker = Invariants(sim)
+    # SDOWN, ODOWN and the election take 1-3 s; fencing gives up after failover-timeout.
+    duration = down_after + 3000 + failover_timeout + rng.randrange(0, 4000)
+    sim.apply_fault(Fault("split-majority", "master", START_MS, duration))
+    end = START_MS + duration
     sim.run_until(end)
     deadline = end + SETTLE_MS
     while sim.now < deadline and not checker.converged():
