@@ -40,7 +40,12 @@ def run_seed(seed: int, *, fenced: bool = False, workload: bool = False, kinds: 
     count = faults if faults is not None else rng.randint(1, 3)
     end = sim.random_faults(count, 12_000, kinds, max_duration=rng.choice((3000, 15_000, 45_000)), plan=plan,
                             gap=gap)
-    # Settle: until everything converged (checked every 2 s), at most SETTLE_MS.
+    return settle(sim, checker, end)
+
+
+def settle(sim: Sim, checker: Invariants, end: int) -> tuple[Sim, Invariants]:
+    """Runs to `end` (the last fault healed), then until everything converged (checked every
+    2 s), at most SETTLE_MS; then the final checks (convergence among them)."""
     sim.run_until(end)
     deadline = end + SETTLE_MS
     while sim.now < deadline and not checker.converged():
@@ -65,13 +70,7 @@ def split_seed(seed: int) -> tuple[Sim, Invariants]:
     # SDOWN, ODOWN and the election take 1-3 s; fencing gives up after failover-timeout.
     duration = down_after + 3000 + failover_timeout + rng.randrange(0, 4000)
     sim.apply_fault(Fault("split-majority", "master", START_MS, duration))
-    end = START_MS + duration
-    sim.run_until(end)
-    deadline = end + SETTLE_MS
-    while sim.now < deadline and not checker.converged():
-        sim.run_until(sim.now + 2000)
-    checker.final()
-    return sim, checker
+    return settle(sim, checker, START_MS + duration)
 
 
 def loss_report(seeds: range, *, fenced: bool, kinds: tuple[str, ...]) -> dict[str, int]:
