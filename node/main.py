@@ -120,7 +120,13 @@ def run_node(argv: list[str]) -> int:
     from node.persistence.loading import PersistenceError
 
     try:
-        asyncio.run(RillNode(config).serve())
+        node = RillNode(config)
+    except ConfigError as exc:  # a `user` line, or the ACL file
+        print(fatal_config_report(exc), file=sys.stderr)
+        logging.getLogger("rill").error("%s", exc)
+        return 1
+    try:
+        asyncio.run(node.serve())
     except OSError as exc:
         logging.getLogger("rill").error("Could not start: %s", exc)
         return 1

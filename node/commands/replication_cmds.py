@@ -29,7 +29,8 @@ class ReplicationControl(Protocol):
     def replicaof(self, session: Session, host: str, port: int) -> Any: ...
     def promote(self, session: Session | None, epoch: int | None = None, why: str = "user request") -> Any: ...
     def role_reply(self) -> list[Any]: ...
-    def kill_links(self, kind: str) -> int: ...  # CLIENT KILL TYPE master ("master") / replica ("slave")
+    # CLIENT KILL TYPE master ("master") / replica ("slave"), of replicas authenticated as `user`.
+    def kill_links(self, kind: str, user: bytes | None = None) -> int: ...
     def fence(self, epoch: int) -> Any: ...
 
     @property
@@ -95,6 +96,22 @@ def role(ctx: Session, argv: list[bytes]) -> Any:
          summary="Starts a coordinated failover from a server to one of its replicas.")
 def failover(ctx: Session, argv: list[bytes]) -> Any:
     return ctx.node.replication.failover.command(ctx, argv)
+
+
+# PSYNC, SYNC and REPLCONF exist so that ACL rules can name them (a replica's user needs
+# +psync +replconf, as in Redis: node/replication/access.py checks them when a replica's
+# gRPC link says hello) and COMMAND lists them; replication itself is Rill's gRPC link.
+_NOT_HERE: Final = "ERR Rill replicates over its gRPC link: run REPLICAOF on the replica instead"
+
+
+@command("psync", -3, "admin noscript no_multi no_async_loading", group="server",
+         summary="An internal command used in replication.")
+@command("sync", 1, "admin noscript no_multi no_async_loading", group="server",
+         summary="An internal command used in replication.")
+@command("replconf", -1, "admin noscript loading stale allow_busy", group="server",
+         summary="An internal command for configuring the replication stream.")
+def replication_internal(ctx: Session, argv: list[bytes]) -> Any:
+    raise CommandError(_NOT_HERE)
 
 
 @command("fence", 2, "admin noscript stale fast", group="server",
