@@ -133,7 +133,7 @@ def main() -> None:
         print(f"    {name!r}: ({categories(desc)!r}, {key_specs(desc)!r}, {tips(desc)!r}),")
     print("}")
     print()
-    print(f"# Commands whose COMMAND INFO (arity, flags, categories, key specs, tips) differs between")
+    print("# Commands whose COMMAND INFO (arity, flags, categories, key specs, tips) differs between")
     print(f"# Redis {ORACLE_TAG} and {TAG}, with what differs.")
     print("DIFFERS_IN_ORACLE: Final[dict[str, str]] = {")
     fields = ("arity", "flags", "categories", "key specs", "tips")

@@ -411,10 +411,7 @@ class Selector:
             needed |= READ
         if spec_flags & (INSERT | DELETE | UPDATE):
             needed |= WRITE
-        for pattern in self.patterns:
-            if pattern.flags & needed == needed and pattern.matches(key):
-                return True
-        return False
+        return any(pattern.flags & needed == needed and pattern.matches(key) for pattern in self.patterns)
 
     def check_channel(self, channel: bytes, is_pattern: bool) -> bool:
         """ACLCheckChannelAgainstList: a PSUBSCRIBE pattern must equal an allowed pattern;

@@ -29,6 +29,7 @@ from node.commands.acl_rules import (
     users_in_order,
 )
 from node.commands.table import CommandTable
+from node.config import ConfigError
 from node.config_rewrite import overwrite_file
 from node.text import split_inline_args
 
@@ -205,6 +206,21 @@ class AclUsers:
                 self.close(session)
 
     # -- the configuration file and the ACL file ---------------------------------------------
+
+    def load_config(self, config: Config) -> None:
+        """ACLAppendUserForLoading for each `user` line of the configuration, then
+        ACLLoadUsersAtStartup; a bad line or ACL file is a fatal configuration error
+        (ConfigError). CONFIG REWRITE then writes these users."""
+        for args, where, line in config.user_lines:
+            try:
+                self.queue_config_user([a.encode("utf-8", "surrogateescape") for a in args])
+            except AclError as exc:
+                raise ConfigError(exc.message, where, line) from None
+        try:
+            self.load_at_startup()
+        except AclError as exc:
+            raise ConfigError(exc.message) from None
+        config.user_config_lines = self.config_lines
 
     def queue_config_user(self, args: list[bytes]) -> None:
         """ACLAppendUserForLoading: a `user <name> rules…` line of the configuration file,

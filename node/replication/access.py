@@ -2,7 +2,8 @@
 (as a Redis replica sends AUTH before PSYNC); the replica is admitted when those are an ACL
 user's credentials and that user may run PSYNC and REPLCONF, which is all a Redis replica
 runs to replicate. A replica without credentials is the default user, admitted when the
-default user needs no password. A failed login is in the ACL LOG, as a failed AUTH is.
+default user needs no password. A failed login or a refused command is in the ACL LOG, as a
+failed AUTH or a refused PSYNC is on Redis.
 """
 
 from __future__ import annotations
@@ -22,6 +23,11 @@ _NOAUTH: Final = "NOAUTH Authentication required."
 _REPLICATION_COMMANDS: Final = ([b"psync", b"?", b"-1"], [b"replconf", b"ack", b"0"])
 
 
+def _client_info(peer: str, user: bytes) -> str:
+    """What the ACL LOG says of a replica's link (a gRPC stream, not a RESP client)."""
+    return f"addr={peer.removeprefix('ipv4:')} flags=S cmd=psync user={user.decode('utf-8', 'replace')} (replication link)"
+
+
 def replica_access(acl: AclUsers, clock: Callable[[], int]) -> Callable[[str, str, str], str | None]:
     """The `authenticate` hook of the replication service (replication.PrimarySettings)."""
 
@@ -34,7 +40,7 @@ def replica_access(acl: AclUsers, clock: Callable[[], int]) -> Callable[[str, st
         else:
             found = acl.authenticate(name, password.encode("utf-8", "surrogateescape"))
             if found is None:
-                acl.record(DENIED_AUTH, TOPLEVEL, b"AUTH", name, clock(), f"addr={peer} flags=S cmd=psync user={user}")
+                acl.record(DENIED_AUTH, TOPLEVEL, b"AUTH", name, clock(), _client_info(peer, acl.default.name))
                 return _WRONGPASS
             account = found
         for argv in _REPLICATION_COMMANDS:
@@ -42,6 +48,7 @@ def replica_access(acl: AclUsers, clock: Callable[[], int]) -> Callable[[str, st
             assert spec is not None
             result, pos = account.check(spec, argv)
             if result != ACL_OK:
+                acl.record(result, TOPLEVEL, spec.name.encode(), account.name, clock(), _client_info(peer, account.name))
                 return "NOPERM " + denial_message(result, account, spec, argv[pos], True)
         return None
 

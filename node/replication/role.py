@@ -28,13 +28,13 @@ from node.commands.context import Session
 from node.commands.reply import OK, ReplyError
 from node.persistence.service import AOF_OFF, AOF_ON, Persistence
 from node.persistence.snapshot import SnapshotMeta, dump
+from node.replication.access import replica_access
 from node.replication.backlog_feed import BacklogFeed
 from node.replication.discovery import DiscoveryError, discover_repl_port, listen_port
 from node.replication.failover import Failover
 from node.replication.fencing import NOT_FENCED, Fencing
 from node.replication.info import role_reply
 from node.replication.loop_load import CpuContention
-from node.replication.access import replica_access
 from node.replication.settings import client_tls, primary_settings, replica_settings, server_tls
 from node.replication.state_machine import NodeStateMachine
 from node.replication.waits import Waits

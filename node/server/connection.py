@@ -43,6 +43,7 @@ from node.server.blocking import REPROCESS, Waiter
 from node.server.dispatch import ProtocolViolation
 from node.server.request_parser import RequestParser
 from node.server.resp import encode, encode_error
+from node.server.tls import begin_server_tls
 
 if TYPE_CHECKING:
     from node.server.core import ServerCore
@@ -73,7 +74,7 @@ class ClientConnection(asyncio.Protocol):
 
     def __init__(self, server: ServerCore, tls: ssl.SSLContext | None = None) -> None:
         self.server = server
-        # The context of a TLS client's handshake, until it completed.
+        # The TLS context of a client of the TLS port, until its connection is made.
         self.tls = tls
         self.transport: asyncio.Transport | None = None
         self.parser = RequestParser(server.config.proto_max_bulk_len)
@@ -100,17 +101,18 @@ class ClientConnection(asyncio.Protocol):
     # -- asyncio callbacks ---------------------------------------------------------------
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        # uvloop's transports are not asyncio.Transport subclasses but have the same API.
-        self.transport = cast(asyncio.Transport, transport)
-        tls = self.tls
-        if tls is not None:
-            # Nothing is read before the handshake takes the socket over (start_tls).
-            self.transport.pause_reading()
-        else:
-            self.transport.set_write_buffer_limits(high=_WRITE_HIGH, low=_WRITE_LOW)
         peer = transport.get_extra_info("peername")
         sock = transport.get_extra_info("sockname")
         sockobj = transport.get_extra_info("socket")
+        tls = self.tls
+        if tls is not None:
+            # The TLS layer goes between the socket and this client before anything is read
+            # (node/server/tls.py); a client's writes wait in it until the handshake is done.
+            transport = begin_server_tls(transport, self, tls, _HANDSHAKE_TIMEOUT)
+            self.tls = None
+        # uvloop's transports are not asyncio.Transport subclasses but have the same API.
+        self.transport = cast(asyncio.Transport, transport)
+        self.transport.set_write_buffer_limits(high=_WRITE_HIGH, low=_WRITE_LOW)
         # A TLS client is a client from its TCP connection on, as in Redis: it counts against
         # maxclients and is closed like any idle client while its handshake is pending.
         self.session = self.server.register(
@@ -120,30 +122,7 @@ class ClientConnection(asyncio.Protocol):
             return  # refused (maxclients): the server already wrote the error and closed
         self.parser.authenticated = self.session.authenticated
         self.session.send = self.push
-        if tls is not None:
-            asyncio.get_running_loop().create_task(self._handshake(tls))
 
-    async def _handshake(self, context: ssl.SSLContext) -> None:
-        """The TLS handshake on the accepted connection; the client's requests are read once it
-        completed. A failed handshake ends in connection_lost, as any broken connection."""
-        raw = self.transport
-        if raw is None or self._closed:
-            return
-        try:
-            upgraded = await asyncio.get_running_loop().start_tls(
-                raw, self, context, server_side=True, ssl_handshake_timeout=_HANDSHAKE_TIMEOUT
-            )
-        except (OSError, ConnectionError, asyncio.TimeoutError, ssl.SSLError) as exc:
-            log.debug("TLS handshake with %s failed: %s", self.session.addr if self.session else "?", exc)
-            self._closed = True
-            if self.session is not None:
-                self.server.unregister(self.session)  # idempotent, whether or not connection_lost came
-            return
-        if upgraded is None or self._closed:
-            return
-        self.transport = cast(asyncio.Transport, upgraded)
-        self.transport.set_write_buffer_limits(high=_WRITE_HIGH, low=_WRITE_LOW)
-        self.tls = None
     def connection_lost(self, exc: Exception | None) -> None:
         self._closed = True
         if self.waiter is not None:

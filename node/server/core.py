@@ -27,10 +27,10 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Final
 
-from node.commands.acl_users import AclError, AclUsers
+from node.commands.acl_users import AclUsers
 from node.commands.context import Core, Session
 from node.commands.table import CommandTable
-from node.config import Config, ConfigError
+from node.config import Config
 from node.log.effect_log import EffectLog
 from node.server.blocking import BlockingManager
 from node.server.connection import ClientConnection
@@ -65,7 +65,7 @@ class ServerCore:
         self.acl = AclUsers(commands, config)
         self.acl.sessions = self.sessions
         self.acl.close = self.close_session
-        load_users(self.acl, config)
+        self.acl.load_config(config)
         self.mode = mode
         # A node's replication role ("master" or "slave"); a sentinel's is "sentinel".
         self.role = "sentinel" if mode == "sentinel" else "master"
@@ -405,21 +405,6 @@ def _bound_port(server: asyncio.AbstractServer) -> int:
     # types: read it untyped.
     sock = getattr(server, "sockets")[0]  # noqa: B009
     return int(sock.getsockname()[1])
-
-
-def load_users(acl: AclUsers, config: Config) -> None:
-    """ACLAppendUserForLoading for each `user` line of the configuration, then
-    ACLLoadUsersAtStartup; a bad line or ACL file is a fatal configuration error."""
-    for args, where, line in config.user_lines:
-        try:
-            acl.queue_config_user([a.encode("utf-8", "surrogateescape") for a in args])
-        except AclError as exc:
-            raise ConfigError(exc.message, where, line) from None
-    try:
-        acl.load_at_startup()
-    except AclError as exc:
-        raise ConfigError(exc.message) from None
-    config.user_config_lines = acl.config_lines
 
 
 def _refresh_output_class(conn: ClientConnection, session: Session) -> None:

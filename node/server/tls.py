@@ -11,10 +11,12 @@ session cache's settings; those are set on the context's SSL_CTX with libssl's o
 
 from __future__ import annotations
 
+import asyncio
 import ctypes
 import logging
 import ssl
-from typing import Final
+from asyncio import sslproto
+from typing import Any, Final
 
 from node.config import Config
 
@@ -49,7 +51,7 @@ _SSL_SESS_CACHE_OFF: Final = 0
 _SSL_SESS_CACHE_SERVER: Final = 2
 
 
-class TlsConfigError(OSError):
+class TlsConfigError(Exception):
     """What is wrong with the TLS configuration, in Redis's words (as it logs them)."""
 
 
@@ -257,5 +259,47 @@ class TlsContexts:
         if self.config.get("tls-replication") != "yes":
             return None
         if self.client is None:
-            self.configure()
+            try:
+                self.configure()
+            except TlsConfigError as exc:
+                raise OSError(f"Failed to configure TLS: {exc}") from None
         return self.client
+
+
+def begin_server_tls(
+    transport: asyncio.BaseTransport, protocol: asyncio.Protocol, context: ssl.SSLContext, handshake_timeout: float
+) -> asyncio.BaseTransport:
+    """Put TLS between an accepted connection and its protocol, from `connection_made`:
+    returns the transport the protocol uses from now on (its writes wait until the handshake
+    completed; its data_received gets plaintext after it).
+
+    This is loop.start_tls's set-up done at once: start_tls is a coroutine, which runs a loop
+    turn too late, when the event loop (uvloop) has already started reading and handed the
+    client's first bytes to the protocol instead of the TLS layer. A failed handshake closes
+    the connection, and the protocol's connection_lost follows."""
+    loop = asyncio.get_running_loop()
+    waiter: asyncio.Future[None] = loop.create_future()
+    waiter.add_done_callback(_consume)
+    factory: Any = _uvloop_ssl_protocol(loop) or sslproto.SSLProtocol
+    layer = factory(loop, protocol, context, waiter, True, None, call_connection_made=False,
+                    ssl_handshake_timeout=handshake_timeout)
+    transport.set_protocol(layer)
+    layer.connection_made(transport)
+    app: asyncio.BaseTransport = layer._get_app_transport()
+    return app
+
+
+def _uvloop_ssl_protocol(loop: asyncio.AbstractEventLoop) -> Any:
+    """uvloop's own TLS layer for its loops (their transports need it), else None."""
+    try:
+        import uvloop
+        from uvloop.loop import SSLProtocol
+    except ImportError:
+        return None
+    return SSLProtocol if isinstance(loop, uvloop.Loop) else None
+
+
+def _consume(waiter: asyncio.Future[None]) -> None:
+    # A failed handshake is reported through connection_lost; its exception here is not news.
+    if not waiter.cancelled():
+        waiter.exception()

@@ -29,7 +29,7 @@ from collections.abc import Iterator, Sequence
 import pytest
 
 from tests.conformance.harness import Arg, Pair, RawConnection
-from tests.conformance.stream_support import R, as_dict, items, parse
+from tests.conformance.stream_support import as_dict, items, parse
 from tests.conftest import Proc, start_redis, start_rill
 
 SANITIZE = b"sanitize-payload"
