@@ -24,8 +24,14 @@ _REPLICATION_COMMANDS: Final = ([b"psync", b"?", b"-1"], [b"replconf", b"ack", b
 
 
 def _client_info(peer: str, user: bytes) -> str:
-    """What the ACL LOG says of a replica's link (a gRPC stream, not a RESP client)."""
-    return f"addr={peer.removeprefix('ipv4:')} flags=S cmd=psync user={user.decode('utf-8', 'replace')} (replication link)"
+    """The ACL LOG's client info of a replica's link, in CLIENT LIST's form: a gRPC stream
+    has no client id, descriptor or buffers of its own (0), and is a replica (flags=S)."""
+    addr = peer.removeprefix("ipv4:").removeprefix("ipv6:")
+    return (
+        f"id=0 addr={addr} laddr= fd=-1 name= age=0 idle=0 flags=S db=0 sub=0 psub=0 ssub=0 multi=-1 qbuf=0 "
+        f"qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=psync "
+        f"user={user.decode('utf-8', 'replace')} redir=-1 resp=2 lib-name= lib-ver="
+    )
 
 
 def replica_access(acl: AclUsers, clock: Callable[[], int]) -> Callable[[str, str, str], str | None]:

@@ -293,10 +293,11 @@ def _uvloop_ssl_protocol(loop: asyncio.AbstractEventLoop) -> Any:
     """uvloop's own TLS layer for its loops (their transports need it), else None."""
     try:
         import uvloop
-        from uvloop.loop import SSLProtocol
+        import uvloop.loop as uvloop_loop
     except ImportError:
         return None
-    return SSLProtocol if isinstance(loop, uvloop.Loop) else None
+    # Not in uvloop's stubs: it is the class its own start_tls uses.
+    return getattr(uvloop_loop, "SSLProtocol", None) if isinstance(loop, uvloop.Loop) else None
 
 
 def _consume(waiter: asyncio.Future[None]) -> None:
