@@ -224,19 +224,23 @@ class AclUsers:
 
     def queue_config_user(self, args: list[bytes]) -> None:
         """ACLAppendUserForLoading: a `user <name> rules…` line of the configuration file,
-        checked now (a bad rule is a fatal configuration error) and loaded at start-up."""
+        checked now (a bad rule is a fatal configuration error) and loaded at start-up. The
+        error names the word of the line at the index of the failing rule, as Redis's does
+        (an index into the rules used on the whole line: `user`, the name, the rules)."""
+        line = [b"user", *args]
         if any(args[0] == queued[0] for queued in self.pending):
-            raise AclError("Error in user declaration '%s': %s" % (_text(args[0]), EALREADY))
+            raise AclError("Error in user declaration '%s': %s" % (_text(line[1]), EALREADY))
         ops, unclosed = merge_selector_args(args[1:])
         if unclosed >= 0:
-            raise AclError("Error in user declaration '%s': Unmatched parenthesis" % _text(args[1 + unclosed]))
+            raise AclError("Error in user declaration '%s': Syntax error" % _text(line[unclosed]))
         trial = self.new_user(b"__fakeuser:0__")
-        for op in ops:
+        for j, op in enumerate(ops):
             try:
                 trial.apply(op, self.commands, self.pubsub_default)
             except RuleError as exc:
-                if exc.message != ENOENT:
-                    raise AclError("Error in user declaration '%s': %s" % (_text(op), exc.message)) from None
+                if exc.message != ENOENT:  # unknown commands are reported when loading
+                    word = line[j] if j < len(line) else op
+                    raise AclError("Error in user declaration '%s': %s" % (_text(word), exc.message)) from None
         self.pending.append([args[0], *ops])
 
     def load_at_startup(self) -> None:

@@ -275,13 +275,13 @@ def command_list(ctx: Session, argv: list[bytes]) -> Any:
     raise CommandError("ERR syntax error")
 
 
-@subcommand("command", "getkeys", -4, "loading stale", summary="Extracts the key names from an arbitrary command.")
+@subcommand("command", "getkeys", -3, "loading stale", summary="Extracts the key names from an arbitrary command.")
 def command_getkeys(ctx: Session, argv: list[bytes]) -> Any:
     _spec, target, keys = _getkeys(ctx.node.commands, argv)
     return [target[pos] for pos, _flags in keys]
 
 
-@subcommand("command", "getkeysandflags", -4, "loading stale", summary="Extracts the key names and access flags for an arbitrary command.")
+@subcommand("command", "getkeysandflags", -3, "loading stale", summary="Extracts the key names and access flags for an arbitrary command.")
 def command_getkeysandflags(ctx: Session, argv: list[bytes]) -> Any:
     _spec, target, keys = _getkeys(ctx.node.commands, argv)
     return [[target[pos], RSet(key_flag_names(flags))] for pos, flags in keys]

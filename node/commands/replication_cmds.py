@@ -73,7 +73,7 @@ def replicaof(ctx: Session, argv: list[bytes]) -> Any:
     return ctx.node.replication.replicaof(ctx, argv[1].decode("utf-8", "replace"), port)
 
 
-@command("wait", 3, "noscript", group="connection",
+@command("wait", 3, "", group="connection",
          summary="Blocks until the asynchronous replication of all preceding write commands sent by the "
                  "connection is completed.")
 def wait(ctx: Session, argv: list[bytes]) -> Any:
