@@ -15,10 +15,10 @@ from collections.abc import Iterator
 
 import pytest
 
+from bench.procs import free_port
 from tests.conformance.harness import RawConnection
 from tests.conformance.stream_support import as_dict, items, parse
 from tests.conformance.test_acl import acl_list, as_72, same_description
-from bench.procs import free_port
 from tests.conftest import ROOT, Proc, start_redis, start_rill
 
 USER_ACL = (

@@ -18,8 +18,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.conformance.harness import Pair, RawConnection
 from node.commands.redis_meta import DIFFERS_IN_ORACLE
+from tests.conformance.harness import Pair, RawConnection
 from tests.conformance.stream_support import R, parse
 from tests.conftest import Proc, start_redis
 
