@@ -205,8 +205,9 @@ def test_user_lines_are_loaded_and_config_rewrite_keeps_them(workdirs: tuple[str
         assert text.startswith("# users\nuser app on ")  # the first user line kept its place
     finally:
         _stop(oracle, rill)
-    # Restarted on the rewritten files, both have the same users again.
-    oracle, rill = _both(workdirs, conf=open(os.path.join(workdirs[1], "node.conf")).read())
+    # Restarted on their rewritten files, both have the same users again.
+    oracle = start_redis(dir=workdirs[0], config=os.path.join(workdirs[0], "node.conf"))
+    rill = start_rill(dir=workdirs[1], config=os.path.join(workdirs[1], "node.conf"))
     try:
         o, r = _conns(oracle, rill)
         _lists_match(o, r)
