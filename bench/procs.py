@@ -15,6 +15,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -159,27 +160,28 @@ def _launch(kind: str, args: list[str], workdir: str, port: int, stop_signal: in
     return server
 
 
-def start_redis() -> Server:
+def start_redis(extra: Sequence[str] = ()) -> Server:
+    """A redis-server; `extra`: more flags (--tls-port …)."""
     binary = shutil.which("redis-server")
     if binary is None:
         raise BenchError("redis-server is not installed (`make bench` installs Debian's redis-server)")
     port = free_port()
     workdir = tempfile.mkdtemp(prefix="bench-redis-")
     args = [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-            "--dir", workdir, "--logfile", os.path.join(workdir, "server.log")]
+            "--dir", workdir, "--logfile", os.path.join(workdir, "server.log"), *extra]
     return _launch("redis", args, workdir, port, signal.SIGTERM)
 
 
-def start_rill(profile_path: str | None = None) -> Server:
+def start_rill(profile_path: str | None = None, extra: Sequence[str] = ()) -> Server:
     """A Rill node; with `profile_path` it runs under cProfile, which writes the profile when
-    the node exits after SIGINT."""
+    the node exits after SIGINT. `extra`: more flags (--tls-port …)."""
     port = free_port()
     workdir = tempfile.mkdtemp(prefix="bench-rill-")
     python = [sys.executable]
     if profile_path:
         python += ["-m", "cProfile", "-o", profile_path]
     args = [*python, "-m", "node.main", "node", "--port", str(port), "--dir", workdir,
-            "--logfile", os.path.join(workdir, "server.log")]
+            "--logfile", os.path.join(workdir, "server.log"), *extra]
     return _launch("rill", args, workdir, port, signal.SIGINT if profile_path else signal.SIGTERM)
 
 

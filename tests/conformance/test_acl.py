@@ -413,6 +413,20 @@ def test_auth_and_hello_auth_answer_as_redis(pair: Pair, args: tuple[str, ...]) 
         fresh.close()
 
 
+def test_a_failed_auth_in_a_pipeline_gets_its_reply(pair: Pair) -> None:
+    """Redis 7.2 sends no WRONGPASS when earlier replies of the pipeline are still pending
+    (addAuthErrReply); 7.0 and Rill do (docs/compatibility.md)."""
+    fresh = Clients(pair)
+    try:
+        for conn in (fresh.oracle, fresh.rill):
+            conn.send_raw(b"*1\r\n$4\r\nPING\r\n*3\r\n$4\r\nAUTH\r\n$1\r\nu\r\n$1\r\nx\r\n*1\r\n$4\r\nPING\r\n")
+        replies = [[conn.read_reply() for _ in range(3)] for conn in (fresh.oracle, fresh.rill)]
+        assert replies[0] == replies[1] == [
+            b"+PONG\r\n", b"-WRONGPASS invalid username-password pair or user is disabled.\r\n", b"+PONG\r\n"]
+    finally:
+        fresh.close()
+
+
 def test_the_last_auth_option_of_hello_counts_as_in_redis_7_2(pair: Pair) -> None:
     """acl.tcl "When an authentication chain is used in the HELLO cmd, the last auth cmd has
     precedence" (Redis 7.0 checked each AUTH option in turn: the first wrong one failed)."""

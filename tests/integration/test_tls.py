@@ -22,7 +22,7 @@ import redis
 
 from bench.procs import free_port
 from tests.conftest import ROOT, Proc, start_redis, start_rill, wait_for_port
-from tests.tls_support import TlsFiles, make_tls_files, server_args
+from bench.tls_certs import TlsFiles, make_tls_files, server_args
 
 
 @pytest.fixture(scope="module")

@@ -19,7 +19,7 @@ import redis
 from bench.procs import free_port
 from tests.conformance.sentinel.procs import binary, wait_until
 from tests.conftest import ROOT, wait_for_port
-from tests.tls_support import TlsFiles, make_tls_files
+from bench.tls_certs import TlsFiles, make_tls_files
 
 
 @dataclass

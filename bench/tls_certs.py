@@ -1,5 +1,6 @@
-"""Certificates for TLS tests: a CA, a server certificate for 127.0.0.1/localhost and a client
-certificate signed by it, and one from another CA (to be refused), written as PEM files."""
+"""Certificates for TLS benchmarks and tests: a CA, a server certificate for 127.0.0.1 and
+localhost and a client certificate signed by it, and a client certificate from another CA (to
+be refused), written as PEM files. (deploy/tls-certs.sh makes a deployment's with openssl.)"""
 
 from __future__ import annotations
 
@@ -102,6 +103,6 @@ def make_tls_files(directory: str) -> TlsFiles:
 
 
 def server_args(files: TlsFiles, tls_port: int, *, auth_clients: str = "no") -> list[str]:
-    """Command-line flags that give a rill node or redis-server a TLS port."""
+    """Command-line flags that give a Rill node or redis-server the same TLS port set-up."""
     return ["--tls-port", str(tls_port), "--tls-cert-file", files.cert, "--tls-key-file", files.key,
             "--tls-ca-cert-file", files.ca, "--tls-auth-clients", auth_clients]
