@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from node.commands.acl_users import AclUsers
+from node.config import DIRECTIVES
 from node.config import Config as NodeConfig
 from node.config import ConfigError as NodeConfigError
 from node.config_rewrite import REWRITE_SIGNATURE as REWRITE_SIGNATURE  # re-exported: tests read it here
@@ -495,6 +496,15 @@ def _rewrite_server(state: _RewriteState, options: ServerOptions, cwd: str) -> N
     )
     state.rewrite_line("dir", "dir " + sdscatrepr(cwd), True)
     state.rewrite_line(_METRICS_PORT, f"{_METRICS_PORT} {options.metrics_port}", options.metrics_port != 0)
+    # TLS and ACL settings, from the file or the command line: kept, as Redis writes every
+    # setting that differs from its default.
+    defaults = NodeConfig()
+    for name, args in sorted(options.core_directives.items()):
+        config = NodeConfig()
+        config.apply_directive(name, args)
+        value = config.get(name)
+        shown = sdscatrepr(value) if DIRECTIVES[name].kind == "string" else value
+        state.rewrite_line(name, f"{name} {shown}", value != defaults.get(name))
     state.mark("save")  # a sentinel saves no data: its save lines go
 
 

@@ -22,7 +22,7 @@ import pytest
 from chaos.topology import toxiproxy_binary
 from tests.deploy.base_image import ensure_base_image
 from tests.deploy.engine import Engine, docker_engine
-from tests.deploy.project import NODES, ROOT, SENTINELS, Project
+from tests.deploy.project import NODES, ROOT, SENTINELS, TLS_FILE, Project
 
 log = logging.getLogger("deploy")
 
@@ -63,10 +63,9 @@ def _build_toxiproxy_image(engine: Engine, base: str, tag: str) -> None:
                       "--build-arg", f"BASE={base}", "--tag", tag, context, timeout=600)
 
 
-@pytest.fixture(scope="module")
-def project(engine: Engine, base_image: str) -> Iterator[Project]:
+def _up(engine: Engine, base_image: str, overrides: tuple[str, ...] = ()) -> Iterator[Project]:
     workdir = tempfile.mkdtemp(prefix="rill-compose-")
-    project = Project.create(engine, workdir, base_image)
+    project = Project.create(engine, workdir, base_image, overrides)
     try:
         with timed("rill image (docker-compose build)"):
             project.compose("build", "primary", timeout=_BUILD_TIMEOUT_S)
@@ -89,3 +88,14 @@ def project(engine: Engine, base_image: str) -> Iterator[Project]:
                 # The builder stage's layers (a shared engine keeps them as untagged images).
                 engine.docker("image", "prune", "--force", "--filter", "label=rill.stage=builder", check=False)
                 shutil.rmtree(workdir, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def project(engine: Engine, base_image: str) -> Iterator[Project]:
+    yield from _up(engine, base_image)
+
+
+@pytest.fixture(scope="module")
+def tls_project(engine: Engine, base_image: str) -> Iterator[Project]:
+    """The TLS profile: deploy/compose.yaml with deploy/compose.tls.yaml over it."""
+    yield from _up(engine, base_image, (TLS_FILE,))
