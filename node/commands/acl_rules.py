@@ -32,6 +32,7 @@ from node.commands.keyspecs import (
     CHANNEL_SUBSCRIBE,
     DELETE,
     INSERT,
+    NOT_KEY,
     UPDATE,
     describe,
     find_channels,
@@ -447,7 +448,7 @@ class Selector:
 class User:
     """An ACL user (acl.c user)."""
 
-    __slots__ = ("name", "flags", "passwords", "selectors", "unrestricted", "_description")
+    __slots__ = ("name", "flags", "passwords", "selectors", "unrestricted", "_description", "_plans")
 
     def __init__(self, name: bytes, pubsub_default: int) -> None:
         self.name = name
@@ -458,6 +459,10 @@ class User:
         # check is then skipped (the dispatcher reads this on every command).
         self.unrestricted = False
         self._description: bytes | None = None  # ACLDescribeUser's cached string
+        # Command id -> what `permits` needs to decide for this user (see _plan), made when
+        # the command is first checked and dropped whenever the user changes: Redis's
+        # per-user command bitmap, extended with the key patterns a command's keys need.
+        self._plans: dict[int, bool | _KeyPlan | None] = {}
 
     @property
     def root(self) -> Selector:
@@ -481,6 +486,65 @@ class User:
     def changed(self) -> None:
         self._description = None
         self.unrestricted = self.root.unrestricted()
+        self._plans = {}
+
+    def permits(self, spec: CommandSpec, argv: Sequence[bytes]) -> bool:
+        """Whether the user may run argv, decided cheaply: True only when `check` would
+        answer ACL_OK; False when it would not, or when deciding needs the full check (more
+        selectors, channels, first arguments, keys found by keyword): the caller then runs
+        `check`, which has the refusal's reason. The dispatcher's fast path asks this for a
+        restricted user, so an allowed command costs a dict lookup and one pattern match
+        per key."""
+        plan = self._plans.get(spec.acl_id, _UNPLANNED)
+        if plan is _UNPLANNED:
+            plan = self._plans[spec.acl_id] = self._plan(spec)
+        if type(plan) is bool:
+            return plan
+        if plan is None:
+            return False
+        assert isinstance(plan, _KeyPlan)
+        argc = len(argv)
+        first = plan.first
+        last = first + plan.lastkey if plan.lastkey >= 0 else argc + plan.lastkey
+        if first >= argc or last >= argc or last < first:
+            return False
+        matchers = plan.matchers
+        for i in range(first, last + 1, plan.step):
+            key = argv[i]
+            for match in matchers:
+                if match(key):
+                    break
+            else:
+                return False
+        return True
+
+    def _plan(self, spec: CommandSpec) -> bool | _KeyPlan | None:
+        """What deciding `spec` takes for this user: True (allowed, whatever the arguments),
+        False (refused, whatever the arguments), a _KeyPlan (allowed if its keys match), or
+        None (the full check decides)."""
+        info = describe(spec)
+        channels = info.channels is not None and info.channels[0] & (CHANNEL_PUBLISH | CHANNEL_SUBSCRIBE) != 0
+        if len(self.selectors) != 1:
+            return None
+        selector = self.root
+        allowed = (
+            selector.flags & SELECTOR_ALLCOMMANDS != 0 or "no_auth" in spec.flags or selector.allows_bit(spec.acl_id)
+        )
+        if not allowed:
+            return None if spec.acl_id in selector.firstargs else False
+        if channels and not selector.flags & SELECTOR_ALLCHANNELS:
+            return None
+        if not info.has_keys or selector.flags & SELECTOR_ALLKEYS:
+            return True
+        specs = [k for k in info.specs if not k.flags & NOT_KEY]
+        if not info.by_specs or len(specs) != 1 or specs[0].begin != "index" or specs[0].find != "range" or specs[0].c:
+            return None
+        ks = specs[0]
+        needed = (READ if ks.flags & ACCESS else 0) | (WRITE if ks.flags & (INSERT | DELETE | UPDATE) else 0)
+        matchers = [p.matches for p in selector.patterns if p.flags & needed == needed]
+        if not matchers:
+            return False
+        return _KeyPlan(ks.index, ks.a, ks.b or 1, matchers)
 
     def apply(self, op: bytes, commands: AclCommands, pubsub_default: int) -> None:
         """ACLSetUser: one rule; raises RuleError. An empty rule does nothing."""
@@ -601,6 +665,23 @@ class User:
             if selector.flags & SELECTOR_ALLCHANNELS or selector.check_channel(channel, is_pattern):
                 return True
         return False
+
+
+class _KeyPlan:
+    """A command allowed to a user when each of its keys (one index+range key spec: argv[first]
+    to argv[last] by step, last = first + lastkey, or counted from the end when negative)
+    matches one of the user's patterns that grant what the key spec needs."""
+
+    __slots__ = ("first", "lastkey", "step", "matchers")
+
+    def __init__(self, first: int, lastkey: int, step: int, matchers: list[Callable[[bytes], bool]]) -> None:
+        self.first = first
+        self.lastkey = lastkey
+        self.step = step
+        self.matchers = matchers
+
+
+_UNPLANNED: Final = object()
 
 
 def _same(a: bytes, b: bytes) -> bool:

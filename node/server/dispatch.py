@@ -3,8 +3,10 @@ permissions, maxmemory, MULTI queueing, read-only replicas, the handler call, er
 per-command statistics. While maxmemory is set, every write is measured (node.engine.memory).
 
 The ACL check (node/commands/acl.py) runs only for a client whose user is restricted: the
-fast path requires `session.user.unrestricted` (the default user's case), so a server
-without ACL rules pays one attribute read per command.
+fast path requires `session.user.unrestricted` (the default user's case: a server without
+ACL rules pays one attribute read per command) or, for a restricted user, that its
+precomputed plan for the command allows it (`User.permits`: a dict lookup and a pattern match
+per key); anything else takes the full path, where the refusal gets its reason.
 
 The rules and texts are Redis 7.2's (server.c processCommand/call).
 """
@@ -232,7 +234,7 @@ class Dispatcher:
             if (
                 low <= len(argv) <= high
                 and session.authenticated
-                and session.user.unrestricted
+                and (session.user.unrestricted or session.user.permits(spec, argv))
                 and session.multi is None
                 and session.subscriptions is None
                 and (not gated or (self.writes_unchecked and role == "master"))
