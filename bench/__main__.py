@@ -21,7 +21,7 @@ from bench.throughput import DEFAULT_TESTS, PIPELINED_SCALE, STREAM_READ_MAX_REQ
 
 DEFAULT_REQUESTS = 100_000
 QUICK_REQUESTS = 10_000
-SUITE_NAMES = ("throughput", "scaling", "latency", "memory", "replication", "readscale", "spark", "failover",
+SUITE_NAMES = ("throughput", "redis8", "scaling", "latency", "memory", "replication", "readscale", "spark", "failover",
                "sentinels", "security")
 
 
@@ -211,6 +211,13 @@ def _sentinels(args: argparse.Namespace) -> int:
     return sentinels.main([*(["--quick"] if args.quick else []), "--out", os.path.join(args.out, "sentinels")])
 
 
+def _redis8(args: argparse.Namespace) -> int:
+    # XREADGROUP CLAIM vs the XAUTOCLAIM + XREADGROUP loop, XACKDEL vs XACK + XDEL.
+    from bench import stream_redis8
+
+    return stream_redis8.main([*(["--quick"] if args.quick else []), "--out", os.path.join(args.out, "redis8")])
+
+
 def _security(args: argparse.Namespace) -> int:
     # XADD over TLS and as a restricted ACL user, against redis-server the same way.
     from bench import security
@@ -219,7 +226,7 @@ def _security(args: argparse.Namespace) -> int:
                           "--out", os.path.join(args.out, "security")])
 
 
-_SUITES = {"throughput": _throughput, "scaling": _scaling, "latency": _latency, "memory": _memory,
+_SUITES = {"throughput": _throughput, "redis8": _redis8, "scaling": _scaling, "latency": _latency, "memory": _memory,
            "replication": _replication, "readscale": _readscale, "spark": _spark, "failover": _failover,
            "sentinels": _sentinels, "security": _security}
 

@@ -119,9 +119,12 @@ def start_rill(*extra: str, port: int | None = None, dir: str | None = None, con
     return Proc(port, proc, workdir, args, "rill")
 
 
-def start_redis(*extra: str, port: int | None = None, dir: str | None = None, config: str | None = None) -> Proc:
-    """A redis-server; `config` is a config file read before the flags."""
-    binary = shutil.which("redis-server")
+def start_redis(
+    *extra: str, port: int | None = None, dir: str | None = None, config: str | None = None, binary: str | None = None
+) -> Proc:
+    """A redis-server (Debian's unless `binary` names another); `config` is a config file
+    read before the flags."""
+    binary = binary or shutil.which("redis-server")
     if binary is None:
         pytest.fail("redis-server is not installed: `make test` installs Debian's redis-server")
     port = port or free_port()

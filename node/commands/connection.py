@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from node import REDIS_VERSION
+from node import reported_version
 from node.commands.acl import MULTI, TOPLEVEL, log_denial
 from node.commands.acl_rules import DENIED_AUTH
 from node.commands.args import parse_int
@@ -118,7 +118,7 @@ def hello(ctx: Session, argv: list[bytes]) -> Any:
     ctx.proto = proto
     reply: dict[bytes, Any] = {
         b"server": b"redis",
-        b"version": REDIS_VERSION.encode(),
+        b"version": reported_version(ctx.node.mode).encode(),
         b"proto": proto,
         b"id": ctx.id,
         b"mode": ctx.node.mode.encode(),

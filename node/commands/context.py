@@ -140,13 +140,17 @@ class Block:
     the reply and ends the wait. `timeout_ms` 0 waits forever; on timeout the client gets
     `timeout_reply`. `retry` may raise CommandError to end the wait with an error.
     `postponed` is set (to the command) when the client waits for a pause to end rather
-    than for keys: the command then runs again from the start (CLIENT PAUSE)."""
+    than for keys: the command then runs again from the start (CLIENT PAUSE). `wake_at`,
+    when given, says at what time (ms, the session's clock) `retry` may succeed although
+    no key was touched (XREADGROUP CLAIM: a pending entry becomes idle enough); None:
+    not before a key is touched."""
 
     keys: list[bytes]
     timeout_ms: int
     retry: Callable[[Session], Any]
     timeout_reply: Any = None
     postponed: list[bytes] | None = None
+    wake_at: Callable[[Session], int | None] | None = None
 
 
 class Subscriptions:

@@ -40,6 +40,7 @@ _SINCE: Final = {
     "xgroup|createconsumer": "6.2.0", "xgroup|delconsumer": "5.0.0", "xgroup|help": "5.0.0",
     "xinfo": "5.0.0", "xinfo|stream": "5.0.0", "xinfo|groups": "5.0.0", "xinfo|consumers": "5.0.0",
     "xinfo|help": "5.0.0",
+    "xdelex": "8.2.0", "xackdel": "8.2.0", "xnack": "8.8.0", "xcfgset": "8.6.0", "xidmprecord": "8.6.0",
     "expire": "1.0.0", "pexpire": "2.6.0", "expireat": "1.2.0", "pexpireat": "2.6.0", "ttl": "1.0.0",
     "pttl": "2.6.0", "expiretime": "7.0.0", "pexpiretime": "7.0.0", "persist": "2.2.0",
     "getex": "6.2.0", "setex": "2.0.0", "psetex": "2.6.0", "move": "1.0.0", "copy": "6.2.0",
@@ -73,6 +74,24 @@ _SINCE: Final = {
     "acl|getuser": "6.0.0", "acl|help": "6.0.0", "acl|list": "6.0.0", "acl|load": "6.0.0", "acl|log": "6.0.0",
     "acl|save": "6.0.0", "acl|setuser": "6.0.0", "acl|users": "6.0.0", "acl|whoami": "6.0.0",
     "psync": "2.8.0", "sync": "1.0.0", "replconf": "3.0.0",
+}
+
+# COMMAND DOCS "history" of the stream commands Redis 8 extended (Redis's command JSON).
+_HISTORY: Final = {
+    "xadd": (
+        ("6.2.0", "Added the `NOMKSTREAM` option, `MINID` trimming strategy and the `LIMIT` option."),
+        ("7.0.0", "Added support for the `<ms>-*` explicit ID form."),
+        ("8.2.0", "Added the `KEEPREF`, `DELREF` and `ACKED` options."),
+    ),
+    "xtrim": (
+        ("6.2.0", "Added the `MINID` trimming strategy and the `LIMIT` option."),
+        ("8.2.0", "Added the `KEEPREF`, `DELREF` and `ACKED` options."),
+    ),
+    "xread": (("8.10.0", "Added the `MAXCOUNT` and `MAXSIZE` options."),),
+    "xreadgroup": (
+        ("8.4.0", "Added the `CLAIM` option."),
+        ("8.10.0", "Added the `MAXCOUNT` and `MAXSIZE` options."),
+    ),
 }
 
 _HELP: Final = (
@@ -164,6 +183,9 @@ def command_docs(spec: CommandSpec) -> dict[bytes, Any]:
     if since is not None:
         docs[b"since"] = since.encode()
     docs[b"group"] = spec.group.encode()
+    history = _HISTORY.get(spec.name)
+    if history is not None:
+        docs[b"history"] = [[version.encode(), text.encode()] for version, text in history]
     if spec.subcommands:
         docs[b"subcommands"] = {sub.name.encode(): command_docs(sub) for sub in spec.subcommands.values()}
     return docs

@@ -66,11 +66,17 @@ _CHANNELS: Final = {
 }
 
 # What Redis's command JSON says of commands Redis 7.2 lacks (a later release's), in
-# redis_meta's format: a command added from a newer Redis gets its entry here, copied from
-# that release's JSON. Rill's own commands and those without an entry get the categories
-# their flags and docs group imply (FENCE, an admin command, is @admin @fast @dangerous) and
-# one key spec from their key positions.
-EXTRA_META: Final[dict[str, tuple[tuple[str, ...], tuple[Any, ...], tuple[str, ...]]]] = {}
+# redis_meta's format, its categories None when they are the ones the command's flags and
+# docs group imply. A command without an entry (Rill's own: FENCE, an admin command, is
+# @admin @fast @dangerous; RILL.XDEADLETTER SET names its two keys by position) gets those
+# categories and one key spec from its key positions, RW update for a write, RO access
+# otherwise.
+EXTRA_META: Final[dict[str, tuple[tuple[str, ...] | None, tuple[Any, ...], tuple[str, ...]]]] = {
+    # Redis 8.2 / 8.8: the key spec flags of their JSON.
+    "xdelex": (None, (("", ("RW", "DELETE"), ("index", 1), ("range", 0, 1, 0)),), ()),
+    "xackdel": (None, (("", ("RW", "UPDATE", "DELETE"), ("index", 1), ("range", 0, 1, 0)),), ()),
+    "xnack": (None, (("", ("RW", "UPDATE"), ("index", 1), ("range", 0, 1, 0)),), ()),
+}
 
 # The category a docs group implies, for commands without JSON metadata.
 _GROUP_CATEGORY: Final = {
@@ -173,15 +179,15 @@ def describe(spec: CommandSpec) -> CommandKeys:
         return found
     meta = META.get(spec.name) or EXTRA_META.get(spec.name)
     tips: tuple[str, ...] = ()
+    cats, specs = _derived(spec)
+    cats = _implicit_categories(spec, cats)
     if meta is not None:
-        cats = 0
-        for name in meta[0]:
-            cats |= CATEGORY_BITS[name]
+        if meta[0] is not None:
+            cats = 0
+            for name in meta[0]:
+                cats |= CATEGORY_BITS[name]
         specs = tuple(_spec_from_meta(raw) for raw in meta[1])
         tips = tuple(meta[2])
-    else:
-        cats, specs = _derived(spec)
-        cats = _implicit_categories(spec, cats)
     has_keys = any(not s.flags & NOT_KEY for s in specs)
     varflags = any(s.flags & VARIABLE_FLAGS for s in specs)
     found = CommandKeys(cats, specs, tips, has_keys, has_keys and not varflags, _CHANNELS.get(spec.name))

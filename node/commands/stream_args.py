@@ -18,7 +18,17 @@ from node.commands.context import Block, Session
 from node.commands.reply import NULL_ARRAY, CommandError, OutputLimitReached, Raw
 from node.engine.ids import MAX_ID, MAX_SEQ, decr_id, format_id, incr_id, parse_id
 from node.engine.keyspace import WRONGTYPE, Database
-from node.engine.stream_ops import TRIM_MAXLEN, TRIM_MINID, TRIM_NONE, AddTrimArgs, Effect, Entry, StreamError
+from node.engine.stream_ops import (
+    TRIM_MAXLEN,
+    TRIM_MINID,
+    TRIM_NONE,
+    AddTrimArgs,
+    Effect,
+    Entry,
+    ReadBudget,
+    StreamError,
+)
+from node.engine.stream_refs import KEEPREF, POLICY_NAMES
 from node.engine.stream_value import StreamValue
 
 INVALID_ID: Final = "ERR Invalid stream ID specified as stream command argument"
@@ -128,6 +138,7 @@ def parse_add_or_trim(ctx: Session, argv: list[bytes], xadd: bool) -> AddTrimArg
     args = AddTrimArgs()
     argc = len(argv)
     limit_given = False
+    policy_given = False
     i = 2
     while i < argc:
         more = argc - 1 - i
@@ -169,6 +180,11 @@ def parse_add_or_trim(ctx: Session, argv: list[bytes], xadd: bool) -> AddTrimArg
             i += 1
         elif xadd and low == b"nomkstream":
             args.no_mkstream = True
+        elif low in POLICY_NAMES and not policy_given:
+            # Redis 8.2: once only; XADD takes a second one for the ID (the invalid-ID
+            # error), XTRIM answers a syntax error (Redis 8.2.3).
+            args.ref_policy = POLICY_NAMES[low]
+            policy_given = True
         elif xadd and low == b"idmp" and more >= 2:
             # Redis 8.6: the next two arguments are taken verbatim, whatever they look like.
             if args.idmp_pid:
@@ -227,20 +243,78 @@ def default_trim_limit(node_max_entries: int) -> int:
     return min(limit, 1000000)
 
 
+# -- the IDS numids id ... block (XDELEX, XACKDEL, XNACK) -------------------------------------
+
+
+class IdsBlockTexts:
+    """The error texts of a command's IDS block: Redis words them per command."""
+
+    __slots__ = ("bad_numids", "mismatch")
+
+    def __init__(self, bad_numids: str, mismatch: str) -> None:
+        self.bad_numids = bad_numids  # numids not an integer > 0
+        self.mismatch = mismatch  # fewer IDs follow than numids says
+
+
+def parse_ids_block(argv: list[bytes], i: int, texts: IdsBlockTexts) -> tuple[list[bytes], int]:
+    """`IDS numids id ...` with argv[i] the IDS keyword: the raw IDs (parsed later, once the
+    key is known to exist, as Redis does) and the index after them."""
+    numids = to_int(argv[i + 1]) if i + 1 < len(argv) else None
+    if numids is None or numids <= 0:
+        raise CommandError(texts.bad_numids)
+    first = i + 2
+    if numids > len(argv) - first:
+        raise CommandError(texts.mismatch)
+    return argv[first : first + numids], first + numids
+
+
+DELETE_IDS: Final = IdsBlockTexts(
+    "ERR Number of IDs must be a positive integer", "ERR The `numids` parameter must match the number of arguments"
+)
+
+
+def parse_delete_options(argv: list[bytes], start: int) -> tuple[int, list[bytes]]:
+    """XDELEX's and XACKDEL's `[KEEPREF | DELREF | ACKED] IDS numids id ...` from argv[start],
+    in any order (Redis 8.2.3: a second IDS block replaces the first, a second policy or any
+    other word is a syntax error, and so is a missing IDS block)."""
+    policy = KEEPREF
+    policy_given = False
+    raw_ids: list[bytes] | None = None
+    i = start
+    while i < len(argv):
+        low = argv[i].lower()
+        if low == b"ids":
+            raw_ids, i = parse_ids_block(argv, i, DELETE_IDS)
+            continue
+        if low in POLICY_NAMES and not policy_given:
+            policy = POLICY_NAMES[low]
+            policy_given = True
+        else:
+            raise CommandError(SYNTAX_ERROR)
+        i += 1
+    if raw_ids is None:
+        raise CommandError(SYNTAX_ERROR)
+    return policy, raw_ids
+
+
 # -- XREAD / XREADGROUP options --------------------------------------------------------------
 
 
 class ReadArgs:
-    """XREAD/XREADGROUP options: [GROUP g c] [COUNT n] [BLOCK ms] [NOACK] STREAMS k... id...
+    """XREAD/XREADGROUP options: [GROUP g c] [COUNT n] [MAXCOUNT n] [MAXSIZE n] [BLOCK ms]
+    [CLAIM min-idle-time] [NOACK] STREAMS k... id...
 
     A plain class, not a dataclass: compiled, a dataclass's generated __init__ runs as
     interpreted Python on every XREAD."""
 
-    __slots__ = ("timeout_ms", "count", "noack", "group", "consumer", "keys", "ids")
+    __slots__ = ("timeout_ms", "count", "noack", "group", "consumer", "keys", "ids", "claim", "max_count", "max_size")
 
     def __init__(self) -> None:
         self.timeout_ms = -1  # -1: no BLOCK
         self.count = 0  # 0: no limit
+        self.claim = -1  # Redis 8.4's CLAIM min-idle-time; -1: not given
+        self.max_count = 0  # Redis 8.10's MAXCOUNT; 0: not given
+        self.max_size = 0  # Redis 8.10's MAXSIZE; 0: not given
         self.noack = False
         self.group: bytes | None = None
         self.consumer = b""
@@ -283,17 +357,50 @@ def parse_read_args(argv: list[bytes], xreadgroup: bool, now_ms: int) -> ReadArg
             if not xreadgroup:
                 raise CommandError("ERR The NOACK option is only supported by XREADGROUP. You called XREAD instead.")
             args.noack = True
+        elif opt == b"claim" and more:
+            if not xreadgroup:
+                raise CommandError("ERR The CLAIM option is only supported by XREADGROUP. You called XREAD instead.")
+            i += 1
+            min_idle = to_int(argv[i])
+            if min_idle is None:
+                raise CommandError("ERR min-idle-time is not an integer")
+            if min_idle < 0:
+                raise CommandError("ERR min-idle-time must be a positive integer")
+            args.claim = min_idle
+        elif opt == b"maxcount" and more:
+            i += 1
+            args.max_count = _positive(argv[i], "ERR MAXCOUNT must be a positive integer")
+        elif opt == b"maxsize" and more:
+            i += 1
+            args.max_size = _positive(argv[i], "ERR MAXSIZE must be a positive integer")
         else:
             raise CommandError(SYNTAX_ERROR)
         i += 1
     if not streams_at:
         raise CommandError(SYNTAX_ERROR)
+    if args.max_count and args.count and args.max_count < args.count:
+        raise CommandError("ERR MAXCOUNT must be greater than or equal to COUNT")
     if xreadgroup and args.group is None:
         raise CommandError("ERR Missing GROUP option for XREADGROUP")
     half = (argc - streams_at) // 2
     args.keys = argv[streams_at : streams_at + half]
     args.ids = argv[streams_at + half :]
     return args
+
+
+def _positive(raw: bytes, error: str) -> int:
+    value = to_int(raw)
+    if value is None or value <= 0:
+        raise CommandError(error)
+    return value
+
+
+def read_budget(args: ReadArgs) -> ReadBudget | None:
+    """The MAXCOUNT/MAXSIZE budget of one run of a read (a blocked read gets a new one at
+    each wake-up), None without either option."""
+    if not args.max_count and not args.max_size:
+        return None
+    return ReadBudget(args.max_count, args.max_size)
 
 
 def can_block(ctx: Session) -> bool:
@@ -303,12 +410,17 @@ def can_block(ctx: Session) -> bool:
 
 
 def block_or_timeout(
-    ctx: Session, keys: list[bytes], timeout_ms: int, retry: Callable[[Session], Any]
+    ctx: Session,
+    keys: list[bytes],
+    timeout_ms: int,
+    retry: Callable[[Session], Any],
+    wake_at: Callable[[Session], int | None] | None = None,
 ) -> Block | object:
-    """Park the client on `keys` until `retry` has a reply, or reply a timeout now."""
+    """Park the client on `keys` until `retry` has a reply, or reply a timeout now.
+    `wake_at` (XREADGROUP CLAIM) tells when to try again even if no key is touched."""
     if timeout_ms < 0 or not can_block(ctx):
         return NULL_ARRAY
-    return Block(list(keys), timeout_ms, retry, NULL_ARRAY)
+    return Block(list(keys), timeout_ms, retry, NULL_ARRAY, wake_at=wake_at)
 
 
 # -- lookups and replies ---------------------------------------------------------------------
@@ -351,16 +463,36 @@ def entries_reply(entries: Sequence[Entry]) -> Any:
     return Raw(b"".join(parts))
 
 
+def claimed_entries_reply(entries: list[list[Any]]) -> Raw:
+    """XREADGROUP CLAIM's entries, [id, [field, value, ...], idle, deliveries] each, encoded in
+    one pass (the same bytes in RESP2 and RESP3: arrays, bulk strings and integers)."""
+    parts = [b"*%d\r\n" % len(entries)]
+    append = parts.append
+    for raw_id, fields, idle, deliveries in entries:
+        append(b"*4\r\n$%d\r\n%s\r\n*%d\r\n" % (len(raw_id), raw_id, len(fields)))
+        for item in fields:
+            append(b"$%d\r\n%s\r\n" % (len(item), item))
+        append(b":%d\r\n:%d\r\n" % (idle, deliveries))
+    return Raw(b"".join(parts))
+
+
 def range_reply(value: StreamValue, start: int, end: int, count: int, rev: bool, max_bytes: int = 0) -> Raw:
     """entries_reply(value.range(start, end, count, rev)), encoded straight from the packed
     nodes (Stream.range_resp): XRANGE, XREVRANGE and XREAD answer through it. A reply that
     would pass `max_bytes` (the room left under the client's hard output limit) raises
     OutputLimitReached as soon as it does, before it is built whole."""
+    return counted_range_reply(value, start, end, count, rev, max_bytes)[0]
+
+
+def counted_range_reply(
+    value: StreamValue, start: int, end: int, count: int, rev: bool, max_bytes: int = 0
+) -> tuple[Raw, int]:
+    """range_reply and the number of entries in it."""
     out: list[Any] = [b""]
     n = value.range_resp(start, end, count, rev, out, None, None, max_bytes)
     if n < 0:
         raise OutputLimitReached
-    return encoded_entries_reply(out, n)
+    return encoded_entries_reply(out, n), n
 
 
 def encoded_entries_reply(out: list[Any], n: int) -> Raw:

@@ -12,6 +12,7 @@ from node.commands.stream_args import (
     ReadArgs,
     block_or_timeout,
     bytes_text,
+    claimed_entries_reply,
     encoded_entries_reply,
     engine_error,
     entries_reply,
@@ -24,12 +25,14 @@ from node.commands.stream_args import (
     parse_start_bound,
     parse_strict_id,
     propagate_all,
+    read_budget,
 )
+from node.commands.stream_dead_letters import mover as dead_letter_mover
 from node.commands.stream_idmp import new_stream_effects
 from node.commands.table import command, container, subcommand
 from node.engine import stream_ops
-from node.engine.groups import INVALID_ENTRIES_READ, ConsumerGroup, pending_counts
-from node.engine.ids import MAX_ID, format_id, parse_id
+from node.engine.groups import INVALID_ENTRIES_READ, UNOWNED, ConsumerGroup, pending_counts
+from node.engine.ids import MAX_ID, format_id, incr_id, parse_id
 from node.engine.stream_ops import ClaimOptions, Effect, StreamError
 from node.engine.stream_value import StreamValue
 
@@ -163,7 +166,7 @@ def xgroup_setid(ctx: Session, argv: list[bytes]) -> Any:
         raise _subcommand_syntax_error(argv)
     assert t.value is not None and t.group is not None
     last_id = t.value.last_id if argv[4] == b"$" else parse_range_id(argv[4])
-    propagate_all(ctx, stream_ops.group_setid(t.group, argv, last_id, t.entries_read))
+    propagate_all(ctx, stream_ops.group_setid(t.value, t.group, argv, last_id, t.entries_read))
     return OK
 
 
@@ -213,10 +216,11 @@ def xreadgroup(ctx: Session, argv: list[bytes]) -> Any:
     args = parse_read_args(argv, True, ctx.now_ms())
     group_name = args.group
     assert group_name is not None
-    reply = _serve_group(ctx, args.keys, args.ids, group_name, args.consumer, args.count, args.noack)
+    reply = _serve_group(ctx, args, group_name)
     if reply is not None:
         return reply
-    return block_or_timeout(ctx, args.keys, args.timeout_ms, _XreadgroupRetry(args, group_name))
+    retry = _XreadgroupRetry(args, group_name)
+    return block_or_timeout(ctx, args.keys, args.timeout_ms, retry, retry.wake_at if args.claim >= 0 else None)
 
 
 class _XreadgroupRetry:
@@ -229,12 +233,13 @@ class _XreadgroupRetry:
 
     def __call__(self, session: Session) -> Any:
         # Only '>' reads block. When every key still holds its group and none has an entry
-        # past the group's last ID, there is nothing to serve: keep waiting without
-        # re-running (a write wakes every reader of the group, but only the first one gets
-        # the new entries).
+        # past the group's last ID (or, with CLAIM, a claimable pending entry), there is
+        # nothing to serve: keep waiting without re-running (a write wakes every reader of
+        # the group, but only the first one gets the new entries).
         args = self.args
         group_name = self.group_name
         db = session.db
+        now = session.now_ms()
         for key in args.keys:
             value = db.get(key)
             if type(value) is not StreamValue:
@@ -242,25 +247,31 @@ class _XreadgroupRetry:
             group = value.group(group_name)
             if group is None or (value.length and value.last_live_id() > group.last_id):
                 break
+            if args.claim >= 0 and group.idle_entries(now, args.claim, 1):
+                break
         else:
             return None
         # Redis 7.2 re-executes the command: a deleted key or destroyed group is NOGROUP,
         # a key of another type WRONGTYPE.
-        return _serve_group(session, args.keys, args.ids, group_name, args.consumer, args.count, args.noack)
+        return _serve_group(session, args, group_name)
+
+    def wake_at(self, session: Session) -> int | None:
+        """CLAIM: when the first owned pending entry of any of the keys becomes claimable."""
+        earliest: int | None = None
+        for key in self.args.keys:
+            value = session.db.get(key)
+            group = value.group(self.group_name) if type(value) is StreamValue else None
+            at = group.next_claimable_at(self.args.claim) if group is not None else None
+            if at is not None and (earliest is None or at < earliest):
+                earliest = at
+        return earliest
 
 
-def _serve_group(
-    ctx: Session,
-    keys: list[bytes],
-    raw_ids: list[bytes],
-    group_name: bytes,
-    consumer_name: bytes,
-    count: int,
-    noack: bool,
-) -> Any:
+def _serve_group(ctx: Session, args: ReadArgs, group_name: bytes) -> Any:
     db = ctx.db
+    keys = args.keys
     targets: list[tuple[StreamValue, ConsumerGroup, int | None]] = []
-    for key, raw in zip(keys, raw_ids):
+    for key, raw in zip(keys, args.ids):
         value = lookup_stream(db, key)
         group = value.group(group_name) if value is not None else None
         if value is None or group is None:
@@ -282,9 +293,34 @@ def _serve_group(
     now = ctx.now_ms()
     effects: list[Effect] = []
     served: list[tuple[bytes, Any]] = []
+    budget = read_budget(args)
+    consumer_name = args.consumer
     for key, (value, group, after) in zip(keys, targets):
+        count = args.count
+        if budget is not None:
+            if budget.exhausted():
+                break
+            count = budget.limit(count)
+        if after is None and args.claim >= 0:
+            # Redis 8.4: CLAIM applies to '>' reads only.
+            claimed = stream_ops.read_group_claim(
+                value, key, group_name, group, consumer_name, count, args.noack, args.claim, now, effects, budget,
+                dead_letter_mover(ctx, key, group_name, value, group),
+            )
+            if claimed is not None:
+                served.append((key, claimed_entries_reply(claimed)))
+            continue
+        if after is None and budget is not None and budget.bytes_left:
+            # MAXSIZE: find how many new entries fit before delivering any of them.
+            count = _fitting_new_entries(value, group, count, budget)
+            if not count:
+                continue
+        elif after is None and budget is not None:
+            budget.emitted += _new_entries_count(value, group, count)
         out: list[Any] = [b""]
-        result = stream_ops.read_group(value, key, group_name, group, consumer_name, after, count, noack, now, effects, out)
+        result = stream_ops.read_group(
+            value, key, group_name, group, consumer_name, after, count, args.noack, now, effects, out, budget
+        )
         if isinstance(result, int):
             served.append((key, encoded_entries_reply(out, result)))
         elif result is not None:
@@ -293,6 +329,28 @@ def _serve_group(
     if not served:
         return None
     return keyed_reply(ctx, served)
+
+
+def _new_entries_count(value: StreamValue, group: ConsumerGroup, count: int) -> int:
+    """How many entries a '>' read with this COUNT will deliver (MAXCOUNT's bookkeeping)."""
+    start = incr_id(group.last_id)
+    if start is None or not value.length:
+        return 0
+    return len(value.range(start, MAX_ID, count))
+
+
+def _fitting_new_entries(value: StreamValue, group: ConsumerGroup, count: int, budget: stream_ops.ReadBudget) -> int:
+    """How many of the entries a '>' read would deliver fit in the budget (counted in): a
+    skipped entry is neither sent nor made pending (Redis 8.10)."""
+    start = incr_id(group.last_id)
+    if start is None or not value.length:
+        return 0
+    n = 0
+    for entry_id, fields in value.range(start, MAX_ID, count):
+        if not budget.take([format_id(entry_id), fields]):
+            break
+        n += 1
+    return n
 
 
 # ---------------------------------------------------------------------------------------
@@ -371,7 +429,12 @@ def xpending(ctx: Session, argv: list[bytes]) -> Any:
         idle = now - delivered
         if min_idle and idle < min_idle:
             continue
-        out.append([format_id(entry_id), owner, max(idle, 0), deliveries])
+        if owner is UNOWNED:
+            # Redis 8.8: a NACKed entry shows no consumer and idle time -1 (its delivery
+            # time is 0).
+            out.append([format_id(entry_id), b"", -1, deliveries])
+        else:
+            out.append([format_id(entry_id), owner, max(idle, 0), deliveries])
     return out
 
 
@@ -438,7 +501,8 @@ def xclaim(ctx: Session, argv: list[bytes]) -> Any:
             raise CommandError(f"ERR Unrecognized XCLAIM option '{bytes_text(argv[j])}'")
         j += 1
     claimed, effects = stream_ops.xclaim(
-        value, argv[1], argv[2], group, argv[3], ids, opts, now, trust_time=from_log(ctx)
+        value, argv[1], argv[2], group, argv[3], ids, opts, now, trust_time=from_log(ctx),
+        mover=dead_letter_mover(ctx, argv[1], argv[2], value, group),
     )
     propagate_all(ctx, effects)
     return _claimed_reply(value, claimed, opts.justid)
@@ -473,7 +537,8 @@ def xautoclaim(ctx: Session, argv: list[bytes]) -> Any:
         j += 1
     value, group = _group_of(ctx, argv[1], argv[2])
     cursor, claimed, deleted, effects = stream_ops.xautoclaim(
-        value, argv[1], argv[2], group, argv[3], max(min_idle, 0), start, count, justid, ctx.now_ms()
+        value, argv[1], argv[2], group, argv[3], max(min_idle, 0), start, count, justid, ctx.now_ms(),
+        dead_letter_mover(ctx, argv[1], argv[2], value, group),
     )
     propagate_all(ctx, effects)
     return [format_id(cursor), _claimed_reply(value, claimed, justid), [format_id(i) for i in deleted]]

@@ -10,7 +10,7 @@ from node.commands.context import Session
 from node.commands.reply import CommandError
 from node.commands.stream_args import bytes_text, entries_reply, entry_reply, lookup_stream
 from node.commands.table import container, subcommand
-from node.engine.groups import INVALID_ENTRIES_READ, ConsumerGroup
+from node.engine.groups import INVALID_ENTRIES_READ, UNOWNED, ConsumerGroup
 from node.engine.idmp_ops import idmp_info
 from node.engine.ids import MAX_ID, format_id
 from node.engine.stream_ops import group_lag
@@ -112,7 +112,7 @@ def _full_groups(value: StreamValue, count: int) -> list[dict[bytes, Any]]:
         for entry_id, (delivered, deliveries, owner) in pel.items():
             if count and len(pending) >= count:
                 break
-            pending.append([format_id(entry_id), owner, delivered, deliveries])
+            pending.append([format_id(entry_id), owner if owner is not UNOWNED else b"", delivered, deliveries])
         consumers = []
         for c in group.sorted_consumers():
             own: list[list[Any]] = []
@@ -134,6 +134,8 @@ def _full_groups(value: StreamValue, count: int) -> list[dict[bytes, Any]]:
             b"entries-read": _entries_read(group),
             b"lag": group_lag(value, group),
             b"pel-count": len(pel),
+            # Redis 8.8: the size of the NACK zone (XNACK).
+            b"nacked-count": len(group.nacked),
             b"pending": pending,
             b"consumers": consumers,
         })  # fmt: skip

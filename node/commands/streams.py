@@ -9,8 +9,11 @@ from node.commands.args import NOT_AN_INTEGER, SYNTAX_ERROR, to_int
 from node.commands.context import Session
 from node.commands.reply import NULL_ARRAY, OK, CommandError, OutputLimitReached
 from node.commands.stream_args import (
+    ReadArgs,
     block_or_timeout,
+    counted_range_reply,
     engine_error,
+    entries_reply,
     keyed_reply,
     lookup_stream,
     parse_add_or_trim,
@@ -20,6 +23,7 @@ from node.commands.stream_args import (
     parse_strict_id,
     propagate_all,
     range_reply,
+    read_budget,
 )
 from node.commands.stream_idmp import new_stream_effects, xadd_idmp
 from node.commands.table import command
@@ -231,10 +235,10 @@ def xread(ctx: Session, argv: list[bytes]) -> Any:
             )
         else:
             after.append(parse_strict_id(raw))
-    reply = _serve_xread(ctx, args.keys, after, args.count, False)
+    reply = _serve_xread(ctx, args.keys, after, args, False)
     if reply is not None:
         return reply
-    return block_or_timeout(ctx, args.keys, args.timeout_ms, _XreadRetry(args.keys, after, plus_at, args.count))
+    return block_or_timeout(ctx, args.keys, args.timeout_ms, _XreadRetry(args, after, plus_at))
 
 
 class _XreadRetry:
@@ -242,11 +246,11 @@ class _XreadRetry:
     environment reference each other, and a reference cycle per blocked read made the cyclic
     GC stall the loop for ~10 ms every few seconds under a blocking-read load."""
 
-    def __init__(self, keys: list[bytes], after: list[int], plus_at: list[int], count: int) -> None:
-        self.keys = keys
+    def __init__(self, args: ReadArgs, after: list[int], plus_at: list[int]) -> None:
+        self.args = args
+        self.keys = args.keys
         self.after = after
         self.plus_at = plus_at
-        self.count = count
 
     def __call__(self, session: Session) -> Any:
         # Redis 7.4 re-executes the command on wake-up, rewriting only '$': a '+' reads the
@@ -255,7 +259,7 @@ class _XreadRetry:
         for i in self.plus_at:
             value = session.db.get(self.keys[i])
             after[i] = _before_last_entry(value if type(value) is StreamValue else None)
-        return _serve_xread(session, self.keys, after, self.count, True)
+        return _serve_xread(session, self.keys, after, self.args, True)
 
 
 def _before_last_entry(value: StreamValue | None) -> int:
@@ -263,15 +267,19 @@ def _before_last_entry(value: StreamValue | None) -> int:
     return value.last_live_id() - 1 if value is not None and value.length else 0
 
 
-def _serve_xread(ctx: Session, keys: list[bytes], after: list[int], count: int, woken: bool) -> Any:
+def _serve_xread(ctx: Session, keys: list[bytes], after: list[int], args: ReadArgs, woken: bool) -> Any:
     """The streams that have entries past their ID; None when none has.
 
     A woken read runs again as Redis 7.2 re-executes the command, except that a key that
     no longer holds a stream is not a reason to wake up: it answers WRONGTYPE only if
-    another key has something to serve (as the re-executed command would)."""
+    another key has something to serve (as the re-executed command would). MAXCOUNT and
+    MAXSIZE (Redis 8.10) bound the whole reply: streams are served in the order given
+    until the budget is spent."""
     served: list[tuple[bytes, Any]] = []
     db = ctx.db
     wrong_type = False
+    count = args.count
+    budget = read_budget(args)
     # Like XRANGE's, the reply stops as soon as it would pass the client's hard output limit,
     # counted over every key's entries (not inside EXEC, where every queued command runs).
     room = 0 if ctx.in_exec else ctx.output_room
@@ -285,6 +293,18 @@ def _serve_xread(ctx: Session, keys: list[bytes], after: list[int], count: int, 
             wrong_type = True
             continue
         start = stream_ops.read_start(value, last)
+        if start is not None and budget is not None:
+            if budget.exhausted():
+                break
+            if budget.bytes_left:
+                taken = [e for e in value.range(start, MAX_ID, budget.limit(count)) if budget.take(list(e))]
+                if taken:
+                    served.append((key, entries_reply(taken)))
+                continue
+            entries, n = counted_range_reply(value, start, MAX_ID, budget.limit(count), False, room)
+            budget.emitted += n
+            served.append((key, entries))
+            continue
         if start is not None:
             entries = range_reply(value, start, MAX_ID, count, False, room)
             served.append((key, entries))

@@ -115,7 +115,15 @@ def _groups_digest(digest: bytes, stream: StreamValue) -> bytes:
             h.update(b"%d:" % len(c.name) + c.name)
         h.update(b"|")
         for entry_id, (delivered, deliveries, owner) in group.pel.items():
-            h.update(b"%d %d %d %d:" % (entry_id, delivered, deliveries, len(owner)) + owner)
+            if owner is None:  # NACKed (groups.UNOWNED): no consumer name, not even b""
+                h.update(b"%d %d %d -:" % (entry_id, delivered, deliveries))
+            else:
+                h.update(b"%d %d %d %d:" % (entry_id, delivered, deliveries, len(owner)) + owner)
+        if group.nacked:
+            # The NACK zone's order decides what XREADGROUP CLAIM serves first.
+            h.update(b"|nacked " + b" ".join(b"%d" % entry_id for entry_id in group.nacked))
+        if group.dead_letter is not None:
+            h.update(b"|dead-letter " + group.dead_letter.digest_bytes())
         digest = mix_digest(digest, h.digest())
     return digest
 

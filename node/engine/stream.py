@@ -35,9 +35,10 @@ from __future__ import annotations
 import sys
 from array import array
 from bisect import bisect_right
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Final
 
+from node.engine.ids import MAX_ID
 from node.engine.listpack_size import LP_FLAGS, LP_MAX_SIZE, as_int64, lp_entry_size, lp_int_size, lp_master_size
 from node.engine.logged_run import NATIVE_APPEND_RUN
 from node.engine.node_values import has_names, pack_values, put_len, total_len, varint_size
@@ -384,6 +385,80 @@ class Stream:
             del nodes[:gone]
             del self.masters[:gone]
         return removed
+
+    def trim_per_entry(
+        self,
+        maxlen: int,
+        minid: int,
+        approx: bool,
+        limit: int,
+        keep: Callable[[int], bool] | None,
+        removing: Callable[[int], None] | None,
+    ) -> tuple[int, int]:
+        """streamTrim with Redis 8.2's DELREF or ACKED (node.engine.stream_refs): entries go
+        one by one, never a node at once, so that `keep(id)` (ACKED: the entry is still
+        referenced) can spare one and `removing(id)` (DELREF: drop the groups' references)
+        runs for each one removed. Exactly one of maxlen / minid is >= 0.
+
+        The walk is `_trim`'s, with Redis 8.6's fix for `~` (redis#14623): a node that could
+        go whole has its entries examined and the walk goes on to the next node; the first
+        node that could not go whole stops an approximate trim, while an exact one examines
+        it up to the threshold. A node left with no live entry is freed. Returns the number
+        removed and the first ID the walk did not reach (every stored ID below it was
+        examined; MAX_ID when it reached the end), from which the effect is written.
+        """
+        by_len = maxlen >= 0
+        nodes = self.nodes
+        removed = 0
+        reached = -1
+        emptied: list[int] = []
+        self.digests = None
+        for j, node in enumerate(nodes):
+            if by_len and self.length <= maxlen:
+                reached = node.master
+                break
+            entries = node.live
+            if limit and removed + entries > limit:
+                reached = node.master
+                break
+            if by_len:
+                whole = self.length - entries >= maxlen
+            else:
+                whole = node.id_at(len(node.keys) - 1) < minid
+            if approx and not whole:
+                reached = node.master
+                break
+            dead = node.dead
+            marked = 0
+            for i in range(len(node.keys)):
+                entry_id = node.id_at(i)
+                if (by_len and self.length <= maxlen) or (not by_len and entry_id >= minid):
+                    reached = entry_id
+                    break
+                if (dead >> i) & 1 or (keep is not None and keep(entry_id)):
+                    continue
+                if removing is not None:
+                    removing(entry_id)
+                dead |= 1 << i
+                marked += 1
+                self.length -= 1
+            node.dead = dead
+            node.live -= marked
+            node.tombs += marked
+            removed += marked
+            if not node.live:
+                emptied.append(j)
+            if reached >= 0:
+                break
+        for j in reversed(emptied):
+            tail = j == len(nodes) - 1
+            if not tail and self._sealed >= 0:
+                self._sealed -= nodes[j].memory_estimate()
+            del nodes[j]
+            del self.masters[j]
+            if tail:
+                self._tail_removed()
+        return removed, reached if reached >= 0 else MAX_ID
 
     # -- reading -------------------------------------------------------------------------
 

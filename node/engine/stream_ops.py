@@ -25,9 +25,11 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from node.engine.groups import INVALID_ENTRIES_READ, Consumer, ConsumerGroup, Nack
+from node.engine.dead_letters import Mover
+from node.engine.groups import INVALID_ENTRIES_READ, UNOWNED, Consumer, ConsumerGroup, Nack, one_more
 from node.engine.ids import MAX_ID, MAX_MS, MAX_SEQ, decimal, format_id, format_parts, incr_id
 from node.engine.node_values import total_len
+from node.engine.stream_refs import KEEPREF, policy_trim
 from node.engine.stream_value import StreamValue
 
 Effect = list[bytes]
@@ -39,6 +41,62 @@ TRIM_MINID: Final = 2
 
 # Redis STREAM_LISTPACK_MAX_SIZE: no entry may carry more than this many bytes.
 MAX_ENTRY_BYTES: Final = 1 << 30
+
+
+class ReadBudget:
+    """What one XREAD/XREADGROUP may still return under Redis 8.10's MAXCOUNT (entries over
+    all its streams) and MAXSIZE (reply bytes over all its streams, a soft cap: the entry
+    that would pass it is not returned, unless it would be the reply's first).
+
+    The bytes counted are the entries' RESP encoding (a CLAIM read's two integers
+    included); the array headers and key names around them are not. A plain class: see
+    AddTrimArgs."""
+
+    __slots__ = ("entries_left", "bytes_left", "emitted")
+
+    def __init__(self, max_count: int = 0, max_size: int = 0) -> None:
+        self.entries_left = max_count  # 0: no MAXCOUNT
+        self.bytes_left = max_size  # 0: no MAXSIZE (may go negative: the first entry passes)
+        self.emitted = 0
+
+    def limit(self, count: int) -> int:
+        """The COUNT to read one stream with: COUNT (0 = none) within what MAXCOUNT leaves."""
+        if not self.entries_left:
+            return count
+        left = self.entries_left - self.emitted
+        return min(count, left) if count else left
+
+    def exhausted(self) -> bool:
+        if self.entries_left and self.emitted >= self.entries_left:
+            return True
+        return bool(self.bytes_left) and self.emitted > 0 and self.bytes_left <= 0
+
+    def take(self, item: list[Any]) -> bool:
+        """Count one entry ([id, fields or None, ...]) in, or refuse it (False) when a cap
+        is reached."""
+        if self.entries_left and self.emitted >= self.entries_left:
+            return False
+        if self.bytes_left:
+            size = resp_size(item)
+            if self.emitted and size > self.bytes_left:
+                self.bytes_left = -1  # spent
+                return False
+            self.bytes_left -= size
+            if self.bytes_left <= 0:
+                self.bytes_left = -1  # spent; still "a byte cap" for exhausted()
+        self.emitted += 1
+        return True
+
+
+def resp_size(item: Any) -> int:
+    """Bytes of `item` (bytes, int, None, or a list of them) as a RESP2 reply."""
+    if type(item) is bytes:
+        return len(item) + len(b"%d" % len(item)) + 5
+    if type(item) is int:
+        return len(b"%d" % item) + 3
+    if item is None:
+        return 5
+    return len(b"%d" % len(item)) + 3 + sum(resp_size(x) for x in item)
 
 
 class StreamError(Exception):
@@ -57,7 +115,8 @@ class AddTrimArgs:
     __init__ stays interpreted Python, ~2.5x the cost.)"""
 
     __slots__ = ("id_pos", "entry_id", "id_given", "seq_given", "no_mkstream", "strategy",
-                 "threshold_pos", "approx", "limit", "maxlen", "minid", "idmp_pid", "idmp_iid")  # fmt: skip
+                 "threshold_pos", "approx", "limit", "maxlen", "minid", "idmp_pid", "idmp_iid",
+                 "ref_policy")  # fmt: skip
 
     def __init__(
         self,
@@ -74,6 +133,7 @@ class AddTrimArgs:
         minid: int = 0,
         idmp_pid: bytes = b"",  # XADD IDMP / IDMPAUTO: the producer ID; b"" = neither option
         idmp_iid: bytes = b"",  # XADD IDMP: the idempotent ID; b"" with a pid = IDMPAUTO
+        ref_policy: int = KEEPREF,  # Redis 8.2's KEEPREF | DELREF | ACKED (node.engine.stream_refs)
     ) -> None:
         self.id_pos = id_pos
         self.entry_id = entry_id
@@ -88,6 +148,7 @@ class AddTrimArgs:
         self.minid = minid
         self.idmp_pid = idmp_pid
         self.idmp_iid = idmp_iid
+        self.ref_policy = ref_policy
 
 
 # ---------------------------------------------------------------------------------------
@@ -96,9 +157,12 @@ class AddTrimArgs:
 
 
 def xclaim_effect(key: bytes, group_name: bytes, group: ConsumerGroup, entry_id: int, nack: Nack) -> Effect:
-    """streamPropagateXCLAIM: an idempotent XCLAIM that recreates `nack` exactly."""
+    """streamPropagateXCLAIM: an idempotent XCLAIM that recreates `nack` exactly (an owned
+    entry's: a NACKed one is recreated by XNACK, nack_ops)."""
+    owner = nack[2]
+    assert owner is not UNOWNED
     return [
-        b"XCLAIM", key, group_name, nack[2], b"0", format_id(entry_id),
+        b"XCLAIM", key, group_name, owner, b"0", format_id(entry_id),
         b"TIME", b"%d" % nack[0], b"RETRYCOUNT", b"%d" % nack[1],
         b"FORCE", b"JUSTID", b"LASTID", format_id(group.last_id),
     ]  # fmt: skip
@@ -115,6 +179,10 @@ def setid_effect(key: bytes, group_name: bytes, group: ConsumerGroup, raw_last_i
 
 def create_consumer_effect(key: bytes, group_name: bytes, consumer_name: bytes) -> Effect:
     return [b"XGROUP", b"CREATECONSUMER", key, group_name, consumer_name]
+
+
+def xack_effect(key: bytes, group_name: bytes, entry_id: int) -> Effect:
+    return [b"XACK", key, group_name, format_id(entry_id)]
 
 
 # ---------------------------------------------------------------------------------------
@@ -176,11 +244,8 @@ def xadd(
 
     effect = argv.copy()
     if args.strategy != TRIM_NONE:
-        trim(value, args)
-        if args.approx:
-            # Make the trim deterministic for replicas and AOF: exact, at the result.
-            effect[args.threshold_pos - 1] = b"="
-            effect[args.threshold_pos] = trim_threshold(value, args.strategy)
+        _, reached = trim_walk(value, args)
+        rewrite_trim(effect, value, args, reached)
     if not args.id_given or not args.seq_given:
         effect[args.id_pos] = format_id(entry_id)
     return entry_id, effect
@@ -232,12 +297,45 @@ def _append_fields(
 
 
 def trim(value: StreamValue, args: AddTrimArgs) -> int:
-    """streamTrim with the parsed strategy; returns the number of entries removed."""
+    """streamTrim with the parsed strategy and reference policy; returns the number of
+    entries removed."""
+    return trim_walk(value, args)[0]
+
+
+def trim_walk(value: StreamValue, args: AddTrimArgs) -> tuple[int, int]:
+    """trim, and where a DELREF or ACKED trim's walk stopped (stream_refs.policy_trim; -1
+    for a plain trim). The policies change nothing on a stream without consumer groups
+    (Redis 8.6), where the plain trim runs."""
+    if args.strategy == TRIM_NONE:
+        return 0, -1
+    if args.ref_policy != KEEPREF and value.groups:
+        maxlen = args.maxlen if args.strategy == TRIM_MAXLEN else -1
+        minid = args.minid if args.strategy == TRIM_MINID else -1
+        return policy_trim(value, maxlen, minid, args.approx, args.limit, args.ref_policy)
     if args.strategy == TRIM_MAXLEN:
-        return value.trim_maxlen(args.maxlen, args.approx, args.limit)
-    if args.strategy == TRIM_MINID:
-        return value.trim_minid(args.minid, args.approx, args.limit)
-    return 0
+        return value.trim_maxlen(args.maxlen, args.approx, args.limit), -1
+    return value.trim_minid(args.minid, args.approx, args.limit), -1
+
+
+def rewrite_trim(effect: Effect, value: StreamValue, args: AddTrimArgs, reached: int) -> None:
+    """Make a trim's effect (an XADD's or XTRIM's argv copy) remove exactly what the trim
+    removed, whatever the replica's node layout.
+
+    A plain `~` trim becomes `=` with the resulting threshold (trim_threshold). An exact
+    DELREF/ACKED trim stays as it is: entry by entry, it removes the same entries from the
+    same entries and groups. A `~` one examined whole nodes, which a replica may lay out
+    differently; everything it examined lies below `reached`, so it becomes `MINID =
+    reached` with the same policy, which examines exactly those entries."""
+    if not args.approx:
+        return
+    pos = args.threshold_pos
+    if reached < 0:
+        effect[pos - 1] = b"="
+        effect[pos] = trim_threshold(value, args.strategy)
+        return
+    effect[pos - 2] = b"MINID"
+    effect[pos - 1] = b"="
+    effect[pos] = format_id(reached)
 
 
 def trim_threshold(value: StreamValue, strategy: int) -> bytes:
@@ -249,14 +347,13 @@ def trim_threshold(value: StreamValue, strategy: int) -> bytes:
 
 
 def xtrim(value: StreamValue, argv: list[bytes], args: AddTrimArgs) -> tuple[int, list[Effect]]:
-    removed = trim(value, args)
+    removed, reached = trim_walk(value, args)
     if not removed:
         return 0, []
     effect = argv
     if args.approx:
         effect = argv.copy()
-        effect[args.threshold_pos - 1] = b"="
-        effect[args.threshold_pos] = trim_threshold(value, args.strategy)
+        rewrite_trim(effect, value, args, reached)
     return removed, [effect]
 
 
@@ -360,27 +457,12 @@ def read_start(value: StreamValue, after: int) -> int | None:
     return after + 1  # below MAX_ID: a live entry is above it
 
 
-def read_group(
-    value: StreamValue,
-    key: bytes,
-    group_name: bytes,
-    group: ConsumerGroup,
-    consumer_name: bytes,
-    after: int | None,
-    count: int,
-    noack: bool,
-    now_ms: int,
+def _reading_consumer(
+    group: ConsumerGroup, key: bytes, group_name: bytes, consumer_name: bytes, noack: bool, now_ms: int,
     effects: list[Effect],
-    out: list[Any],
-) -> list[Entry] | int | None:
-    """XREADGROUP of one stream; `after` None is '>' (new entries), else the consumer's own
-    pending entries after that ID. New entries are written to `out` as RESP (see
-    Stream.range_resp) and their number returned; history reads return the entries (one
-    may be deleted); None when '>' found nothing new (the key is then left out of the
-    reply). Appends the effects."""
-    serve_new = False
-    if after is None and value.length:
-        serve_new = value.last_live_id() > group.last_id
+) -> tuple[Consumer, bool, int]:
+    """The consumer a read acts as, created if needed: (consumer, created, where in `effects`
+    a CREATECONSUMER goes if nothing the read logs names it)."""
     # Redis 7.2 counts any read as an attempted interaction: the consumer is created (and
     # its seen-time set) even when the read has nothing to serve and is going to block.
     consumer = group.consumer(consumer_name)
@@ -393,18 +475,115 @@ def read_group(
             effects.append(create_consumer_effect(key, group_name, consumer_name))
             mark = len(effects)
     consumer.seen_time = now_ms
+    return consumer, created, mark
+
+
+def _named(created: bool, noack: bool, effects: list[Effect], mark: int, key: bytes, group_name: bytes, name: bytes) -> None:
+    if created and not noack and len(effects) == mark:
+        # Nothing delivered to the new consumer names it: create it explicitly.
+        effects.insert(mark, create_consumer_effect(key, group_name, name))
+
+
+def read_group(
+    value: StreamValue,
+    key: bytes,
+    group_name: bytes,
+    group: ConsumerGroup,
+    consumer_name: bytes,
+    after: int | None,
+    count: int,
+    noack: bool,
+    now_ms: int,
+    effects: list[Effect],
+    out: list[Any],
+    budget: ReadBudget | None = None,
+) -> list[Entry] | int | None:
+    """XREADGROUP of one stream; `after` None is '>' (new entries), else the consumer's own
+    pending entries after that ID. New entries are written to `out` as RESP (see
+    Stream.range_resp) and their number returned; history reads return the entries (one
+    may be deleted); None when '>' found nothing new (the key is then left out of the
+    reply). Appends the effects. A `budget` with a byte cap (MAXSIZE) makes the history read
+    stop before the entry that would pass it; new entries arrive already counted (the
+    caller passes the count that fits)."""
+    serve_new = False
+    if after is None and value.length:
+        serve_new = value.last_live_id() > group.last_id
+    consumer, created, mark = _reading_consumer(group, key, group_name, consumer_name, noack, now_ms, effects)
 
     result: list[Entry] | int | None
     if after is not None:
-        result = _read_history(value, key, group_name, group, consumer, after, count, now_ms, effects)
+        result = _read_history(value, key, group_name, group, consumer, after, count, now_ms, effects, budget)
     elif serve_new:
         result = _read_new(value, key, group_name, group, consumer, count, noack, now_ms, effects, out)
     else:
         result = None
-    if created and not noack and len(effects) == mark:
-        # Nothing delivered to the new consumer names it: create it explicitly.
-        effects.insert(mark, create_consumer_effect(key, group_name, consumer_name))
+    _named(created, noack, effects, mark, key, group_name, consumer_name)
     return result
+
+
+def read_group_claim(
+    value: StreamValue,
+    key: bytes,
+    group_name: bytes,
+    group: ConsumerGroup,
+    consumer_name: bytes,
+    count: int,
+    noack: bool,
+    min_idle: int,
+    now_ms: int,
+    effects: list[Effect],
+    budget: ReadBudget | None = None,
+    mover: Mover | None = None,
+) -> list[list[Any]] | None:
+    """XREADGROUP ... CLAIM min-idle-time ... '>' of one stream (Redis 8.4): first the
+    pending entries that are claimable (the NACK zone in release order, then the entries
+    idle for at least `min_idle` ms, longest idle first), each taken over by the consumer
+    as XCLAIM would (one more delivery, now; NOACK does not apply to them), then new
+    entries as a '>' read delivers them; COUNT bounds the two together. Every entry comes
+    as [id, fields, idle ms, deliveries before this one]: new ones have 0 and 0, a NACKed
+    one's idle time is -1 (its delivery time is 0, which XPENDING also shows as -1). A
+    claimable entry whose stream entry is gone leaves the PEL, as XAUTOCLAIM's do, and is
+    not returned. With a dead-letter policy (`mover`), an entry delivered as often as it
+    allows goes to the dead-letter stream instead. None when there is nothing to serve."""
+    consumer, created, mark = _reading_consumer(group, key, group_name, consumer_name, noack, now_ms, effects)
+    out: list[list[Any]] = []
+    pel = group.pel
+    for entry_id in group.idle_entries(now_ms, min_idle, count):
+        nack = pel[entry_id]
+        if mover is not None:
+            moved = mover(entry_id, nack)
+            if moved is not None:
+                effects += moved
+                continue
+        fields = value.get(entry_id)
+        if fields is None:
+            _drop_deleted(key, group_name, group, entry_id, nack, effects)
+            continue
+        item = [format_id(entry_id), fields, -1 if nack[2] is UNOWNED else now_ms - nack[0], nack[1]]
+        if budget is not None and not budget.take(item):
+            break
+        out.append(item)
+        claimed = group.assign(entry_id, consumer, now_ms, one_more(nack[1]))
+        consumer.active_time = now_ms
+        effects.append(xclaim_effect(key, group_name, group, entry_id, claimed))
+    left = count - len(out) if count else 0
+    full = (count and left <= 0) or (budget is not None and budget.exhausted())
+    if not full and value.length and value.last_live_id() > group.last_id:
+        start = incr_id(group.last_id)
+        fresh = value.range(start if start is not None else 0, MAX_ID, left)
+        taken: list[int] = []
+        raw_taken: list[bytes] = []
+        for entry_id, fields in fresh:
+            raw_id = format_id(entry_id)
+            item = [raw_id, fields, 0, 0]
+            if budget is not None and not budget.take(item):
+                break
+            out.append(item)
+            taken.append(entry_id)
+            raw_taken.append(raw_id)
+        _deliver_new(value, key, group_name, group, consumer, taken, raw_taken, noack, now_ms, effects)
+    _named(created, noack, effects, mark, key, group_name, consumer_name)
+    return out or None
 
 
 def _read_new(
@@ -425,6 +604,25 @@ def _read_new(
     ids: list[int] = []
     raw_ids: list[bytes] = []
     n = value.range_resp(start if start is not None else 0, MAX_ID, count, False, out, ids, raw_ids)
+    _deliver_new(value, key, group_name, group, consumer, ids, raw_ids, noack, now_ms, effects)
+    return n
+
+
+def _deliver_new(
+    value: StreamValue,
+    key: bytes,
+    group_name: bytes,
+    group: ConsumerGroup,
+    consumer: Consumer,
+    ids: list[int],
+    raw_ids: list[bytes],
+    noack: bool,
+    now_ms: int,
+    effects: list[Effect],
+) -> None:
+    """Deliver the entries `ids` (ascending, all after the group's last ID) to `consumer`:
+    the group's last ID and read counter move past them, each one becomes pending (unless
+    NOACK), and the effects say so."""
     first_id = value.first_id()
     moved = False
     # Every delivered entry's XCLAIM carries the same TIME and RETRYCOUNT 1.
@@ -451,13 +649,12 @@ def _read_new(
             # xclaim_effect, reusing what all deliveries of this read share: the group's
             # last ID is the entry's own, the time is now, the count 1.
             effects.append([
-                b"XCLAIM", key, group_name, nack[2], b"0", raw_id,
+                b"XCLAIM", key, group_name, consumer.name, b"0", raw_id,
                 b"TIME", time_arg if nack[0] == now_ms else b"%d" % nack[0], b"RETRYCOUNT", decimal(nack[1]),
                 b"FORCE", b"JUSTID", b"LASTID", raw_id if group.last_id == entry_id else format_id(group.last_id),
             ])  # fmt: skip
     if moved:
         effects.append(setid_effect(key, group_name, group, raw_last))
-    return n
 
 
 def _read_history(
@@ -470,6 +667,7 @@ def _read_history(
     count: int,
     now_ms: int,
     effects: list[Effect],
+    budget: ReadBudget | None = None,
 ) -> list[Entry]:
     """streamReplyWithRangeFromConsumerPEL: the consumer's pending entries after `after`;
     a deleted entry comes back with no fields and keeps its delivery attributes."""
@@ -479,6 +677,8 @@ def _read_history(
         if count and len(out) >= count:
             break
         fields = value.get(entry_id)
+        if budget is not None and not budget.take([format_id(entry_id), fields]):
+            break
         if fields is None:
             out.append((entry_id, None))
             continue
@@ -529,8 +729,12 @@ def _drop_deleted(
     key: bytes, group_name: bytes, group: ConsumerGroup, entry_id: int, nack: Nack, effects: list[Effect]
 ) -> None:
     """A pending entry whose stream entry is gone leaves the PEL; the XCLAIM effect names
-    its owner so the replica, where the entry is gone too, drops it the same way."""
-    effects.append(xclaim_effect(key, group_name, group, entry_id, nack))
+    its owner so the replica, where the entry is gone too, drops it the same way. A NACKed
+    entry has no owner to name: it is logged as the XACK it amounts to (as Redis 8.8)."""
+    if nack[2] is UNOWNED:
+        effects.append(xack_effect(key, group_name, entry_id))
+    else:
+        effects.append(xclaim_effect(key, group_name, group, entry_id, nack))
     group.ack(entry_id)
 
 
@@ -544,6 +748,7 @@ def xclaim(
     opts: ClaimOptions,
     now_ms: int,
     trust_time: bool = False,
+    mover: Mover | None = None,
 ) -> tuple[list[int], list[Effect]]:
     """XCLAIM; returns the claimed IDs (in argument order) and the effects. With
     `trust_time` (replaying the log) a TIME in the future is kept: it is the primary's
@@ -575,11 +780,17 @@ def xclaim(
         else:
             if opts.min_idle and now_ms - nack[0] < opts.min_idle:
                 continue
+            if mover is not None:
+                moved = mover(entry_id, nack)
+                if moved is not None:
+                    effects += moved
+                    propagate_last_id = False
+                    continue
             count = nack[1]
         if opts.retry_count >= 0:
             count = opts.retry_count
         elif not opts.justid:
-            count += 1
+            count = one_more(count)
         nack = group.assign(entry_id, consumer, delivery_time, count)
         claimed.append(entry_id)
         consumer.active_time = now_ms
@@ -603,6 +814,7 @@ def xautoclaim(
     count: int,
     justid: bool,
     now_ms: int,
+    mover: Mover | None = None,
 ) -> tuple[int, list[int], list[int], list[Effect]]:
     """XAUTOCLAIM; returns (next cursor, claimed IDs, deleted IDs, effects). Redis scans at
     most 10 * count pending entries; deleted entries count against COUNT."""
@@ -633,7 +845,12 @@ def xautoclaim(
             continue
         if min_idle and now_ms - nack[0] < min_idle:
             continue
-        nack = group.assign(entry_id, consumer, now_ms, nack[1] if justid else nack[1] + 1)
+        if mover is not None:
+            moved = mover(entry_id, nack)
+            if moved is not None:
+                effects += moved
+                continue
+        nack = group.assign(entry_id, consumer, now_ms, nack[1] if justid else one_more(nack[1]))
         claimed.append(entry_id)
         count -= 1
         consumer.active_time = now_ms
@@ -657,16 +874,25 @@ def xack(group: ConsumerGroup, argv: list[bytes], ids: list[int]) -> tuple[int, 
     return acked, [argv] if acked else []
 
 
+def clamp_entries_read(value: StreamValue, entries_read: int) -> int:
+    """XGROUP CREATE/SETID's ENTRIESREAD, at most the stream's entries-added (Redis 8.2.2,
+    redis#14257: a larger one made the lag negative)."""
+    return min(entries_read, value.entries_added)
+
+
 def group_create(
     value: StreamValue, argv: list[bytes], group_name: bytes, last_id: int, entries_read: int
 ) -> list[Effect]:
     if value.group(group_name) is not None:
         raise StreamError("BUSYGROUP Consumer Group name already exists")
-    value.add_group(group_name, ConsumerGroup(last_id, entries_read))
+    value.add_group(group_name, ConsumerGroup(last_id, clamp_entries_read(value, entries_read)))
     return [argv]
 
 
-def group_setid(group: ConsumerGroup, argv: list[bytes], last_id: int, entries_read: int) -> list[Effect]:
+def group_setid(
+    value: StreamValue, group: ConsumerGroup, argv: list[bytes], last_id: int, entries_read: int
+) -> list[Effect]:
+    entries_read = clamp_entries_read(value, entries_read)
     changed = (group.last_id, group.entries_read) != (last_id, entries_read)
     group.last_id = last_id
     group.entries_read = entries_read

@@ -14,6 +14,13 @@ Layout (all integers little-endian):
                        those streams, cut like them. A snapshot without IDMP state has none,
                        so snapshots written before the section existed load unchanged (and a
                        node that predates it refuses one with: "unknown section kind 3")
+    GROUPX (kind 4)  : u32 db, then, for that database's streams whose groups have NACKed
+                       entries (Redis 8.8 XNACK) or a dead-letter policy (Rill), after the
+                       KEYS sections that hold them, cut like them: key | u32 groups, each:
+                       name | u32 NACKed, two arrays of that length (the NACK zone's IDs in
+                       release order, high and low u64) | u8 policy (0/1), then with one:
+                       i64 max deliveries | dead-letter key. Absent when no group has any
+                       (older snapshots load unchanged)
     END    (kind 255): u64 keys, u64 sections before it; a file without it is incomplete
 
     string record: u8 0 | key | value                    (strings are u32 length + bytes)
@@ -25,7 +32,8 @@ Layout (all integers little-endian):
                    | u32 groups, each: name | u128 last_id | i64 entries_read | u32 consumers,
                      each: name | i64 seen_time | i64 active_time;
                      then u32 pending and five arrays of that length: ID high u64, ID low
-                     u64, delivery time i64, delivery count i64, owner (u32 consumer index)
+                     u64, delivery time i64, delivery count i64, owner (u32 consumer index;
+                     0xFFFFFFFF: NACKed, no owner)
     idmp record:   key | u32 duration | u32 maxsize | u64 iids-added | u64 iids-duplicates
                    | u32 producers, each (oldest-expiring first): pid | u32 iids, that many
                      iid strings (oldest first), then two arrays of that length: their entry
@@ -44,11 +52,13 @@ import time
 import zlib
 from array import array
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import partial
 from typing import BinaryIO, Final
 
-from node.engine.groups import Consumer, ConsumerGroup
+from node.engine.dead_letters import DeadLetterPolicy
+from node.engine.groups import UNOWNED, Consumer, ConsumerGroup
 from node.engine.idmp import MAX_DURATION, MAX_MAXSIZE, MIN_DURATION, MIN_MAXSIZE, IdmpState
 from node.engine.keyspace import Keyspace, Value
 from node.engine.sorted_ids import PendingMap
@@ -61,8 +71,10 @@ VERSION: Final = 1
 _SEC_META: Final = 1
 _SEC_KEYS: Final = 2
 _SEC_IDMP: Final = 3
+_SEC_GROUPX: Final = 4
+_NO_OWNER: Final = 0xFFFFFFFF
 _SEC_END: Final = 255
-_SECTION_NAMES: Final = {_SEC_META: "META", _SEC_KEYS: "KEYS", _SEC_IDMP: "IDMP", _SEC_END: "END"}
+_SECTION_NAMES: Final = {_SEC_META: "META", _SEC_KEYS: "KEYS", _SEC_IDMP: "IDMP", _SEC_GROUPX: "GROUPX", _SEC_END: "END"}
 
 _STRING: Final = 0
 _STREAM: Final = 1
@@ -159,7 +171,8 @@ def dump(f: BinaryIO, keyspace: Keyspace, meta: SnapshotMeta) -> int:
         if not db:
             continue
         deadlines = keyspace.expires[index].deadlines
-        with_idmp: list[tuple[bytes, IdmpState]] = []
+        with_idmp: list[Callable[[list[bytes]], None]] = []
+        with_groupx: list[Callable[[list[bytes]], None]] = []
         parts: list[bytes] = [_U32.pack(index)]
         filled = 0
         for key, value in db.items():
@@ -174,7 +187,9 @@ def dump(f: BinaryIO, keyspace: Keyspace, meta: SnapshotMeta) -> int:
             if type(value) is StreamValue and value.idmp is not None:
                 idmp = value.idmp_state()
                 if idmp is not None:
-                    with_idmp.append((key, idmp))
+                    with_idmp.append(partial(_dump_idmp, key=key, idmp=idmp))
+            if type(value) is StreamValue and value.groups and _has_groupx(value):
+                with_groupx.append(partial(_dump_groupx, key=key, value=value))
             if filled >= _SECTION_TARGET:
                 size += _write_section(f, _SEC_KEYS, b"".join(parts))
                 sections += 1
@@ -183,22 +198,34 @@ def dump(f: BinaryIO, keyspace: Keyspace, meta: SnapshotMeta) -> int:
         if len(parts) > 1:
             size += _write_section(f, _SEC_KEYS, b"".join(parts))
             sections += 1
-        parts = [_U32.pack(index)]
-        filled = 0
-        for key, idmp in with_idmp:
-            before = len(parts)
-            _dump_idmp(parts, key, idmp)
-            filled += sum(len(p) for p in parts[before:])
-            if filled >= _SECTION_TARGET:
-                size += _write_section(f, _SEC_IDMP, b"".join(parts))
-                sections += 1
-                parts = [_U32.pack(index)]
-                filled = 0
-        if len(parts) > 1:
-            size += _write_section(f, _SEC_IDMP, b"".join(parts))
-            sections += 1
+        for kind, records in ((_SEC_IDMP, with_idmp), (_SEC_GROUPX, with_groupx)):
+            written, count = _write_records(f, kind, index, records)
+            size += written
+            sections += count
     size += _write_section(f, _SEC_END, _END.pack(keys, sections))
     return size
+
+
+def _write_records(
+    f: BinaryIO, kind: int, index: int, records: list[Callable[[list[bytes]], None]]
+) -> tuple[int, int]:
+    """Write one database's records of a per-key section (IDMP, GROUPX) after its KEYS
+    sections, cut like them: (bytes written, sections written)."""
+    size = sections = filled = 0
+    parts = [_U32.pack(index)]
+    for dump_record in records:
+        before = len(parts)
+        dump_record(parts)
+        filled += sum(len(p) for p in parts[before:])
+        if filled >= _SECTION_TARGET:
+            size += _write_section(f, kind, b"".join(parts))
+            sections += 1
+            parts = [_U32.pack(index)]
+            filled = 0
+    if len(parts) > 1:
+        size += _write_section(f, kind, b"".join(parts))
+        sections += 1
+    return size, sections
 
 
 def _write_section(f: BinaryIO, kind: int, payload: bytes) -> int:
@@ -246,7 +273,30 @@ def _dump_group(parts: list[bytes], name: bytes, group: ConsumerGroup) -> None:
         parts.append(le_bytes(array("Q", [i & _M64 for i in ids])))
         parts.append(le_bytes(array("q", [n[0] for n in nacks])))
         parts.append(le_bytes(array("q", [n[1] for n in nacks])))
-        parts.append(le_bytes(array("I", [index[n[2]] for n in nacks])))
+        parts.append(le_bytes(array("I", [_NO_OWNER if n[2] is UNOWNED else index[n[2]] for n in nacks])))
+
+
+def _has_groupx(value: StreamValue) -> bool:
+    groups = value.groups or {}
+    return any(g.nacked or g.dead_letter is not None for g in groups.values())
+
+
+def _dump_groupx(parts: list[bytes], key: bytes, value: StreamValue) -> None:
+    groups = value.groups or {}
+    parts.append(_string(key))
+    parts.append(_U32.pack(len(groups)))
+    for name, group in groups.items():
+        parts.append(_string(name))
+        nacked = list(group.nacked)
+        parts.append(_U32.pack(len(nacked)))
+        if nacked:
+            parts.append(le_bytes(array("Q", [i >> 64 for i in nacked])))
+            parts.append(le_bytes(array("Q", [i & _M64 for i in nacked])))
+        policy = group.dead_letter
+        if policy is None:
+            parts.append(b"\x00")
+        else:
+            parts.append(b"\x01" + _I64.pack(policy.max_deliveries) + _string(policy.stream))
 
 
 def _dump_idmp(parts: list[bytes], key: bytes, idmp: IdmpState) -> None:
@@ -282,6 +332,8 @@ def load_snapshot(path: str, keyspace: Keyspace) -> LoadedSnapshot:
                     keys += _load_keys(payload, keyspace)
                 elif kind == _SEC_IDMP:
                     _load_idmp_section(payload, keyspace.dbs)
+                elif kind == _SEC_GROUPX:
+                    _load_groupx_section(payload, keyspace.dbs)
                 elif kind == _SEC_END:
                     total, counted = _END.unpack(payload)
                     if (total, counted) != (keys, sections):
@@ -423,6 +475,47 @@ def _load_idmp_section(payload: bytes, dbs: list[dict[bytes, Value]]) -> None:
         value.idmp, pos = _load_idmp(view, pos)
 
 
+def _load_groupx_section(payload: bytes, dbs: list[dict[bytes, Value]]) -> None:
+    view = memoryview(payload)
+    (index,) = _U32.unpack_from(view, 0)
+    if index >= len(dbs):
+        raise ValueError(f"database {index} does not exist (databases is {len(dbs)})")
+    db = dbs[index]
+    pos = 4
+    while pos < len(view):
+        key, pos = _read_string(view, pos)
+        value = db.get(key)
+        if type(value) is not StreamValue:
+            raise ValueError("group state for a key that holds no stream")
+        (ngroups,) = _U32.unpack_from(view, pos)
+        pos += 4
+        for _ in range(ngroups):
+            name, pos = _read_string(view, pos)
+            group = value.group(name)
+            if group is None:
+                raise ValueError("group state for a group the stream does not have")
+            (n,) = _U32.unpack_from(view, pos)
+            pos += 4
+            if n:
+                his = array_from_le("Q", view[pos : pos + 8 * n])
+                los = array_from_le("Q", view[pos + 8 * n : pos + 16 * n])
+                pos += 16 * n
+                if len(los) != n:
+                    raise ValueError("NACKed IDs out of bounds")
+                order = [(h << 64) | x for h, x in zip(his, los)]
+                if sorted(order) != list(group.nacked):
+                    raise ValueError("the NACK zone does not match the PEL's unowned entries")
+                group.nacked = dict.fromkeys(order)
+            has_policy = view[pos]
+            pos += 1
+            if has_policy:
+                (limit,) = _I64.unpack_from(view, pos)
+                stream_key, pos = _read_string(view, pos + 8)
+                if limit < 1:
+                    raise ValueError("a dead-letter limit below 1")
+                group.dead_letter = DeadLetterPolicy(limit, stream_key)
+
+
 def _load_idmp(view: memoryview, pos: int) -> tuple[IdmpState, int]:
     duration, maxsize, added, duplicates, count = _IDMP_HEAD.unpack_from(view, pos)
     pos += _IDMP_HEAD.size
@@ -499,12 +592,20 @@ def _load_group(view: memoryview, pos: int) -> tuple[ConsumerGroup, int]:
             raise ValueError("pending entries out of bounds")
         ids = [(h << 64) | x for h, x in zip(his, los)]
         names = [c.name for c in consumers]
-        group.pel = PendingMap(zip(ids, [(t, c, names[o]) for t, c, o in zip(times, counts, owners)]))
+        if any(o != _NO_OWNER and o >= len(consumers) for o in owners):
+            raise ValueError("a pending entry owned by no listed consumer")
+        group.pel = PendingMap(
+            zip(ids, [(t, c, names[o] if o != _NO_OWNER else UNOWNED) for t, c, o in zip(times, counts, owners)])
+        )
         if len(group.pel) != n:
             raise ValueError("duplicate pending entry IDs")
         owned: list[list[int]] = [[] for _ in consumers]
         for entry_id, owner in zip(ids, owners):
-            owned[owner].append(entry_id)
+            if owner == _NO_OWNER:
+                # The NACK zone in ID order until a GROUPX section gives its real order.
+                group.nacked[entry_id] = None
+            else:
+                owned[owner].append(entry_id)
         for consumer, entry_ids in zip(consumers, owned):
             consumer.load(entry_ids)
     return group, pos

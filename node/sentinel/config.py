@@ -29,6 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Final
 
+from node import SENTINEL_REDIS_VERSION
 from node.commands.acl_users import AclUsers
 from node.config import DIRECTIVES
 from node.config import Config as NodeConfig
@@ -51,7 +52,7 @@ from node.sentinel.settings import (
 )
 from node.text import split_config_line
 
-REDIS_VERSION: Final = "7.2.4"
+REDIS_VERSION: Final = SENTINEL_REDIS_VERSION
 
 # The directive names (and aliases) Redis 7.2 knows (config.c static_configs): accepted in a
 # sentinel's file even when a sentinel has no use for them.

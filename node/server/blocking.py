@@ -25,13 +25,14 @@ REPROCESS: Any = object()
 
 
 class Waiter:
-    __slots__ = ("session", "block", "keys", "timer", "deliver", "done")
+    __slots__ = ("session", "block", "keys", "timer", "wake", "deliver", "done")
 
     def __init__(self, session: Session, block: Block, deliver: Callable[[Any], None]) -> None:
         self.session = session
         self.block = block
         self.keys: list[KeyRef] = [(session.db_index, k) for k in dict.fromkeys(block.keys)]
         self.timer: asyncio.TimerHandle | None = None
+        self.wake: asyncio.TimerHandle | None = None  # Block.wake_at's timer
         self.deliver = deliver  # sends the final reply and resumes the client's queue
         self.done = False
 
@@ -52,6 +53,7 @@ class BlockingManager:
         if block.timeout_ms > 0:
             loop = asyncio.get_running_loop()
             waiter.timer = loop.call_later(block.timeout_ms / 1000.0, self._timeout, waiter)
+        self._schedule_wake(waiter)
         session.blocked_on = block
         session.flags.add("blocked")
         self.blocked_count += 1
@@ -90,6 +92,30 @@ class BlockingManager:
                 if reply is not None:
                     self._finish(waiter)
                     waiter.deliver(reply)
+                else:
+                    self._schedule_wake(waiter)
+
+    def _schedule_wake(self, waiter: Waiter) -> None:
+        """(Re)arm the timer at which a waiter with `wake_at` tries again by itself."""
+        wake_at = waiter.block.wake_at
+        if wake_at is None:
+            return
+        if waiter.wake is not None:
+            waiter.wake.cancel()
+            waiter.wake = None
+        at = wake_at(waiter.session)
+        if at is None:
+            return
+        delay = max(at - waiter.session.now_ms(), 0) / 1000.0
+        waiter.wake = asyncio.get_running_loop().call_later(delay, self._woken, waiter)
+
+    def _woken(self, waiter: Waiter) -> None:
+        waiter.wake = None
+        if waiter.done:
+            return
+        for ref in waiter.keys:
+            self._ready[ref] = None
+        self.serve_ready()
 
     def _timeout(self, waiter: Waiter) -> None:
         if waiter.done:
@@ -123,6 +149,8 @@ class BlockingManager:
         waiter.done = True
         if waiter.timer is not None:
             waiter.timer.cancel()
+        if waiter.wake is not None:
+            waiter.wake.cancel()
         for ref in waiter.keys:
             queue = self._by_key.get(ref)
             if queue is not None:

@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
-from node import REDIS_VERSION, __version__
+from node import __version__, reported_version
 from node.commands.acl_rules import DENIED_AUTH, DENIED_CHANNEL, DENIED_CMD, DENIED_KEY
 
 if TYPE_CHECKING:
@@ -150,7 +150,7 @@ def server_fields(core: ServerCore) -> Fields:
     binds = config.get("bind").split() or ["127.0.0.1"]
     now_us = time.time_ns() // 1000
     return [
-        ("redis_version", REDIS_VERSION),
+        ("redis_version", reported_version(core.mode)),
         ("redis_git_sha1", "00000000"),
         ("redis_git_dirty", 0),
         ("redis_build_id", "rill-" + __version__),

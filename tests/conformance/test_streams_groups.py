@@ -186,6 +186,14 @@ def test_xgroup_create_at_an_id_and_entriesread(pair_any: Pair) -> None:
         ("XGROUP", "CREATE", "s", "g7", "1-2", "entriesread", "99"),
         ("XGROUP", "CREATE", "s", "g8", "9-9"),
     ])
+    # g7's ENTRIESREAD 99 is past entries-added (4): Redis 8.2.2 cuts it down to 4 (redis#14257,
+    # which 7.0's negative lag of -95 shows why); asserted on Rill, then g7 is compared no more.
+    g7 = pair_any.rill.call("XINFO", "GROUPS", "s")
+    assert b"$2\r\ng7\r\n" in g7 and b"entries-read\r\n:4\r\n$3\r\nlag\r\n:0\r\n$4\r\nname\r\n$2\r\ng8" in g7.replace(
+        b"%6\r\n", b""
+    ).replace(b"*12\r\n", b""), g7
+    for conn in (pair_any.oracle, pair_any.rill):
+        conn.call("XGROUP", "DESTROY", "s", "g7")
     groups(pair_any, "s")
     for g in ("g0", "g1", "g5"):
         pair_any.check("XREADGROUP", "GROUP", g, "c", "STREAMS", "s", ">")

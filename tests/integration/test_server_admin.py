@@ -69,7 +69,7 @@ def _closed(conn: RawConnection, timeout: float = 5.0) -> bool:
 
 def test_info_reports_version_mode_port_and_process(r: redis.Redis, rill_node: Proc) -> None:
     info = r.info("server")
-    assert info["redis_version"] == "7.2.4"
+    assert info["redis_version"] == "8.10.0"
     assert info["redis_mode"] == "standalone"
     assert info["tcp_port"] == rill_node.port
     assert info["process_id"] == rill_node.proc.pid

@@ -21,8 +21,8 @@ import pytest
 import redis
 
 from bench.procs import free_port
-from tests.conftest import ROOT, Proc, start_redis, start_rill, wait_for_port
 from bench.tls_certs import TlsFiles, make_tls_files, server_args
+from tests.conftest import ROOT, Proc, start_redis, start_rill, wait_for_port
 
 
 @pytest.fixture(scope="module")

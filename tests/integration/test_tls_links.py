@@ -17,9 +17,9 @@ import pytest
 import redis
 
 from bench.procs import free_port
+from bench.tls_certs import TlsFiles, make_tls_files
 from tests.conformance.sentinel.procs import binary, wait_until
 from tests.conftest import ROOT, wait_for_port
-from bench.tls_certs import TlsFiles, make_tls_files
 
 
 @dataclass

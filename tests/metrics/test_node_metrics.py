@@ -65,7 +65,7 @@ def test_commands_errors_and_keys_are_counted(started: list[Proc]) -> None:
     assert labelled(after, "rill_keys", "db") == {"0": 2, "3": 1}
     assert labelled(after, "rill_streams", "db") == {"0": 1, "3": 1}
     assert labelled(after, "rill_stream_entries", "db") == {"0": 3, "3": 1}
-    assert value(after, "rill_build_info", mode="standalone", redis_version="7.2.4", version=_version()) == 1
+    assert value(after, "rill_build_info", mode="standalone", redis_version="8.10.0", version=_version()) == 1
     assert (value(after, "process_resident_memory_bytes") or 0) > 0
     # used_memory is INFO's estimate of the data and buffers (not the interpreter): above
     # nothing once keys exist, well below the process's RSS.

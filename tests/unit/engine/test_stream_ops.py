@@ -474,8 +474,21 @@ def test_group_setid_to_the_same_position_logs_nothing() -> None:
     s = StreamValue()
     g = group_on(s)
     argv = [b"XGROUP", b"SETID", b"k", b"g", b"0"]
-    assert ops.group_setid(g, argv, 0, INVALID_ENTRIES_READ) == []
-    assert ops.group_setid(g, argv, I(3), 2) == [argv]
+    assert ops.group_setid(s, g, argv, 0, INVALID_ENTRIES_READ) == []
+    assert ops.group_setid(s, g, argv, I(3), 2) == [argv]
+
+
+def test_entries_read_is_clamped_to_entries_added() -> None:
+    """Redis 8.2.2 (redis#14257): ENTRIESREAD past entries-added is cut down to it, so the
+    lag cannot go negative (redis-py 8.1's test_xgroup_setid_fixed_max_entries_read)."""
+    s = StreamValue()
+    g = group_on(s)
+    s.entries_added = 2
+    argv = [b"XGROUP", b"SETID", b"k", b"g", b"0"]
+    ops.group_setid(s, g, argv, I(1), 5)
+    assert g.entries_read == 2
+    ops.group_create(s, [], b"h", 0, 7)
+    assert s.group(b"h").entries_read == 2
 
 
 def test_destroy_and_consumer_management_report_and_log_only_changes() -> None:
