@@ -9,9 +9,12 @@ clients, -P 1 and -P 16) against both servers in the same run,
   plain TCP, on the key `orders:bench`.
 
 The rows are interleaved (plain, TLS, default, restricted for one pipeline depth, then the
-next), redis-server then Rill within a row, so drift on a shared machine spreads over all.
-`python -m bench --suite security` or `python -m bench.security [--quick] [-n N]`; results in
-bench/results/security/ (latest.json + history.jsonl).
+next), redis-server then Rill within a row, and the whole plan runs `--rounds` times (3): a
+row reports the median rate and the median CPU time per request of its rounds, so drift on a
+shared machine spreads over all rows. The `plain` and `default` rows are the same
+measurement taken twice: how far apart they are is the run's noise.
+`python -m bench --suite security` or `python -m bench.security [--quick] [-n N] [--rounds R]`;
+results in bench/results/security/ (latest.json + history.jsonl).
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -32,6 +36,9 @@ from bench.throughput import PIPELINED_SCALE, RUN_TIMEOUT_S, Measurement, Row, p
 from bench.tls_certs import TlsFiles, make_tls_files, server_args
 
 RESTRICTED = ("bench", "bench-pw")
+CASES = ("plain", "tls", "default", "restricted")
+LABELS = {"plain": "XADD (TCP)", "tls": "XADD (TLS)", "default": "XADD as default",
+          "restricted": "XADD as ~orders:* +@stream"}
 RESTRICTED_RULES = ("on", ">" + RESTRICTED[1], "~orders:*", "+@stream")
 XADD = ("XADD", "orders:bench", "*", "field", "value")
 
@@ -48,6 +55,13 @@ def _benchmark(server: Server, port: int, requests: int, pipeline: int, clients:
     if proc.returncode != 0 or "Error" in proc.stderr or not server.alive():
         raise BenchError(f"redis-benchmark on {server.kind} failed: {(proc.stderr or proc.stdout).strip()[:300]}")
     return Measurement(parse_csv_rps(proc.stdout), cpu_after - cpu_before, requests)
+
+
+def _median(runs: list[Measurement]) -> Measurement:
+    """The median rate and the median CPU time per request of a row's rounds."""
+    rps = statistics.median(m.rps for m in runs)
+    cpu = statistics.median(m.cpu_s for m in runs)
+    return Measurement(rps, cpu, runs[0].requests)
 
 
 def _case_args(case: str, files: TlsFiles) -> list[str]:
@@ -76,21 +90,24 @@ def run(args: argparse.Namespace) -> int:
                 client.check("ACL", "SETUSER", RESTRICTED[0], *RESTRICTED_RULES)
         print(f"redis-server port {servers['redis'].port} (TLS {tls_ports['redis']}), rill port {servers['rill'].port} "
               f"(TLS {tls_ports['rill']}); -c {args.clients} -n {args.requests}", file=sys.stderr, flush=True)
+        samples: dict[tuple[str, int, str], list[Measurement]] = {}
+        for round_no in range(args.rounds):
+            for pipeline in args.pipeline_list:
+                requests = args.requests * (PIPELINED_SCALE if pipeline > 1 else 1)
+                for case in CASES:
+                    for kind in ("redis", "rill"):
+                        port = tls_ports[kind] if case == "tls" else servers[kind].port
+                        with RespClient(servers[kind].port) as client:
+                            client.check("DEL", "orders:bench")
+                        m = _benchmark(servers[kind], port, requests, pipeline, args.clients, _case_args(case, files))
+                        samples.setdefault((case, pipeline, kind), []).append(m)
+                        print(f"  round {round_no + 1} xadd-{case:<10} -P {pipeline:<3} {kind:<5} {m.rps:>12,.0f} req/s  "
+                              f"{m.cpu_us_per_req:8.2f} µs CPU/req", file=sys.stderr, flush=True)
         for pipeline in args.pipeline_list:
             requests = args.requests * (PIPELINED_SCALE if pipeline > 1 else 1)
-            for case in ("plain", "tls", "default", "restricted"):
-                results: dict[str, Measurement] = {}
-                for kind in ("redis", "rill"):
-                    port = tls_ports[kind] if case == "tls" else servers[kind].port
-                    with RespClient(servers[kind].port) as client:
-                        client.check("DEL", "orders:bench")
-                    m = _benchmark(servers[kind], port, requests, pipeline, args.clients, _case_args(case, files))
-                    results[kind] = m
-                    print(f"  xadd-{case:<10} -P {pipeline:<3} {kind:<5} {m.rps:>12,.0f} req/s  "
-                          f"{m.cpu_us_per_req:8.2f} µs CPU/req", file=sys.stderr, flush=True)
-                label = {"plain": "XADD (TCP)", "tls": "XADD (TLS)", "default": "XADD as default",
-                         "restricted": "XADD as ~orders:* +@stream"}[case]
-                rows.append(Row(f"xadd-{case}", label, pipeline, requests, results["redis"], results["rill"]))
+            for case in CASES:
+                medians = {kind: _median(samples[(case, pipeline, kind)]) for kind in ("redis", "rill")}
+                rows.append(Row(f"xadd-{case}", LABELS[case], pipeline, requests, medians["redis"], medians["rill"]))
     except BenchError as exc:
         print(f"benchmark aborted: {exc}", file=sys.stderr)
         return 1
@@ -101,7 +118,7 @@ def run(args: argparse.Namespace) -> int:
     document: dict[str, Any] = {
         "timestamp": stamp,
         "duration_s": round(time.time() - started, 1),
-        "params": {"clients": args.clients, "requests": args.requests, "pipelines": args.pipeline_list,
+        "params": {"clients": args.clients, "requests": args.requests, "pipelines": args.pipeline_list, "rounds": args.rounds,
                    "pipelined_scale": PIPELINED_SCALE, "quick": args.quick,
                    "restricted_user": " ".join(RESTRICTED_RULES[2:]), "key": XADD[1]},
         "environment": _environment(),
@@ -146,10 +163,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("-n", "--requests", type=int, default=None, help="requests per -P 1 run (default 100000)")
     parser.add_argument("-c", "--clients", type=int, default=50)
     parser.add_argument("--pipelines", default="1,16")
+    parser.add_argument("--rounds", type=int, default=3, help="rounds of the whole plan; rows report medians")
     parser.add_argument("--out", default=os.path.join(ROOT, "bench", "results", "security"))
     args = parser.parse_args(argv)
     if args.requests is None:
         args.requests = 10_000 if args.quick else 100_000
+    if args.quick:
+        args.rounds = 1
     args.pipeline_list = [int(p) for p in args.pipelines.split(",")]
     return args
 
