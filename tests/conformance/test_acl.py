@@ -271,15 +271,12 @@ RULE_SETS: list[Sequence[str]] = [
     ("on", "(~k* +get)", "clearselectors"),
     ("on", "skip-sanitize-payload"),
     ("+@stream", "+@stream", "-xadd"),
-    ("+fence",),
     ("+@admin",),
 ]
 
 
 @pytest.mark.parametrize("rules", RULE_SETS, ids=[" ".join(r) or "(none)" for r in RULE_SETS])
 def test_setuser_describes_the_user_as_redis(pair_any: Pair, rules: Sequence[str]) -> None:
-    if "+fence" in rules:
-        pytest.skip("FENCE is Rill's own: see test_fence_is_admin_and_dangerous")
     pair_any.check("ACL", "SETUSER", "u", *rules)
     check_acl_list(pair_any)
     check_getuser(pair_any, "u")
