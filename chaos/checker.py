@@ -8,9 +8,18 @@ not (`recovered` when found); a `fail` write must never be found. What a stream 
 has an ID, so one ID must never hold two values and IDs must grow; replicas serve reads, so a read
 may show an entry that a failover later discards; consumer groups deliver and acknowledge.
 
-The reference final state is the final read of the node that is primary once the cluster is
-healed (by ROLE); nodes whose final state differs from it are reported as divergent. Without
-exactly one primary, the reachable node with the most entries stands in (named in the result).
+An acknowledged write is *lost* when it is absent from every node's final read. The final reads
+are taken once the cluster healed and settled (one primary the sentinels agree on, every node
+following it in sync); a run that never settles, or whose final reads disagree, is a failure in
+itself (`not_settled`, `divergent_nodes`), not a footnote. The reference final state (for the
+per-node comparison, the consumer-group and the timing checks) is the final read of the node
+that is primary at the end (by ROLE); without exactly one primary, the reachable node with the
+most entries stands in (named in the result).
+
+Two verdicts: `valid` (no anomaly of any kind: Redis + Sentinel is not expected to be valid under
+faults) and `safe` (the guarantees fenced mode promises hold: no WAIT-majority write lost, no G2
+violation, no durably acknowledged group entry delivered again, no durable entry never delivered,
+the cluster settled with every node's final read and group state the same).
 """
 
 from __future__ import annotations
@@ -20,10 +29,19 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from chaos.g2 import check_g2
 from chaos.history import COMPLETIONS, Event
 
 MAX_EXAMPLES = 20  # values listed per anomaly; the counts are always complete
 WAIT_MODES = ("nowait", "wait1", "waitmaj")
+# The anomalies that break what fenced mode promises (G1: no WAIT-majority write lost, and for
+# groups no durably acknowledged entry delivered again or durable entry never delivered; G2: no
+# old primary acknowledging after a newer promotion), plus what no mode may ever do (a value
+# twice, a value never written, a refused write applied) and a run that cannot be judged (it
+# never settled, a node unreadable, final reads or group states that disagree).
+SAFETY = ("lost_wait_majority", "g2", "redelivered_after_durable_ack", "durable_never_delivered",
+          "duplicated", "unexpected", "failed_but_present", "not_settled", "divergent_nodes",
+          "unreachable_nodes", "divergent_group_state", "no_reference")
 
 
 def parse_id(entry_id: str) -> tuple[int, int]:
@@ -102,6 +120,8 @@ class Final:
     node: str
     role: str | None
     entries: list[tuple[str, str]] | None  # None: the node could not be read
+    groups: tuple[tuple[str, str, str], ...] | None = None  # (group, last-delivered-id, entries-read)
+    pending: tuple[tuple[str, str, int], ...] | None = None  # the PEL: (id, consumer, times delivered)
 
 
 def finals_of(history: Iterable[Event]) -> dict[str, Final]:
@@ -111,7 +131,14 @@ def finals_of(history: Iterable[Event]) -> dict[str, Final]:
             node = str(event.get("node"))
             entries = _entries(event) if event.get("entries") is not None else None
             role = event.get("role")
-            out[node] = Final(node, str(role) if role is not None else None, entries)
+            groups = event.get("groups")
+            pending = event.get("pending")
+            out[node] = Final(
+                node, str(role) if role is not None else None, entries,
+                tuple(sorted((str(g.get("name")), str(g.get("last-delivered-id")), str(g.get("entries-read")))
+                             for g in groups)) if isinstance(groups, list) else None,
+                tuple(sorted((str(p[0]), str(p[1]), int(p[2])) for p in pending)) if isinstance(pending, list)
+                else None)
     return out
 
 
@@ -129,10 +156,13 @@ def reference_final(finals: dict[str, Final]) -> tuple[Final | None, str]:
 
 
 def check_writes(ops: Sequence[Op], reference: Final | None, finals: dict[str, Final]) -> dict[str, Any]:
-    """Lost, recovered, failed-but-present: acknowledged writes against the reference state."""
+    """Lost (absent from every node's final read), recovered, failed-but-present; and, apart,
+    acknowledged writes missing from the reference (the final primary) though some node has
+    them (`missing_from_reference`: what a settled run never has)."""
     writes = [op for op in ops if op.f == "xadd"]
     present = {value for _, value in (reference.entries or [])} if reference is not None else set()
     anywhere = {value for f in finals.values() for _, value in (f.entries or [])}
+    missing_from_reference = 0
     by_mode: dict[str, dict[str, int]] = {}
     lost: list[Op] = []
     recovered = 0
@@ -144,10 +174,12 @@ def check_writes(ops: Sequence[Op], reference: Final | None, finals: dict[str, F
         stats[op.outcome] += 1
         stats["wait_met"] += _wait_met(op)
         value = str(op.invoke.get("value"))
-        if op.outcome == "ok" and value not in present:
+        if op.outcome == "ok" and value not in anywhere:
             lost.append(op)
             stats["lost"] += 1
-        elif op.outcome == "info" and value in present:
+        elif op.outcome == "ok" and value not in present:
+            missing_from_reference += 1
+        elif op.outcome == "info" and value in anywhere:
             recovered += 1
         elif op.outcome == "fail" and value in anywhere:
             failed_present.append(value)
@@ -164,6 +196,7 @@ def check_writes(ops: Sequence[Op], reference: Final | None, finals: dict[str, F
             "wait_majority_acked": sum(_wait_met(op) and op.invoke.get("mode") == "waitmaj" for op in lost),
             "values": _examples(str(op.invoke.get("value")) for op in lost),
         },
+        "missing_from_reference": missing_from_reference,
         "recovered": recovered,
         "failed_but_present": {"count": len(failed_present), "values": _examples(failed_present)},
     }
@@ -280,26 +313,52 @@ def check_vanished_reads(ops: Sequence[Op], finals: dict[str, Final],
             "by_node": {n: len(v) for n, v in sorted(by_node.items())}, "values": _examples(every)}
 
 
-def check_groups(ops: Sequence[Op], history: Sequence[Event], reference: Final | None) -> dict[str, Any]:
-    """Consumer-group anomalies: an entry delivered again after its XACK succeeded (a failover
-    rolled the group back), and an entry written durably (WAIT for a majority met) and present
-    at the end but never delivered. The second needs the consumers' final drain (a `meta`
-    `drained` event); without it the count is reported but not held against the run."""
-    acked_at: dict[str, float] = {}
-    for op in ops:
-        if op.f == "xack" and op.outcome == "ok" and int(op.get("count", 0)) >= 1:
+def check_groups(ops: Sequence[Op], history: Sequence[Event], reference: Final | None,
+                 finals: dict[str, Final]) -> dict[str, Any]:
+    """Consumer-group anomalies:
+    - an entry delivered again after its XACK succeeded (a failover rolled the group back), and
+      among them those whose XACK was made durable: the consumer's `WAIT` for a majority after
+      it (a `wait` operation naming the IDs it covers, on the same connection) met its target;
+    - an entry written durably (WAIT for a majority met) and present at the end, never
+      delivered; needs the consumers' final drain (a `meta` `drained` event per consumer the
+      run names), without which the count is reported but not held against the run;
+    - group state (last-delivered-id, entries-read, the PEL) that differs between nodes at the end."""
+    # An XACK names an ID; which entry it acknowledged is the one its consumer was last
+    # delivered under that ID (after a failover one ID can name two entries, on two nodes).
+    entries_of: dict[tuple[str, str], str] = {}  # (process, id) -> value
+    acked_at: dict[tuple[str, str], float] = {}
+    durable_ack_at: dict[tuple[str, str], float] = {}
+    deliveries_seen: list[tuple[float, str, str]] = []
+    for op in sorted(ops, key=lambda o: o.end):
+        process = str(op.invoke.get("process"))
+        if op.outcome != "ok" or op.completion is None:
+            continue
+        if op.f in ("xreadgroup", "xautoclaim"):
+            for entry_id, value in _entries(op.completion):
+                entries_of[(process, entry_id)] = value
+                deliveries_seen.append((op.start, entry_id, value))
+        elif op.f == "xack" and int(op.get("count", 0)) >= 1:
             entry_id = str(op.invoke.get("id"))
-            acked_at[entry_id] = min(acked_at.get(entry_id, op.end), op.end)
+            acked = entries_of.get((process, entry_id))
+            if acked is not None:
+                acked_at.setdefault((entry_id, acked), op.end)
+        elif op.f == "wait" and _wait_met(op):
+            for waited in op.invoke.get("ids") or []:
+                acked = entries_of.get((process, str(waited)))
+                if acked is not None:
+                    durable_ack_at.setdefault((str(waited), acked), op.end)
     delivered: set[str] = set()
     redelivered: dict[str, float] = {}
+    durable_redelivered: dict[str, float] = {}
     deliveries = 0
-    for op in ops:
-        if op.f in ("xreadgroup", "xautoclaim") and op.outcome == "ok" and op.completion is not None:
-            for entry_id, value in _entries(op.completion):
-                deliveries += 1
-                delivered.add(value)
-                if entry_id in acked_at and op.start > acked_at[entry_id]:
-                    redelivered.setdefault(f"{entry_id}:{value}", op.start)
+    for start, entry_id, value in deliveries_seen:
+        deliveries += 1
+        delivered.add(value)
+        key = (entry_id, value)
+        if key in acked_at and start > acked_at[key]:
+            redelivered.setdefault(f"{entry_id}:{value}", start)
+        if key in durable_ack_at and start > durable_ack_at[key]:
+            durable_redelivered.setdefault(f"{entry_id}:{value}", start)
     durable = {str(op.invoke.get("value")) for op in ops
                if op.f == "xadd" and _wait_met(op) and op.invoke.get("mode") == "waitmaj"}
     final_values = [value for _, value in (reference.entries or [])] if reference is not None else []
@@ -310,13 +369,26 @@ def check_groups(ops: Sequence[Op], history: Sequence[Event], reference: Final |
                       and e.get("f") == "run"), set())
     finished = {str(e.get("process")) for e in history if e.get("type") == "meta" and e.get("f") == "drained"}
     drained = bool(finished) and consumers <= finished
+    divergent: dict[str, dict[str, int]] = {}
+    if reference is not None and reference.groups is not None:
+        for final in finals.values():
+            if final is reference or final.groups is None:
+                continue
+            mine_pel, ref_pel = set(final.pending or ()), set(reference.pending or ())
+            if final.groups != reference.groups or mine_pel != ref_pel:
+                divergent[final.node] = {"group_state_differs": int(final.groups != reference.groups),
+                                         "pel_missing": len(ref_pel - mine_pel), "pel_extra": len(mine_pel - ref_pel)}
     return {
         "deliveries": deliveries,
         "acks": len(acked_at),
+        "durable_acks": len(durable_ack_at),
         "drained": drained,
         "redelivered_after_ack": {"count": len(redelivered), "values": _examples(redelivered)},
+        "redelivered_after_durable_ack": {"count": len(durable_redelivered), "values": _examples(durable_redelivered)},
         "durable_never_delivered": {"count": len(never), "values": _examples(never)},
         "undelivered": undelivered,
+        "pending_at_end": len(reference.pending or ()) if reference is not None else None,
+        "divergent_group_state": divergent,
     }
 
 
@@ -462,8 +534,9 @@ def check(history: Sequence[Event]) -> dict[str, Any]:
     values = check_values(ops, finals)
     order = check_order(ops, finals)
     vanished = check_vanished_reads(ops, finals, role_timeline(history))
-    groups = check_groups(ops, history, reference)
+    groups = check_groups(ops, history, reference, finals)
     divergence = check_divergence(reference, finals)
+    g2 = check_g2(ops, history)
     roles = role_timeline(history)
     timing = check_time(ops, lost_ops, faults_of(history), roles)
     anomalies = {
@@ -476,12 +549,21 @@ def check(history: Sequence[Event]) -> dict[str, Any]:
         "out_of_order": order["count"],
         "vanished_reads": vanished["count"],
         "redelivered_after_ack": groups["redelivered_after_ack"]["count"],
+        "redelivered_after_durable_ack": groups["redelivered_after_durable_ack"]["count"],
         "durable_never_delivered": groups["durable_never_delivered"]["count"] if groups["drained"] else 0,
+        "divergent_group_state": len(groups["divergent_group_state"]),
         "divergent_nodes": len(divergence["divergent"]),
+        "unreachable_nodes": len(divergence["unreachable"]),
+        "not_settled": int(any(e.get("type") == "meta" and e.get("f") == "not-settled" for e in history)),
         "no_reference": int(reference is None),
+        "lost_wait_majority": writes["lost"]["wait_majority_acked"],
+        "g2": g2["count"],
     }
+    broken = sorted(k for k in SAFETY if anomalies[k])
     return {
         "valid": not any(anomalies.values()),
+        "safe": not broken,
+        "unsafe_because": broken,
         "anomalies": anomalies,
         "reference": {"node": reference.node if reference else None, "why": why},
         "writes": writes,
@@ -489,6 +571,7 @@ def check(history: Sequence[Event]) -> dict[str, Any]:
         "order": order,
         "vanished_reads": vanished,
         "groups": groups,
+        "g2": g2,
         "nodes": divergence,
         "sentinels": sentinel_events(history),
         **timing,

@@ -10,6 +10,7 @@ REWRITE in its promotion block), so it comes back in the role Sentinel last gave
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import time
@@ -18,6 +19,8 @@ from typing import Any
 
 import redis
 
+from chaos.clocks import Clock, shim_path
+from chaos.diskfs import DiskControl
 from chaos.targets import SERVICE, Settings, Target, node_argv, node_config, sentinel_argv, sentinel_config
 from chaos.topology import Lab, LabError, Member
 
@@ -35,11 +38,19 @@ class Process:
     popen: subprocess.Popen[bytes] | None = None
     paused: bool = False
     starts: int = 0
+    clock: Clock | None = None  # its wall clock, when the lab controls it (the clock shim is built)
+    disk: DiskControl | None = None  # its dir's filesystem, with the disk nemesis
 
     def start(self) -> None:
+        """Starts the process, unless it is running: overlapping faults (a kill inside a host
+        crash) may both restart it, and a second instance would find its ports taken."""
+        if self.alive():
+            return
         log = open(os.path.join(self.workdir, f"stdout-{self.starts}.log"), "wb")  # noqa: SIM115
+        shim = shim_path()
+        env = {**os.environ, **self.clock.env(shim)} if self.clock is not None and shim else None
         self.popen = subprocess.Popen(self.lab.exec_argv(self.member, self.argv), stdout=log,
-                                      stderr=subprocess.STDOUT, start_new_session=True)
+                                      stderr=subprocess.STDOUT, start_new_session=True, env=env)
         log.close()
         self.paused = False
         self.starts += 1
@@ -92,16 +103,25 @@ class Cluster:
             workdir = self._workdir(member)
             conf = os.path.join(workdir, "node.conf")
             primary = None if member is first else first.address
+            disk = None
+            if self.settings.disk_nemesis:
+                disk = DiskControl(os.path.join(workdir, "backing"), os.path.join(workdir, "data"),
+                                   os.path.join(workdir, "diskfs.log"))
             with open(conf, "w", encoding="utf-8") as f:
-                f.write(node_config(self.target, self.settings, member.real_ip, member.announced_ip, workdir, primary))
-            self.nodes[member.name] = Process(member, node_argv(self.target, conf), workdir, self.lab)
+                f.write(node_config(self.target, self.settings, member.real_ip, member.announced_ip, workdir, primary,
+                                    disk.mountpoint if disk else None))
+            self.nodes[member.name] = Process(member, node_argv(self.target, conf), workdir, self.lab, disk=disk)
         for member in (m for m in members if m.kind == "sentinel"):
             workdir = self._workdir(member)
             conf = os.path.join(workdir, "sentinel.conf")
             with open(conf, "w", encoding="utf-8") as f:
                 f.write(sentinel_config(self.target, self.settings, member.real_ip, member.announced_ip, workdir,
                                         first.address))
+            shutil.copyfile(conf, f"{conf}.initial")  # what a sentinel restarted from a stale config gets
             self.sentinels[member.name] = Process(member, sentinel_argv(self.target, conf), workdir, self.lab)
+        if shim_path() is not None:
+            for proc in self.processes():
+                proc.clock = Clock(os.path.join(proc.workdir, "clock"))
         for proc in self.nodes.values():
             proc.start()
         deadline = time.monotonic() + ready_timeout
@@ -113,6 +133,9 @@ class Cluster:
         for proc in self.sentinels.values():
             self._wait_ping(proc, deadline)
         self._wait(deadline, self._sentinels_know_everyone, "the sentinels to discover replicas and each other")
+        for proc in self.sentinels.values():
+            conf = proc.argv[-1]
+            shutil.copyfile(conf, f"{conf}.ready")
 
     def _workdir(self, member: Member) -> str:
         path = os.path.join(self.lab.workdir, member.name)
@@ -124,7 +147,7 @@ class Cluster:
             if not proc.alive():
                 raise LabError(f"{proc.member.name} exited (code {proc.popen.returncode if proc.popen else '?'}); "
                                f"see {proc.workdir}")
-            return self._try(proc, lambda c: c.ping()) is True
+            return self.try_call(proc, lambda c: c.ping()) is True
 
         self._wait(deadline, answers, f"{proc.member.name} to answer PING")
 
@@ -135,7 +158,8 @@ class Cluster:
             time.sleep(0.1)
 
     @staticmethod
-    def _try(proc: Process, call: Any) -> Any:
+    def try_call(proc: Process, call: Any) -> Any:
+        """call(client) on the process's admin client; None when it fails."""
         client = proc.admin()
         try:
             return call(client)
@@ -146,7 +170,7 @@ class Cluster:
 
     def _sentinels_know_everyone(self) -> bool:
         for proc in self.sentinels.values():
-            info = self._try(proc, lambda c: c.sentinel_master(SERVICE))
+            info = self.try_call(proc, lambda c: c.sentinel_master(SERVICE))
             if not info or int(info.get("num-slaves", 0)) < len(self.nodes) - 1 \
                     or int(info.get("num-other-sentinels", 0)) < len(self.sentinels) - 1:
                 return False
@@ -166,7 +190,7 @@ class Cluster:
         proc = self.nodes[name]
         if proc.paused or not proc.alive():
             return None
-        result = self._try(proc, lambda c: c.execute_command("ROLE"))
+        result = self.try_call(proc, lambda c: c.execute_command("ROLE"))
         return list(result) if isinstance(result, (list, tuple)) else None
 
     def sentinel_primary(self) -> str | None:
@@ -175,7 +199,7 @@ class Cluster:
         for proc in self.sentinels.values():
             if proc.paused or not proc.alive():
                 continue
-            addr = self._try(proc, lambda c: c.sentinel_get_master_addr_by_name(SERVICE))
+            addr = self.try_call(proc, lambda c: c.sentinel_get_master_addr_by_name(SERVICE))
             if addr:
                 name = self.name_of(str(addr[0]), int(addr[1]))
                 if name:
@@ -208,3 +232,7 @@ class Cluster:
         for proc in self.processes():
             proc.resume()
             proc.kill()
+            if proc.clock is not None:
+                proc.clock.close()
+            if proc.disk is not None:
+                proc.disk.close()

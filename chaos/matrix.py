@@ -45,7 +45,8 @@ class Bar:
         self._last_phase = (phase, self.done)
 
 
-def run_matrix(targets: list[str], scenarios: list[str], seed: int, duration: float, out: str) -> int:
+def run_matrix(targets: list[str], scenarios: list[str], seed: int, duration: float, out: str,
+               overrides: dict[str, object] | None = None) -> int:
     """Returns 0 when every available run completed (anomalies are results, not failures)."""
     from chaos.runner import run
 
@@ -71,7 +72,7 @@ def run_matrix(targets: list[str], scenarios: list[str], seed: int, duration: fl
                 continue
             bar.label = f"{target} {scenario}"
             try:
-                result = run(target, scenario, seed, duration, run_dir, bar.show)
+                result = run(target, scenario, seed, duration, run_dir, bar.show, overrides)
                 results.append({**result, "dir": os.path.relpath(run_dir, out)})
             except Exception as exc:  # one broken run must not lose the others' results
                 broken += 1

@@ -18,12 +18,14 @@ matplotlib.use("Agg")  # files only, no display
 import matplotlib.pyplot as plt  # noqa: E402
 
 from chaos.checker import faults_of, finals_of, pair_ops, reference_final  # noqa: E402
+from chaos.g2 import promotions_of  # noqa: E402
 from chaos.history import Event, read_history  # noqa: E402
 
 BIN = 0.5  # seconds per bar in the operations plot
 COLUMNS = [
-    ("scenario", "scenario"), ("target", "target"), ("ok writes", "ok"), ("lost acked", "lost"),
-    ("lost WAIT-acked", "lost_wait"), ("lost WAIT-majority", "lost_wait_majority"),
+    ("scenario", "scenario"), ("target", "target"), ("seed", "seed"), ("verdict", "verdict"), ("ok writes", "ok"),
+    ("lost acked", "lost"), ("lost WAIT-acked", "lost_wait"), ("lost WAIT-majority", "lost_wait_majority"),
+    ("G2 violations", "g2"),
     ("promoted s", "promoted_s"), ("new primary's first write s", "failover_s"), ("unavailable s", "unavailable_s"),
     ("longest gap s", "longest_gap_s"),
     ("other anomalies", "other"), ("notes", "notes"),
@@ -33,7 +35,7 @@ COLUMNS = [
 def summary_row(result: dict[str, Any]) -> dict[str, Any]:
     """The table's row for one run (also what docs/safety.md quotes)."""
     row: dict[str, Any] = {"scenario": result.get("scenario"), "target": result.get("target"),
-                           "status": result.get("status"), "reason": result.get("reason"), "dir": result.get("dir")}
+                           "seed": result.get("seed"), "status": result.get("status"), "reason": result.get("reason"), "dir": result.get("dir")}
     if result.get("status") != "done":
         return row
     writes = result["writes"]
@@ -41,7 +43,7 @@ def summary_row(result: dict[str, Any]) -> dict[str, Any]:
         values = [f[field] for f in result.get("faults", []) if f.get(field) is not None]
         return max(values) if values else None
 
-    other = {k: v for k, v in result["anomalies"].items() if v and k != "lost"}
+    other = {k: v for k, v in result["anomalies"].items() if v and k not in ("lost", "lost_wait_majority", "g2")}
     sentinels = result.get("sentinels", {})
     notes = []
     if sentinels.get("tilt"):
@@ -53,6 +55,8 @@ def summary_row(result: dict[str, Any]) -> dict[str, Any]:
         "lost": writes["lost"]["acked"],
         "lost_wait": writes["lost"]["wait_acked"],
         "lost_wait_majority": writes["lost"]["wait_majority_acked"],
+        "g2": result.get("g2", {}).get("count"),
+        "verdict": "safe" if result.get("safe") else "UNSAFE: " + ", ".join(result.get("unsafe_because", [])),
         "promoted_s": slowest("promoted_s"),
         "failover_s": slowest("failover_s"),
         "unavailable_s": result["unavailability"]["seconds_without_ok_write"],
@@ -92,14 +96,14 @@ def write_report(results: list[dict[str, Any]], out: str) -> str:
         f.write("\n")
     plots_dir = os.path.join(out, "plots")
     os.makedirs(plots_dir, exist_ok=True)
-    run_plots: dict[tuple[str, str], list[str]] = {}
+    run_plots: dict[tuple[str, str, str], list[str]] = {}
     for row in rows:
         if row["status"] != "done" or not row.get("dir"):
             continue
         history = read_history(os.path.join(out, row["dir"], "history.jsonl"))
-        stem = f"{row['target']}-{row['scenario']}"
-        title = f"{row['scenario']} on {row['target']}"
-        run_plots[(row["target"], row["scenario"])] = [
+        stem = f"{row['target']}-{row['scenario']}-{row['seed']}"
+        title = f"{row['scenario']} on {row['target']}, seed {row['seed']}"
+        run_plots[(row["target"], row["scenario"], str(row["seed"]))] = [
             plot_operations(history, os.path.join(plots_dir, f"{stem}-ops.png"), title),
             plot_latency(history, os.path.join(plots_dir, f"{stem}-latency.png"), title),
         ]
@@ -117,11 +121,9 @@ def _shade(ax: Any, history: list[Event]) -> None:
         ax.axvspan(fault.start, end, color="tab:red", alpha=0.12, lw=0)
         ax.text(fault.start, 1.0, " " + fault.name.split("#")[0], transform=ax.get_xaxis_transform(),
                 va="top", fontsize=7, color="tab:red")
-    promotions = [e for e in history if e.get("type") == "monitor" and e.get("f") == "role"
-                  and e.get("role") == "master" and float(e["time"]) > 0.5]
-    for i, event in enumerate(promotions):
-        ax.axvline(float(event["time"]), color="tab:purple", lw=0.8, ls="--")
-        ax.text(float(event["time"]), 0.9 - 0.08 * (i % 3), f" {event['node']} primary",
+    for i, promotion in enumerate(promotions_of(history)):  # promotions, not restarts as primary
+        ax.axvline(promotion.time, color="tab:purple", lw=0.8, ls="--")
+        ax.text(promotion.time, 0.9 - 0.08 * (i % 3), f" {promotion.node} promoted",
                 transform=ax.get_xaxis_transform(), fontsize=7, color="tab:purple", va="top")
 
 
@@ -210,7 +212,15 @@ def plot_lost(rows: list[dict[str, Any]], path: str) -> str:
     return path
 
 
-def _html(rows: list[dict[str, Any]], run_plots: dict[tuple[str, str], list[str]], lost_png: str, out: str,
+def _seeds_text(seeds: list[str]) -> str:
+    """Seeds as a list, or as a range when they are many consecutive ones (a soak)."""
+    numbers = sorted(int(s) for s in seeds if s.lstrip("-").isdigit())
+    if len(numbers) > 5 and numbers == list(range(numbers[0], numbers[-1] + 1)):
+        return f"{numbers[0]}-{numbers[-1]}"
+    return ", ".join(seeds)
+
+
+def _html(rows: list[dict[str, Any]], run_plots: dict[tuple[str, str, str], list[str]], lost_png: str, out: str,
           results: list[dict[str, Any]]) -> str:
     esc = html.escape
     seeds = sorted({str(r.get("seed")) for r in results})
@@ -232,24 +242,30 @@ def _html(rows: list[dict[str, Any]], run_plots: dict[tuple[str, str], list[str]
         else:
             cells = "".join(f"<td>{esc('' if row.get(key) is None else str(row.get(key)))}</td>"
                             for _, key in COLUMNS)
-            cells = cells.replace(f"<td>{esc(str(row['scenario']))}</td>",
-                                  f"<td><a href='{esc(row['dir'])}/result.json'>{esc(str(row['scenario']))}</a></td>", 1)
+            if row.get("dir"):  # a soak keeps only its failing runs' directories
+                cells = cells.replace(f"<td>{esc(str(row['scenario']))}</td>",
+                                      f"<td><a href='{esc(row['dir'])}/result.json'>{esc(str(row['scenario']))}</a></td>",
+                                      1)
         body.append(f"<tr>{cells}</tr>")
     sections = []
-    for (target, scenario), pngs in run_plots.items():
+    for (target, scenario, seed), pngs in run_plots.items():
         description = next((r.get("description", "") for r in results
                             if r.get("target") == target and r.get("scenario") == scenario), "")
         imgs = "".join(f"<img src='{esc(os.path.relpath(p, out))}'>" for p in pngs)
-        sections.append(f"<h3>{esc(scenario)} on {esc(target)}</h3><p>{esc(str(description))}</p>{imgs}")
+        sections.append(f"<h3>{esc(scenario)} on {esc(target)}, seed {esc(seed)}</h3><p>{esc(str(description))}</p>"
+                        f"{imgs}")
     return f"""<!doctype html>
 <html><head><meta charset="utf-8"><title>Rill chaos report</title>
 <style>body{{font-family:sans-serif;margin:2em;max-width:1100px}}table{{border-collapse:collapse;font-size:13px}}
 td,th{{border:1px solid #ccc;padding:3px 6px;text-align:right}}td:first-child,td:nth-child(2){{text-align:left}}
 img{{max-width:100%;display:block;margin:4px 0}}</style></head><body>
 <h1>Chaos report</h1>
-<p>Seed {esc(", ".join(seeds))}, {esc(", ".join(durations))} s of workload per run. Lost = acknowledged
-(the XADD returned an ID) but absent from the final primary once the cluster healed; WAIT-acked =
-WAIT met its target (1 replica, or a majority); promoted = fault start to another node becoming
+<p>Seed {esc(_seeds_text(seeds))}, {esc(", ".join(durations))} s of workload per run. Lost = acknowledged
+(the XADD returned an ID) but absent from every node's final read once the cluster healed; WAIT-acked =
+WAIT met its target (1 replica, or a majority); G2 violations = operations acknowledged by a node after
+another node's newer promotion (sent after the monitor saw it); verdict = safe when fenced mode's
+guarantees held (no WAIT-majority write lost, no G2 violation, no durably XACKed entry delivered again,
+the cluster settled with the same data and group state on every node); promoted = fault start to another node becoming
 primary; new primary's first write = fault start to the first write another node acknowledged (clients
 that still reach the old primary keep writing there until it is demoted); unavailable = whole seconds
 without an acknowledged write. Each run's history and
@@ -259,7 +275,7 @@ result are linked from its scenario name; <code>rill chaos check HISTORY</code> 
 <h2>Lost writes per scenario and target</h2><img src='{esc(os.path.relpath(lost_png, out))}'>
 <h2>Runs</h2>
 <p>Writes per half second (green acknowledged, black acknowledged and then lost, orange unknown,
-red failed) and each write's latency; shaded: the fault; dashed: a node became primary.</p>
+red failed) and each write's latency; shaded: the fault; dashed: a node was promoted.</p>
 {''.join(sections)}
 </body></html>
 """

@@ -32,14 +32,14 @@ from chaos.cluster import Cluster
 from chaos.faults import Links
 from chaos.history import Recorder, merge_files
 from chaos.monitor import Monitor
-from chaos.scenarios import SCENARIOS, Nemesis
-from chaos.targets import SENTINEL_PORT, TARGETS, availability, node_ports
+from chaos.nemesis import Nemesis
+from chaos.scenarios import SCENARIOS
+from chaos.steps import CLIENT_GROUPS, SENTINELS
+from chaos.targets import SENTINEL_PORT, TARGETS, availability, node_ports, settings_with
 from chaos.topology import Lab, LabError, build_lab
 from chaos.workload import DEFAULT_GROUP
 
 KEY = "chaos"
-SENTINELS = 3
-CLIENT_GROUPS = 2
 SETTLE_TIMEOUT = 45.0  # after the faults: until one primary, every replica in sync
 DRAIN_TIMEOUT = 20.0
 
@@ -51,8 +51,9 @@ class RunError(Exception):
 
 
 def run(target_name: str, scenario_name: str, seed: int, duration: float, out: str,
-        progress: Progress | None = None) -> dict[str, Any]:
-    """Runs one scenario; returns (and writes to out/result.json) the result."""
+        progress: Progress | None = None, overrides: dict[str, object] | None = None) -> dict[str, Any]:
+    """Runs one scenario; returns (and writes to out/result.json) the result. `overrides`
+    are a user's settings (`targets.OPTIONS`) over the scenario's."""
     if target_name not in TARGETS:
         raise RunError(f"unknown target {target_name!r} (targets: {', '.join(TARGETS)})")
     if scenario_name not in SCENARIOS:
@@ -60,9 +61,14 @@ def run(target_name: str, scenario_name: str, seed: int, duration: float, out: s
     if duration < 20:
         raise RunError("duration must be at least 20 s (the faults start 4-6 s in and need time to heal)")
     target, scenario = TARGETS[target_name], SCENARIOS[scenario_name]
+    try:
+        settings = settings_with(scenario.settings, overrides or {})
+    except ValueError as exc:
+        raise RunError(str(exc)) from None
     os.makedirs(out, exist_ok=True)
     base = {"target": target.name, "target_title": target.title, "scenario": scenario.name,
-            "description": scenario.description, "seed": seed, "duration": duration}
+            "description": scenario.description, "seed": seed, "duration": duration,
+            "overrides": dict(overrides or {}), "settings": settings.__dict__}
     reason = availability(target)
     if reason:
         result = {**base, "status": "not available", "reason": reason}
@@ -71,8 +77,8 @@ def run(target_name: str, scenario_name: str, seed: int, duration: float, out: s
     report = progress or (lambda phase, done: None)
     steps = scenario.plan(random.Random(seed), duration)
     workdir = tempfile.mkdtemp(prefix="rillchaos-")
-    lab = build_lab(scenario.nodes, SENTINELS, CLIENT_GROUPS, node_ports(target), SENTINEL_PORT, workdir, seed)
-    cluster = Cluster(lab, target, scenario.settings)
+    lab = build_lab(settings.nodes, SENTINELS, CLIENT_GROUPS, node_ports(target), SENTINEL_PORT, workdir, seed)
+    cluster = Cluster(lab, target, settings)
     links = Links(lab)
     workers: list[subprocess.Popen[bytes]] = []
     timings: dict[str, float] = {}
@@ -89,12 +95,12 @@ def run(target_name: str, scenario_name: str, seed: int, duration: float, out: s
         t0 = time.monotonic()
         steal_before = _cpu_ticks()
         rec = Recorder(os.path.join(workdir, "lab.jsonl"), t0)
-        majority = scenario.nodes // 2  # replicas beyond the primary that make a majority of nodes
-        producers, consumers, readers = _roles(scenario.nodes, majority)
+        majority = settings.nodes // 2  # replicas beyond the primary that make a majority of nodes
+        producers, consumers, readers = _roles(settings.nodes, majority)
         rec.record({"type": "meta", "f": "run", **base, "nodes": list(cluster.nodes),
                     "sentinels": list(cluster.sentinels), "majority_wait": majority,
                     "consumers": [c for group in consumers.values() for c in group],
-                    "settings": scenario.settings.__dict__, "steps": [s.__dict__ for s in steps], "time": 0.0})
+                    "settings": settings.__dict__, "steps": [s.__dict__ for s in steps], "time": 0.0})
         monitor = Monitor(cluster, rec)
         monitor.start()
         drain_flag = os.path.join(workdir, "drain")
@@ -102,7 +108,7 @@ def run(target_name: str, scenario_name: str, seed: int, duration: float, out: s
         for group in sorted(producers):
             workers.append(_start_worker(lab, cluster, workdir, group, t0, duration, drain_flag, deadline,
                                          producers[group], consumers[group], readers[group]))
-        nemesis = Nemesis(cluster, links, rec, steps)
+        nemesis = Nemesis(cluster, links, rec, steps, monitor)
         nemesis.start()
         while (now := rec.now()) < duration:
             report("running", now / duration)
@@ -204,6 +210,7 @@ def _start_worker(lab: Lab, cluster: Cluster, workdir: str, group: str, t0: floa
         "sentinels": [list(p.member.address) for p in cluster.sentinels.values()],
         "nodes": {name: list(p.member.address) for name, p in cluster.nodes.items()},
         "producers": producers, "consumers": consumers, "readers": readers, "key": KEY,
+        "majority_wait": len(cluster.nodes) // 2,
     }
     path = os.path.join(workdir, f"{group}-spec.json")
     _write_json(path, spec)
@@ -241,6 +248,9 @@ def _final_reads(cluster: Cluster, rec: Recorder) -> None:
             event["role"] = str(client.execute_command("ROLE")[0])
             event["entries"] = [[i, (f or {}).get("v")] for i, f in client.xrange(KEY, "-", "+") or []]
             event["groups"] = [{k: str(v) for k, v in g.items()} for g in client.xinfo_groups(KEY)]
+            # the whole PEL: (id, consumer, times delivered); idle times differ between nodes
+            event["pending"] = [[str(p["message_id"]), str(p["consumer"]), int(p["times_delivered"])]
+                                for p in client.xpending_range(KEY, DEFAULT_GROUP, "-", "+", 100000)]
         except (redis.RedisError, OSError) as exc:
             event["error"] = str(exc)
         finally:

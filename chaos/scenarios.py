@@ -1,4 +1,4 @@
-"""The scenarios (which faults, when, for how long) and the nemesis that carries them out.
+"""The scenarios: which faults, when, for how long (`nemesis` carries them out).
 
 A scenario's plan is drawn from a seeded random generator: the same seed gives the same
 schedule, lengths and choices (which replica, how fast a link flaps). Targets are named by
@@ -10,31 +10,12 @@ end every fault by `duration - 4` s, so the cluster has time to heal before the 
 from __future__ import annotations
 
 import random
-import threading
-import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-from chaos.cluster import Cluster
-from chaos.faults import Flapper, Links
-from chaos.history import Recorder
+from chaos.composed import composed
+from chaos.steps import Plan, Step, length_within, start_time
 from chaos.targets import Settings
-from chaos.topology import Link
-
-
-@dataclass(frozen=True)
-class Step:
-    """One fault: starts `at` seconds into the workload and lasts `length` seconds."""
-
-    at: float
-    length: float
-    fault: str  # kill, crash, pause, kill-all, partition, isolate, stall, flap, slow-links
-    target: str = "primary"  # primary, replica, all
-    params: dict[str, Any] = field(default_factory=dict)
-
-
-Plan = Callable[[random.Random, float], list[Step]]
 
 
 @dataclass(frozen=True)
@@ -43,15 +24,13 @@ class Scenario:
     description: str
     plan: Plan
     settings: Settings = Settings()
-    nodes: int = 5
+    # What the scenario exists to show (the smokes and the soak check it): "loses-majority"
+    # means a target without fenced mode should lose WAIT-majority writes here.
+    expect: str = ""
 
 
-def _start(rng: random.Random) -> float:
-    return round(rng.uniform(4.0, 6.0), 2)
-
-
-def _length(rng: random.Random, duration: float, start: float, wanted: float) -> float:
-    return round(min(wanted * rng.uniform(0.9, 1.1), duration - 4.0 - start), 2)
+_start = start_time
+_length = length_within
 
 
 def _one(fault: str, wanted: float, target: str = "primary", **params: Any) -> Plan:
@@ -66,6 +45,58 @@ def _flap(rng: random.Random, duration: float) -> list[Step]:
     start = _start(rng)
     return [Step(start, _length(rng, duration, start, 12.0), "flap", "primary",
                  {"period": round(rng.uniform(0.5, 1.0), 2)})]
+
+
+def _aimed(fault: str, trigger: tuple[str, ...], target: str, wanted: float, first: str = "isolate",
+           **params: Any) -> Plan:
+    """A fault aimed at a failover phase: the primary isolated (clients c1 still reach it) for
+    12 s to start a failover, and, on the first `trigger` event of that failover, `fault` on
+    `target` for about `wanted` seconds."""
+    def plan(rng: random.Random, duration: float) -> list[Step]:
+        start = _start(rng)
+        cut = _length(rng, duration, start, 12.0)
+        return [Step(start, cut, first, "primary", {"pick": round(rng.random(), 4)}),
+                Step(start, round(min(wanted, duration - 4.0 - start), 2), fault, target, params, trigger=trigger,
+                     until=round(start + cut, 2))]
+    return plan
+
+
+def _aimed_clock(rng: random.Random, duration: float) -> list[Step]:
+    steps = _aimed("clock-step", ("+failover-state-wait-lease", "+failover-state-select-slave"), "trigger-sentinel",
+                   0.1, first="hide-from-sentinels")(rng, duration)
+    # 0.8-1.9 s: under the 2 s that trigger TILT, and most of the 1.1 s a 1 s lease makes the
+    # leader wait (a smaller step shortens the wait by less than the old lease's remaining slack)
+    seconds = round(rng.uniform(0.8, 1.9), 2)
+    return [steps[0], Step(steps[1].at, steps[1].length, "clock-step", steps[1].target, {"seconds": seconds},
+                           trigger=steps[1].trigger, until=steps[1].until)]
+
+
+def _clock_steps(rng: random.Random, duration: float) -> list[Step]:
+    start = _start(rng)
+    cut = _length(rng, duration, start, 12.0)
+    steps = [Step(start, cut, "partition", "primary", {"pick": round(rng.random(), 4)})]
+    members = [f"n{k}" for k in range(1, 6)] + [f"s{k}" for k in range(1, 4)]
+    at = start
+    while at < start + cut - 1.0:
+        sign = rng.choice([1, -1])
+        steps.append(Step(round(at, 2), 0.1, "clock-step", rng.choice(members),
+                          {"seconds": round(sign * rng.uniform(0.2, 5.0), 2)}))
+        at += 1.0
+    return steps
+
+
+def _stale_sentinel(rng: random.Random, duration: float) -> list[Step]:
+    """A first failover (the primary isolated); once it ended, a sentinel SIGKILLed and
+    restarted from the config it had before it (the old primary, the old epoch); then the new
+    primary isolated, for a second failover the restarted sentinel takes part in."""
+    start = _start(rng)
+    first = _length(rng, duration, start, 7.0)
+    second_at = round(start + first + 1.0, 2)
+    return [Step(start, first, "isolate", "primary"),
+            Step(start, 0.5, "stale-sentinel", f"s{1 + int(rng.random() * 3)}",
+                 {"config": rng.choice(["ready", "initial"])}, trigger=("+failover-end", "+switch-master"),
+                 until=round(start + first, 2)),
+            Step(second_at, max(1.0, round(duration - 4.0 - second_at, 2)), "isolate", "primary")]
 
 
 def _lagging_then_crash(rng: random.Random, duration: float) -> list[Step]:
@@ -102,141 +133,60 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in [
              _one("kill-all", 2.0, "all")),
     Scenario("restart-all-always", "SIGKILL every node at once, restart them 2 s later (appendfsync always)",
              _one("kill-all", 2.0, "all"), Settings(appendfsync="always")),
+    # -- the discriminating ones (docs/safety.md, *Fenced mode*) --
+    Scenario("split-majority", "the primary keeps floor(N/2) replicas (a majority of the nodes with it) and "
+             "clients c1; every sentinel, the other replicas and clients c2 are cut off from them for 12 s. "
+             "Sentinel promotes a replica of the minority side: WAIT-majority writes on the primary's side are "
+             "lost; fenced mode cannot fence a majority and must not promote", _one("split-majority", 12.0),
+             expect="loses-majority"),
+    # The lease is 3 s here (the nodes' and the sentinels'): on this 2-core machine a restarted
+    # Rill node needs 1-2 s to answer again, and only restarts within one lease of each other
+    # can make one replica look like two.
+    Scenario("partition-primary-bouncing-replica", "partition-primary with a 3 s lease, and the replica on "
+             "the primary's side SIGKILLed 0.5 s after each restart, throughout: a restarted replica must not "
+             "count twice towards the primary's lease (G2)", _one("partition-bounce", 12.0, period=0.5),
+             Settings(lease_ms=3000)),
+    Scenario("kill-chosen-replica-in-lease-wait", "the primary isolated; when the leader enters the lease "
+             "wait (fenced) or selects a replica (default), the replica it will promote is SIGKILLed and "
+             "restarted 0.5 s later", _aimed("kill", ("+failover-state-wait-lease", "+failover-state-select-slave"),
+                                             "fenced-best", 0.5)),
+    Scenario("partition-chosen-replica-in-lease-wait", "the primary isolated; when the leader enters the lease "
+             "wait (fenced) or selects a replica (default), the replica it will promote is cut from everyone "
+             "for 3 s", _aimed("isolate", ("+failover-state-wait-lease", "+failover-state-select-slave"),
+                               "fenced-best", 3.0)),
+    Scenario("power-loss-chosen-replica-in-lease-wait", "the primary cut from the sentinels and clients c2 only "
+             "(it keeps replicating until its replicas are fenced); in the leader's lease wait (default mode: "
+             "replica selection) the replica it will promote loses power (its unsynced AOF tail is dropped) and "
+             "restarts at once, behind the position its FENCE reply promised; 3 s lease, so that the restart "
+             "(1-2 s here) ends within the wait",
+             _aimed("power-loss", ("+failover-state-wait-lease", "+failover-state-select-slave"), "fenced-best", 0.1,
+                    first="hide-from-sentinels", sudden=True), Settings(disk_nemesis=1, lease_ms=3000)),
+    Scenario("partition-leader-mid-failover", "the primary isolated; the sentinel elected leader of the "
+             "failover is cut from everyone for 6 s as soon as it is elected",
+             _aimed("isolate", ("+elected-leader",), "trigger-sentinel", 6.0)),
+    Scenario("restart-sentinel-stale-config", "after a first failover, a sentinel SIGKILLed and restarted from "
+             "its config of before it (old primary and epoch; or knowing no replica), then the new primary "
+             "isolated for a second failover", _stale_sentinel),
+    Scenario("clock-step-leader-in-lease-wait", "the primary cut from the sentinels and clients c2 only (its "
+             "replicas and clients c1 keep it, so it holds its lease until they are fenced); when the leader "
+             "enters the lease wait (fenced) or selects a replica (default), its wall clock steps 0.8-1.9 s "
+             "forward (under the 2 s that trigger TILT), as an NTP step would",
+             _aimed_clock),
+    Scenario("clock-steps", "partition-primary while every node's and sentinel's wall clock steps forward or "
+             "back by 0.2-5 s, one process every second", _clock_steps),
+    # -- the disk nemesis: each node's dir on the lab's FUSE filesystem --
+    Scenario("power-loss-all-everysec", "every node's host loses power at once (what was not fsynced is lost), "
+             "back 2 s later; appendfsync everysec", _one("power-loss", 2.0, "all"),
+             Settings(disk_nemesis=1)),
+    Scenario("power-loss-all-always", "the same with appendfsync always", _one("power-loss", 2.0, "all"),
+             Settings(appendfsync="always", disk_nemesis=1)),
+    Scenario("power-loss-primary", "the primary's host loses power (its unsynced writes are lost), back 10 s "
+             "later; appendfsync everysec", _one("power-loss", 10.0), Settings(disk_nemesis=1)),
+    Scenario("disk-full-primary", "the primary's disk is full (ENOSPC) for 8 s", _one("disk-full", 8.0),
+             Settings(disk_nemesis=1)),
+    Scenario("disk-eio-primary", "the primary's disk fails every write, fsync and read with EIO for 8 s",
+             _one("disk-eio", 8.0), Settings(disk_nemesis=1)),
+    Scenario("random", "a composed nemesis drawn from the seed: partitions (random halves, bridges, one-way), "
+             "SIGKILL/SIGSTOP/host crash of nodes and sentinels, a crash-looping replica, flapping and slow links, "
+             "wall-clock steps and skew, the discriminating split, overlapping", composed),
 ]}
-
-
-class Nemesis:
-    """Runs a plan's steps (each in its own thread, so faults may overlap), recording a
-    `nemesis` start and stop event for each, with what exactly it did."""
-
-    def __init__(self, cluster: Cluster, links: Links, rec: Recorder, steps: list[Step]) -> None:
-        self.cluster, self.links, self.rec, self.steps = cluster, links, rec, steps
-        self._abort = threading.Event()
-        self._threads = [threading.Thread(target=self._run, args=(i, step), name=f"nemesis-{i}", daemon=True)
-                         for i, step in enumerate(steps)]
-        self.errors: list[str] = []
-
-    def start(self) -> None:
-        for thread in self._threads:
-            thread.start()
-
-    def join(self, timeout: float) -> None:
-        deadline = time.monotonic() + timeout
-        for thread in self._threads:
-            thread.join(max(0.0, deadline - time.monotonic()))
-
-    def abort(self) -> None:
-        """Ends every fault now (the steps heal what they did)."""
-        self._abort.set()
-
-    def _primary(self) -> str:
-        primary = self.cluster.sentinel_primary()
-        if primary is None:
-            masters = [n for n in self.cluster.nodes if (self.cluster.role(n) or [""])[0] == "master"]
-            primary = masters[0] if masters else next(iter(self.cluster.nodes))
-        return primary
-
-    def _resolve(self, step: Step) -> str:
-        primary = self._primary()
-        if step.target == "replica":
-            replicas = sorted(n for n in self.cluster.nodes if n != primary)
-            return replicas[int(float(step.params.get("pick", 0.0)) * len(replicas))]
-        return primary if step.target == "primary" else "all"
-
-    def _run(self, index: int, step: Step) -> None:
-        if self._abort.wait(max(0.0, step.at - self.rec.now())):
-            return
-        try:
-            victim = self._resolve(step)
-            name = f"{step.fault} {victim}#{index}"
-            # Recorded before the fault is applied (a partition takes a few hundred ms of API
-            # calls): a write acknowledged after this mark may be affected by it.
-            self.rec.record({"type": "nemesis", "f": "start", "name": name, "fault": step.fault, "node": victim})
-            heal, detail = self._apply(step, victim, name)
-            self._abort.wait(step.length)
-            heal()
-            self.rec.record({"type": "nemesis", "f": "stop", "name": name, "fault": step.fault, "node": victim,
-                             "detail": detail})
-        except Exception as exc:  # recorded, and the runner fails the run: a broken harness
-            self.errors.append(f"{step.fault}: {type(exc).__name__}: {exc}")
-
-    def _apply(self, step: Step, victim: str, name: str) -> tuple[Callable[[], None], str]:
-        """Starts the fault; returns what ends it and a description of what was done."""
-        cluster, links = self.cluster, self.links
-        nodes = list(cluster.nodes)
-        sentinels = list(cluster.sentinels)
-        if step.fault == "kill":
-            cluster.nodes[victim].kill()
-            return cluster.nodes[victim].start, f"SIGKILL {victim}, restarted after {step.length}s"
-        if step.fault == "crash":
-            # A host crash, not a process crash: a SIGKILLed process's sockets still deliver
-            # what it had written (the kernel sends it), a crashed machine's do not. Frozen
-            # first, so nothing new leaves while its links are cut (what the proxies hold is
-            # dropped), then killed.
-            cluster.nodes[victim].pause()
-            crashed = links.between([victim], [m for m in links.lab.members if m != victim])
-            links.blackhole(crashed, name)
-            cluster.nodes[victim].kill()
-
-            def reboot() -> None:
-                links.heal(crashed, name, reset=True)
-                cluster.nodes[victim].start()
-            return reboot, f"{victim}'s host crashed ({len(crashed)} links cut, SIGKILL), back after {step.length}s"
-        if step.fault == "pause":
-            cluster.nodes[victim].pause()
-            return cluster.nodes[victim].resume, f"SIGSTOP {victim}, SIGCONT after {step.length}s"
-        if step.fault == "kill-all":
-            for proc in cluster.nodes.values():
-                proc.kill()
-
-            def restart_all() -> None:
-                for proc in cluster.nodes.values():
-                    proc.start()
-            return restart_all, f"SIGKILL every node, restarted after {step.length}s"
-        if step.fault in ("partition", "isolate", "stall", "flap"):
-            cut = self._cut(step, victim, nodes, sentinels)
-            if step.fault == "flap":
-                flapper = Flapper(links, cut, float(step.params["period"]))
-                flapper.start()
-                return flapper.stop, f"{len(cut)} links of {victim} flapping every {step.params['period']}s"
-            if step.fault == "stall":
-                links.stall(cut, name)
-            else:
-                links.blackhole(cut, name)
-
-            def heal() -> None:
-                links.heal(cut, name, reset=True)
-            return heal, f"{step.fault}: {len(cut)} links cut ({_describe(cut)})"
-        if step.fault == "slow-links":
-            between = links.between(nodes, nodes)
-            links.latency(between, name + "-lat", int(step.params["latency_ms"]), int(step.params["jitter_ms"]))
-            links.bandwidth(between, name + "-bw", int(step.params["kb_per_s"]))
-
-            def fast() -> None:
-                links.heal(between, name + "-lat", reset=False)
-                links.heal(between, name + "-bw", reset=False)
-            return fast, (f"{step.params['latency_ms']}±{step.params['jitter_ms']} ms and "
-                          f"{step.params['kb_per_s']} KB/s on {len(between)} node links")
-        raise ValueError(f"unknown fault {step.fault!r}")
-
-    def _cut(self, step: Step, victim: str, nodes: list[str], sentinels: list[str]) -> list[Link]:
-        """The links a partition-like fault cuts."""
-        links = self.links
-        if step.fault == "partition":
-            # The classic minority-primary case: the primary keeps a replica, a sentinel and
-            # some clients on its side; the majority side can elect a new primary.
-            others = sorted(n for n in nodes if n != victim)
-            buddy = others[int(float(step.params.get("pick", 0.0)) * len(others))]
-            minority = [victim, buddy, sentinels[0], "c1"]
-            majority = [m for m in self.links.lab.members if m not in minority]
-            return links.between(minority, majority)
-        peers = [n for n in nodes if n != victim] + sentinels
-        if step.fault == "isolate":
-            return links.between([victim], [*peers, "c2"])
-        # stall and flap: the links from the other nodes and the sentinels to the victim
-        return [Link(p, victim) for p in peers]
-
-
-def _describe(links: list[Link]) -> str:
-    shown = ", ".join(f"{link.src}>{link.dst}" for link in links[:6])
-    return shown + (f", ... ({len(links) - 6} more)" if len(links) > 6 else "")

@@ -12,14 +12,12 @@ from __future__ import annotations
 import os
 import shutil
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 SERVICE = "rill"  # the name sentinels monitor the primary under
 NODE_PORT = 6379  # every member has its own namespace, so the usual ports never clash
 SENTINEL_PORT = 26379
 RILL_REPL_OFFSET = 10000  # a Rill node's gRPC replication port is its RESP port + 10000
-FENCED_SET_SIZE = 5  # the lab's nodes (chaos/scenarios.py: Scenario.nodes)
-FENCED_LEASE_MS = 1000
 
 
 @dataclass(frozen=True)
@@ -28,30 +26,23 @@ class Target:
     title: str
     node: str  # "redis" (redis-server) or "rill" (`rill node`)
     sentinel: str  # "redis" (redis-sentinel) or "rill" (`rill sentinel`)
-    node_directives: tuple[tuple[str, str], ...] = ()  # appended to every node's config
-    sentinel_directives: tuple[tuple[str, str], ...] = ()  # appended to every sentinel's config
+    fenced: bool = False  # fenced mode's directives on nodes and sentinels, from the Settings
 
 
 TARGETS: dict[str, Target] = {
     "redis": Target("redis", "redis-server + redis-sentinel", node="redis", sentinel="redis"),
     "rill-redis-sentinel": Target("rill-redis-sentinel", "Rill nodes + redis-sentinel", node="rill", sentinel="redis"),
     "rill": Target("rill", "Rill nodes + rill sentinel", node="rill", sentinel="rill"),
-    "fenced": Target(
-        "fenced", "Rill in fenced mode", node="rill", sentinel="rill",
-        # docs/safety.md, *Fenced mode*: the replica set is the lab's five nodes; the nodes'
-        # lease and the sentinels' must be the same.
-        node_directives=(("fenced-mode", "yes"), ("fenced-replica-set-size", str(FENCED_SET_SIZE)),
-                         ("fenced-lease-milliseconds", str(FENCED_LEASE_MS))),
-        sentinel_directives=(("sentinel fenced-mode", f"{SERVICE} yes"),
-                             ("sentinel fenced-lease-milliseconds", f"{SERVICE} {FENCED_LEASE_MS}")),
-    ),
+    "fenced": Target("fenced", "Rill in fenced mode", node="rill", sentinel="rill", fenced=True),
 }
 
 
 @dataclass(frozen=True)
 class Settings:
-    """The cluster's knobs a scenario sets."""
+    """The cluster's knobs: a scenario sets some, a user any (`rill chaos run --options FILE`
+    or the flags named in `OPTIONS`)."""
 
+    nodes: int = 5
     appendfsync: str = "everysec"
     down_after_ms: int = 2000
     # Short, so that a split vote (every sentinel sees the primary fail in the same instant and
@@ -60,6 +51,46 @@ class Settings:
     quorum: int = 2
     min_replicas_to_write: int = 0
     min_replicas_max_lag: int = 10
+    lease_ms: int = 1000  # fenced mode: the nodes' and the sentinels' lease (they must be the same)
+    clock_drift_permille: int = 50  # fenced mode: the sentinels' bound on clock rate errors
+    disk_nemesis: int = 0  # 1: each node's dir on the disk nemesis' filesystem (chaos/diskfs.py)
+
+
+# The settings a user may set, with what they mean (the CLI's flags and the options file's keys).
+OPTIONS: dict[str, str] = {
+    "nodes": "data nodes (N: the primary and N-1 replicas; at least 3)",
+    "appendfsync": "the nodes' appendfsync: always, everysec or no",
+    "down_after_ms": "sentinel down-after-milliseconds",
+    "failover_timeout_ms": "sentinel failover-timeout",
+    "quorum": "sentinel quorum (of 3 sentinels)",
+    "min_replicas_to_write": "the nodes' min-replicas-to-write",
+    "min_replicas_max_lag": "the nodes' min-replicas-max-lag",
+    "lease_ms": "fenced mode: fenced-lease-milliseconds of the nodes and the sentinels",
+    "clock_drift_permille": "fenced mode: sentinel fenced-clock-drift-permille",
+    "disk_nemesis": "1: put each node's dir on the lab's FUSE filesystem (power loss, full disk, EIO)",
+}
+
+
+def settings_with(base: Settings, overrides: dict[str, object]) -> Settings:
+    """`base` with a user's overrides (names from OPTIONS, dashes or underscores), checked."""
+    values: dict[str, object] = {}
+    for key, value in overrides.items():
+        name = key.replace("-", "_")
+        if name not in OPTIONS:
+            raise ValueError(f"unknown setting {key!r} (settings: {', '.join(sorted(OPTIONS))})")
+        if name == "appendfsync":
+            if value not in ("always", "everysec", "no"):
+                raise ValueError(f"appendfsync must be always, everysec or no, not {value!r}")
+            values[name] = str(value)
+            continue
+        try:
+            number = int(str(value))
+        except ValueError:
+            raise ValueError(f"{key} must be a whole number, not {value!r}") from None
+        if number < 0 or (name == "nodes" and not 3 <= number <= 9) or (name == "quorum" and not 1 <= number <= 3):
+            raise ValueError(f"{key} = {number} is out of range ({OPTIONS[name]})")
+        values[name] = number
+    return replace(base, **values)  # type: ignore[arg-type]
 
 
 def rill_binary() -> str:
@@ -101,14 +132,14 @@ def _lines(pairs: list[tuple[str, str]]) -> str:
 
 
 def node_config(target: Target, settings: Settings, real_ip: str, announced_ip: str, workdir: str,
-                primary: tuple[str, int] | None) -> str:
+                primary: tuple[str, int] | None, data_dir: str | None = None) -> str:
     """A node's config file. It binds its real address (what the proxies forward to) and its
     announced one (a Rill node serves RESP and replication on both), and announces the
     latter to its primary so sentinels and replicas use the proxied path."""
     pairs = [
         ("port", str(NODE_PORT)),
         ("bind", f"{real_ip} {announced_ip}"),
-        ("dir", workdir),
+        ("dir", data_dir or workdir),
         ("logfile", os.path.join(workdir, "node.log")),
         ("protected-mode", "no"),
         ("appendonly", "yes"),
@@ -124,7 +155,11 @@ def node_config(target: Target, settings: Settings, real_ip: str, announced_ip: 
         pairs += [("repl-port", str(NODE_PORT + RILL_REPL_OFFSET))]
     if primary is not None:
         pairs.append(("replicaof", f"{primary[0]} {primary[1]}"))
-    pairs += list(target.node_directives)
+    if target.fenced:
+        # docs/safety.md, *Fenced mode*: the replica set is the lab's nodes; the nodes' lease
+        # and the sentinels' must be the same.
+        pairs += [("fenced-mode", "yes"), ("fenced-replica-set-size", str(settings.nodes)),
+                  ("fenced-lease-milliseconds", str(settings.lease_ms))]
     return _lines(pairs)
 
 
@@ -142,5 +177,8 @@ def sentinel_config(target: Target, settings: Settings, real_ip: str, announced_
         ("sentinel failover-timeout", f"{SERVICE} {settings.failover_timeout_ms}"),
         ("sentinel parallel-syncs", f"{SERVICE} 4"),
     ]
-    pairs += list(target.sentinel_directives)
+    if target.fenced:
+        pairs += [("sentinel fenced-mode", f"{SERVICE} yes"),
+                  ("sentinel fenced-lease-milliseconds", f"{SERVICE} {settings.lease_ms}"),
+                  ("sentinel fenced-clock-drift-permille", str(settings.clock_drift_permille))]
     return _lines(pairs)

@@ -287,7 +287,23 @@ def cleanup_stale(names: Iterable[str] | None = None) -> list[str]:
         _kill_namespace_processes(ns)
         subprocess.run(["ip", "netns", "del", ns], capture_output=True, check=False)
         removed.append(ns)
+    _unmount_orphans()
     return removed
+
+
+def _unmount_orphans() -> None:
+    """Lazily unmounts the disk nemesis' filesystems (under a lab's `rillchaos-` work
+    directory) whose FUSE process is gone: a lab killed with SIGKILL leaves them behind."""
+    try:
+        with open("/proc/mounts", encoding="utf-8") as f:
+            mounts = [line.split()[1] for line in f if line.split()[2].startswith("fuse") and "/rillchaos-" in line]
+    except OSError:
+        return
+    for mountpoint in mounts:
+        try:
+            os.stat(mountpoint)
+        except OSError:  # ENOTCONN: its daemon died
+            subprocess.run(["fusermount3", "-u", "-z", mountpoint], capture_output=True, check=False)
 
 
 def _alive(pid: int) -> bool:

@@ -4,8 +4,10 @@
 - Producers XADD unique values (`<process>-<n>`), each followed by no WAIT, `WAIT 1` or `WAIT`
   for a majority of the nodes; each value is sent at most once (no client retries), so a
   duplicate in the stream is the server's doing.
-- A consumer reads the stream with XREADGROUP and XACKs each entry; when the primary changed it
-  first XAUTOCLAIMs entries that stayed pending; at the end it drains the group.
+- A consumer reads the stream with XREADGROUP, XACKs each entry and then sends `WAIT` for a
+  majority on the same connection (recorded as a `wait` operation naming the IDs it covers: an
+  XACK it met is durable); when the primary changed it first XAUTOCLAIMs entries that stayed
+  pending; at the end it drains the group.
 - Readers tail one node each (replicas, mostly) with XREAD BLOCK.
 
 Producers and consumers find the primary through Sentinel (redis-py's `Sentinel`), as an
@@ -59,6 +61,7 @@ class Spec:
     interval: float = 0.05  # seconds between a producer's writes
     op_timeout: float = 2.0
     wait_timeout_ms: int = 1000
+    majority_wait: int = 0  # replicas a consumer's WAIT after its XACKs asks for (0: no WAIT)
 
     @staticmethod
     def load(path: str) -> Spec:
@@ -164,6 +167,8 @@ class Worker:
         entry_id = call(conn, "XADD", self.spec.key, "*", "v", value)
         result: dict[str, Any] = {"id": entry_id, "node": node, "acks": 0}
         if wait:
+            # when the WAIT was sent: the earliest its answer can have been decided (G2)
+            result["xadd_at"] = round(self.now(), 6)
             try:
                 result["acks"] = int(call(conn, "WAIT", wait, self.spec.wait_timeout_ms))
             except (redis.RedisError, OSError) as exc:
@@ -205,11 +210,26 @@ class Worker:
         link.drop()
 
     def _ack(self, link: PrimaryLink, process: str, entries: list[list[str]]) -> None:
+        """XACKs each entry, then WAITs for a majority on the same connection (a WAIT on
+        another connection would count that one's writes, not the XACKs')."""
+        if not entries:
+            return
+        conn, node = link.get()
+        acked = []
         for entry_id, _ in entries:
-            self.op(process, "xack", partial(self._xack, link, entry_id), id=entry_id)
+            done = self.op(process, "xack", partial(self._xack, conn, node, entry_id), id=entry_id)
+            if done is None:
+                return
+            if done["count"]:
+                acked.append(entry_id)
+        if acked and self.spec.majority_wait:
+            self.op(process, "wait", partial(self._wait, conn, node), ids=acked, wait=self.spec.majority_wait)
 
-    def _xack(self, link: PrimaryLink, entry_id: str) -> dict[str, Any]:
-        return {"count": int(call(link.get()[0], "XACK", self.spec.key, self.spec.stream_group, entry_id))}
+    def _xack(self, conn: Connection, node: str, entry_id: str) -> dict[str, Any]:
+        return {"count": int(call(conn, "XACK", self.spec.key, self.spec.stream_group, entry_id)), "node": node}
+
+    def _wait(self, conn: Connection, node: str) -> dict[str, Any]:
+        return {"acks": int(call(conn, "WAIT", self.spec.majority_wait, self.spec.wait_timeout_ms)), "node": node}
 
     def _xautoclaim(self, link: PrimaryLink, process: str, min_idle: int, cursor: str) -> dict[str, Any]:
         conn, node = link.get()

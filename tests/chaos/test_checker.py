@@ -258,3 +258,76 @@ def test_sentinel_events_that_explain_a_run_are_counted() -> None:
                {"type": "monitor", "f": "-failover-abort-not-elected", "sentinel": "s2", "time": 9.0},
                {"type": "monitor", "f": "+switch-master", "sentinel": "s3", "payload": "rill n1 n2", "time": 9.5}]
     assert check(history)["sentinels"] == {"switch_master": 1, "elections_split": 1, "tilt": [2.5]}
+
+
+def test_lost_means_absent_from_every_node() -> None:
+    # the final primary lacks "b" but a replica holds it: not lost, and the run is unsafe for
+    # its final reads disagreeing
+    history = [*xadd("p0", "a", "ok", "1-0"), *xadd("p0", "b", "ok", "2-0", mode="waitmaj", wait=2, acks=2),
+               final("n1", [("1-0", "a")], "master"), final("n2", STATE)]
+    result = check(history)
+    assert result["writes"]["lost"]["acked"] == 0
+    assert result["writes"]["missing_from_reference"] == 1
+    assert result["unsafe_because"] == ["divergent_nodes"]
+    history[-1] = final("n2", [("1-0", "a")])
+    result = check(history)
+    assert result["writes"]["lost"]["wait_majority_acked"] == 1
+    assert result["unsafe_because"] == ["lost_wait_majority"]
+
+
+def test_a_run_that_never_settled_is_unsafe() -> None:
+    history = [*clean_history(), {"type": "meta", "f": "not-settled", "primary": None, "time": tick()}]
+    result = check(history)
+    assert result["anomalies"]["not_settled"] == 1
+    assert not result["safe"] and not result["valid"]
+    assert check(clean_history())["safe"]
+
+
+def wait_after_acks(process: str, ids: list[str], acks: int, wait: int = 2) -> list[Event]:
+    return [{"type": "invoke", "f": "wait", "process": process, "ids": ids, "wait": wait, "time": tick()},
+            {"type": "ok", "f": "wait", "process": process, "ids": ids, "wait": wait, "acks": acks, "node": "n1",
+             "time": tick()}]
+
+
+def test_an_entry_delivered_again_after_a_durable_xack() -> None:
+    history = [*xadd("p0", "a", "ok", "1-0"), *xadd("p0", "b", "ok", "2-0"),
+               *read("c0", "xreadgroup", [("1-0", "a"), ("2-0", "b")], node="n1"),
+               *xack("c0", "1-0"), *xack("c0", "2-0"), *wait_after_acks("c0", ["1-0"], acks=2),
+               *wait_after_acks("c0", ["2-0"], acks=1),  # WAIT short of the majority: not durable
+               *read("c1", "xautoclaim", [("1-0", "a"), ("2-0", "b")], node="n2"),
+               final("n2", STATE, "master")]
+    result = check(history)
+    groups = result["groups"]
+    assert groups["redelivered_after_ack"]["count"] == 2
+    assert groups["redelivered_after_durable_ack"] == {"count": 1, "values": ["1-0:a"]}
+    assert "redelivered_after_durable_ack" in result["unsafe_because"]
+
+
+def test_group_state_that_differs_between_nodes_after_healing() -> None:
+    group = [{"name": "g", "last-delivered-id": "2-0", "entries-read": "2"}]
+    history = [*clean_history()[:4],
+               {**final("n1", STATE, "master"), "groups": group, "pending": [["2-0", "c0", 1]]},
+               {**final("n2", STATE), "groups": group, "pending": []},
+               {**final("n3", STATE), "groups": [{**group[0], "last-delivered-id": "1-0"}],
+                "pending": [["2-0", "c0", 1]]}]
+    result = check(history)
+    assert result["groups"]["divergent_group_state"] == {
+        "n2": {"group_state_differs": 0, "pel_missing": 1, "pel_extra": 0},
+        "n3": {"group_state_differs": 1, "pel_missing": 0, "pel_extra": 0}}
+    assert result["unsafe_because"] == ["divergent_group_state"]
+    assert result["groups"]["pending_at_end"] == 1
+
+
+def test_one_id_naming_two_entries_is_not_a_redelivery() -> None:
+    # After a failover the new primary reissued ID 5-0 for another entry: a consumer acknowledged
+    # 5-0 ("a") durably on the old primary, another is delivered 5-0 ("b") on the new one.
+    history = [*read("c0", "xreadgroup", [("5-0", "a")], node="n1"), *xack("c0", "5-0"),
+               *wait_after_acks("c0", ["5-0"], acks=2),
+               *read("c1", "xreadgroup", [("5-0", "b")], node="n2"),
+               final("n2", [("5-0", "b")], "master")]
+    groups = check(history)["groups"]
+    assert groups["redelivered_after_ack"]["count"] == 0
+    assert groups["redelivered_after_durable_ack"]["count"] == 0
+    # the same entry again is one
+    history += read("c1", "xautoclaim", [("5-0", "a")], node="n1")
+    assert check(history)["groups"]["redelivered_after_durable_ack"]["values"] == ["5-0:a"]

@@ -8,6 +8,7 @@ import random
 import pytest
 
 from chaos.scenarios import SCENARIOS
+from chaos.steps import FAULTS
 from chaos.workload import stream_entries
 
 
@@ -21,7 +22,7 @@ def test_a_plan_is_the_same_for_the_same_seed_and_ends_before_the_producers_stop
         for step in steps:
             assert step.at >= 4.0 and step.length > 0
             assert step.at + step.length <= duration - 4.0 + 1e-9
-            assert step.fault in {"kill", "crash", "pause", "kill-all", "partition", "isolate", "stall", "flap", "slow-links"}
+            assert step.fault in FAULTS
 
 
 def test_seeds_change_the_schedule() -> None:

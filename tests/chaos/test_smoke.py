@@ -1,12 +1,18 @@
-"""The chaos smoke: two scenarios run end to end exactly as `rill chaos run` does (real
-processes, namespaces, toxiproxies, sentinels), each bounded in time, then checked for a working
-harness: the fault happened, the sentinels failed over, every node was read at the end, the
-consumers drained, nothing was left behind. A run against a target that promises safety must lose
-no WAIT-majority-acknowledged write.
+"""The chaos smoke: scenarios run end to end exactly as `rill chaos run` does (real processes,
+namespaces, toxiproxies, sentinels), each bounded in time, then checked two ways:
 
-Runs against Debian's redis-server + redis-sentinel, Rill nodes under redis-sentinel, Rill nodes +
-`rill sentinel` (where a partitioned primary loses acknowledged writes just as Redis's does), and
-Rill in fenced mode, which must lose no WAIT-majority-acknowledged write (SAFE_TARGETS).
+- the harness worked: the fault happened and healed, the cluster settled, every node was read
+  at the end, the consumers drained, nothing was left behind;
+- the checkers can fail, and the guarantees hold where they are promised. Runs in MUST_GO_RED
+  are of a target without fenced mode in a scenario where its documented weakness must show:
+  a partitioned primary keeps acknowledging after the promotion (G2, and lost writes), and the
+  discriminating split loses WAIT-majority writes. A checker that stays green there is broken.
+  Runs of the fenced target must stay safe (`result["safe"]`: no WAIT-majority write lost, no
+  G2 violation, settled with the same data and group state everywhere, ...).
+
+`fenced partition-primary-bouncing-replica` is issue #32's restarted-replica hole: red on the
+code as it is: once its harness checks pass it is reported as an expected failure while it is
+unsafe, and fails the suite once it is safe (fenced mode fixed: move it to MUST_STAY_SAFE).
 """
 
 from __future__ import annotations
@@ -22,21 +28,22 @@ import pytest
 
 from chaos.topology import PREFIX, cleanup_stale, lab_namespaces
 
-RUNS = [
-    ("redis", "kill-primary"), ("redis", "partition-primary"),
-    ("rill-redis-sentinel", "kill-primary"),
-    ("rill", "partition-primary"),
-    ("fenced", "kill-primary"), ("fenced", "partition-primary"),
-]
-SAFE_TARGETS = {"fenced"}  # must never lose a write acknowledged by WAIT for a majority
+# (target, scenario): what the run must show beyond a working harness
+MUST_GO_RED = {
+    ("rill", "partition-primary"): ("g2", "lost"),
+    ("rill", "split-majority"): ("lost_wait_majority", "g2"),
+    ("redis", "partition-primary"): ("g2", "lost"),
+}
+MUST_STAY_SAFE = [("fenced", "kill-primary"), ("fenced", "partition-primary"), ("fenced", "split-majority")]
+HARNESS_ONLY = [("rill-redis-sentinel", "kill-primary")]
+KNOWN_RED = {("fenced", "partition-primary-bouncing-replica"): "issue #32: a restarted replica counts twice "
+                                                                "towards the lease"}
+RUNS = [*MUST_GO_RED, *MUST_STAY_SAFE, *HARNESS_ONLY, *KNOWN_RED]
 DURATION = 20
-RUN_TIMEOUT = 150  # setup ~3 s + 20 s of workload + settle + drain + final reads, with room
+RUN_TIMEOUT = 150  # setup ~5 s + 20 s of workload + settle + drain + final reads, with room
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize(("target", "scenario"), RUNS)
-def test_a_scenario_runs_end_to_end_and_cleans_up(target: str, scenario: str, tmp_path: object) -> None:
-    out = os.path.join(str(tmp_path), "run")
+def _run(target: str, scenario: str, out: str) -> dict[str, object]:
     proc = subprocess.Popen([sys.executable, "-m", "chaos", "run", "--target", target, "--scenario", scenario,
                              "--seed", "1", "--duration", str(DURATION), "--out", out],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
@@ -55,33 +62,72 @@ def test_a_scenario_runs_end_to_end_and_cleans_up(target: str, scenario: str, tm
     assert proc.returncode == 0, stderr.decode(errors="replace")[-3000:]
     assert not leftovers, f"namespaces left behind: {leftovers}"
     with open(os.path.join(out, "result.json"), encoding="utf-8") as f:
-        result = json.load(f)
+        result: dict[str, object] = json.load(f)
+    return result
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("target", "scenario"), RUNS)
+def test_a_scenario_runs_end_to_end_and_cleans_up(target: str, scenario: str, tmp_path: object) -> None:
+    out = os.path.join(str(tmp_path), "run")
+    result: dict = _run(target, scenario, out)  # type: ignore[type-arg]
     assert result["status"] == "done"
 
     # the harness worked: the fault ran and healed, the cluster settled, all was read
-    assert [f["fault"].split()[0] for f in result["faults"]] == [scenario.split("-")[0]]
-    assert result["faults"][0]["stop"] is not None
+    with open(os.path.join(out, "history.jsonl"), encoding="utf-8") as f:
+        history = [json.loads(line) for line in f]
+    planned = next(e for e in history if e["type"] == "meta" and e["f"] == "run")["steps"]
+    assert [f["fault"].split()[0] for f in result["faults"]] == [s["fault"] for s in planned]
+    assert all(f["stop"] is not None for f in result["faults"])
     assert result["settled_primary"] is not None
     assert result["nodes"]["unreachable"] == []
     assert result["groups"]["drained"], "the consumers did not finish their drain"
     assert result["writes"]["ok"] > 200
     assert all(result["writes"]["by_mode"][mode]["ok"] > 0 for mode in ("nowait", "wait1", "waitmaj"))
     assert result["groups"]["deliveries"] > 0
-    with open(os.path.join(out, "history.jsonl"), encoding="utf-8") as f:
-        history = [json.loads(line) for line in f]
     assert {"invoke", "ok", "nemesis", "monitor", "final", "meta"} <= {e["type"] for e in history}
-    # The sentinels failed over during the fault, or the monitor saw why not: Sentinel's vote
-    # can split when every sentinel sees the primary fail in the same instant (each votes for
-    # itself, and the next try waits 2 x failover-timeout).
     fault = result["faults"][0]
     split = any(e["type"] == "monitor" and e["f"] == "-failover-abort-not-elected" for e in history)
-    assert fault["promoted_s"] is not None or split, fault
-    if scenario == "partition-primary" and fault["promoted_s"] is not None and target not in SAFE_TARGETS:
-        # Redis's documented loss: the cut-off primary kept acknowledging its side's writes,
-        # which the promoted replica never had. A checker that misses it is broken.
-        assert result["writes"]["lost"]["acked"] > 0
-    if target in SAFE_TARGETS:
-        assert result["writes"]["lost"]["wait_majority_acked"] == 0, result["writes"]["lost"]
+    tilt = result["sentinels"]["tilt"]
+
+    if (target, scenario) in MUST_GO_RED:
+        # The failover happened (the checkers have something to find), unless the monitor saw
+        # why not: a split vote, or sentinels in TILT (the machine starved them of CPU).
+        assert fault["promoted_s"] is not None or split or tilt, (fault, result["sentinels"])
+        if fault["promoted_s"] is not None:
+            for anomaly in MUST_GO_RED[(target, scenario)]:
+                assert result["anomalies"][anomaly] > 0, (anomaly, result["anomalies"])
+            assert not result["safe"]
+    elif (target, scenario) in KNOWN_RED:
+        assert fault["promoted_s"] is not None or split or tilt, (fault, result["sentinels"])
+        if result["safe"]:
+            pytest.fail(f"{target} {scenario} is safe now: move it from KNOWN_RED to MUST_STAY_SAFE")
+        pytest.xfail(f"{KNOWN_RED[(target, scenario)]}: {result['unsafe_because']}, {result['anomalies']}")
+    elif target == "fenced":
+        if not result["safe"] and _stranded_by_an_aborted_fence(result, history):
+            pytest.xfail("known: a fenced failover aborted after fencing a minority leaves those replicas refusing "
+                         f"the primary until a later failover, so the run never settles: {result['unsafe_because']}")
+        assert result["safe"], (result["unsafe_because"], result["anomalies"], result["g2"]["examples"][:3])
+        if scenario == "split-majority":
+            # the sentinels cannot fence a majority of the replicas from their side: no promotion
+            # while the split lasts
+            assert not [p for p in result["g2"]["promotions"] if p["time"] < fault["stop"]], result["g2"]["promotions"]
+        else:
+            assert fault["promoted_s"] is not None or split or tilt, (fault, result["sentinels"])
+    else:
+        assert fault["promoted_s"] is not None or split or tilt, (fault, result["sentinels"])
+
+
+def _stranded_by_an_aborted_fence(result: dict, history: list[dict]) -> bool:  # type: ignore[type-arg]
+    """The run failed only for not settling (nodes and group state that differ follow from it),
+    after a fenced failover fenced some replicas and aborted, with no promotion since: the
+    liveness gap docs/safety.md names (not a loss: G1 and G2 still held)."""
+    if set(result["unsafe_because"]) - {"not_settled", "divergent_nodes", "divergent_group_state"}:
+        return False
+    aborts = [e["time"] for e in history if e["type"] == "monitor" and e["f"] == "-failover-abort-fence-timeout"]
+    fenced = [e["time"] for e in history if e["type"] == "monitor" and e["f"] == "+fenced"]
+    promoted = [p["time"] for p in result["g2"]["promotions"]]
+    return bool(aborts and fenced and min(fenced) < max(aborts) and not [t for t in promoted if t > max(aborts)])
 
 
 def _processes_in(namespaces: list[str]) -> list[str]:
