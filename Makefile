@@ -89,7 +89,7 @@ test: deps system-deps sentinel-deps chaos-deps deploy-deps spark-deps lint nati
 # implementations, once more with every extension ignored (RILL_PURE_PYTHON=1: the node's
 # modules and the fallbacks of the C modules as Python runs them without `make native`).
 PURE_TESTS := tests/conformance tests/model tests/unit/test_native_build.py tests/unit/test_replica_apply.py \
-	tests/unit/test_replication_units.py tests/unit/test_resp_encoder.py
+	tests/unit/test_replication_units.py tests/unit/test_resp_encoder.py tests/unit/rdb
 test-pure: deps system-deps sentinel-deps
 	RILL_PURE_PYTHON=1 $(VENV)/bin/pytest -q -p no:cacheprovider $(PURE_TESTS)
 

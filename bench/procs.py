@@ -160,23 +160,28 @@ def _launch(kind: str, args: list[str], workdir: str, port: int, stop_signal: in
     return server
 
 
-def start_redis(extra: Sequence[str] = ()) -> Server:
-    """A redis-server; `extra`: more flags (--tls-port …)."""
+def start_redis(*extra: str, copy_dump: str | None = None) -> Server:
+    """A redis-server with `extra` flags (--tls-port …); `copy_dump`: an RDB file it starts from."""
     binary = shutil.which("redis-server")
     if binary is None:
         raise BenchError("redis-server is not installed (`make bench` installs Debian's redis-server)")
     port = free_port()
     workdir = tempfile.mkdtemp(prefix="bench-redis-")
+    if copy_dump is not None:
+        shutil.copyfile(copy_dump, os.path.join(workdir, "dump.rdb"))
     args = [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
             "--dir", workdir, "--logfile", os.path.join(workdir, "server.log"), *extra]
     return _launch("redis", args, workdir, port, signal.SIGTERM)
 
 
-def start_rill(profile_path: str | None = None, extra: Sequence[str] = ()) -> Server:
+def start_rill(profile_path: str | None = None, copy_dump: str | None = None, extra: Sequence[str] = ()) -> Server:
     """A Rill node; with `profile_path` it runs under cProfile, which writes the profile when
-    the node exits after SIGINT. `extra`: more flags (--tls-port …)."""
+    the node exits after SIGINT; `copy_dump`: a (Redis or Rill) dump.rdb it starts from;
+    `extra`: more flags (--tls-port …)."""
     port = free_port()
     workdir = tempfile.mkdtemp(prefix="bench-rill-")
+    if copy_dump is not None:
+        shutil.copyfile(copy_dump, os.path.join(workdir, "dump.rdb"))
     python = [sys.executable]
     if profile_path:
         python += ["-m", "cProfile", "-o", profile_path]

@@ -85,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
         for kind in ("redis", "rill"):
             tls_ports[kind] = free_port()
             extra = server_args(files, tls_ports[kind])
-            servers[kind] = start_redis(extra) if kind == "redis" else start_rill(extra=extra)
+            servers[kind] = start_redis(*extra) if kind == "redis" else start_rill(extra=extra)
             with RespClient(servers[kind].port) as client:
                 client.check("ACL", "SETUSER", RESTRICTED[0], *RESTRICTED_RULES)
         print(f"redis-server port {servers['redis'].port} (TLS {tls_ports['redis']}), rill port {servers['rill'].port} "

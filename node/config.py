@@ -97,6 +97,16 @@ _DIRECTIVES: Final[tuple[Directive, ...]] = (
     Directive("auto-aof-rewrite-percentage", "100", "int", minimum=0, maximum=_INT_MAX),
     Directive("auto-aof-rewrite-min-size", "67108864", "memory", minimum=0, maximum=_LLONG_MAX),
     Directive("aof-load-truncated", "yes", "bool"),
+    # RDB (node/rdb/): rdbcompression and rdbchecksum as Redis's (LZF for strings over 20
+    # bytes; a CRC-64 at the end of RDB files written here). Rill's own: rdb-version, the RDB
+    # version of DUMP payloads (11 as Redis 7.2 writes them, 10 as Redis 7.0 does, which is
+    # what a 7.0 RESTOREs; RDB files and full syncs to Redis replicas are always 10:
+    # docs/migration.md); rdb-skip-unsupported, an RDB file's keys of types Rill lacks are
+    # skipped at load instead of refused.
+    Directive("rdbcompression", "yes", "bool"),
+    Directive("rdbchecksum", "yes", "bool", mutable=False),
+    Directive("rdb-version", "11", "int", minimum=10, maximum=11),
+    Directive("rdb-skip-unsupported", "no", "bool"),
     Directive("maxmemory", "0", "memory", minimum=0, maximum=_ULLONG_MAX),
     # Redis's policies are known names; only noeviction is implemented (the others refused).
     Directive(

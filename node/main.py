@@ -1,6 +1,7 @@
 """The `rill` command line: `rill node [config-file] [--directive value ...]` starts a node,
 `rill sentinel sentinel.conf [--directive value ...]` (or `rill node sentinel.conf --sentinel`,
-as redis-server takes it) a sentinel."""
+as redis-server takes it) a sentinel; `rill rdb export|check` handles RDB files and `rill
+cutover` moves a primary's role from Redis to Rill (docs/migration.md)."""
 
 from __future__ import annotations
 
@@ -166,6 +167,10 @@ def main(argv: list[str] | None = None) -> int:
         add_help=False,
     )
     sub.add_parser("chaos", help="the chaos lab: fault scenarios and their checked histories", add_help=False)
+    sub.add_parser("cutover", help="move the primary role from a redis-server to its Rill replica (or back) "
+                   "without losing an acknowledged write", add_help=False)
+    sub.add_parser("rdb", help="RDB files: `rdb export FILE` writes a running node's data as one redis-server loads, "
+                   "`rdb check FILE` reads one", add_help=False)
     check = sub.add_parser("check-aof", help="check (and repair) an AOF manifest, AOF file or snapshot")
     check.add_argument("--fix", action="store_true", help="cut a truncated or damaged AOF at its last complete command")
     check.add_argument("file", help="appendonly.aof.manifest, an incr .aof file or a snapshot")
@@ -191,6 +196,14 @@ def main(argv: list[str] | None = None) -> int:
         from node.cluster import main as run_cluster
 
         return run_cluster(argv[1:])
+    if argv[0] == "cutover":
+        from node.cutover import main as run_cutover
+
+        return run_cutover(argv[1:])
+    if argv[0] == "rdb":
+        from node.persistence.rdb_cli import main as run_rdb
+
+        return run_rdb(argv[1:])
     if argv[0] == "chaos":
         from chaos.cli import main as run_chaos  # imported only here: the node never loads the lab
 

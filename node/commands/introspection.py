@@ -44,6 +44,7 @@ _SINCE: Final = {
     "expire": "1.0.0", "pexpire": "2.6.0", "expireat": "1.2.0", "pexpireat": "2.6.0", "ttl": "1.0.0",
     "pttl": "2.6.0", "expiretime": "7.0.0", "pexpiretime": "7.0.0", "persist": "2.2.0",
     "getex": "6.2.0", "setex": "2.0.0", "psetex": "2.6.0", "move": "1.0.0", "copy": "6.2.0",
+    "dump": "2.6.0", "restore": "2.6.0", "replconf": "3.0.0", "psync": "2.8.0", "sync": "1.0.0",
     "info": "1.0.0", "config": "2.0.0", "config|get": "2.0.0", "config|set": "2.0.0",
     "config|resetstat": "2.0.0", "config|rewrite": "2.8.0", "config|help": "5.0.0",
     "client": "2.4.0", "client|id": "5.0.0", "client|setname": "2.6.9", "client|getname": "2.6.9",
@@ -73,7 +74,6 @@ _SINCE: Final = {
     "acl": "6.0.0", "acl|cat": "6.0.0", "acl|deluser": "6.0.0", "acl|dryrun": "7.0.0", "acl|genpass": "6.0.0",
     "acl|getuser": "6.0.0", "acl|help": "6.0.0", "acl|list": "6.0.0", "acl|load": "6.0.0", "acl|log": "6.0.0",
     "acl|save": "6.0.0", "acl|setuser": "6.0.0", "acl|users": "6.0.0", "acl|whoami": "6.0.0",
-    "psync": "2.8.0", "sync": "1.0.0", "replconf": "3.0.0",
 }
 
 # COMMAND DOCS "history" of the stream commands Redis 8 extended (Redis's command JSON).

@@ -39,8 +39,9 @@ from node.engine.logged_run import logged_xadd_block
 from node.log.logged_xadd import append_logged_groups, append_logged_xadd, group_sizes
 from node.log.scan import check_units, command_end
 
-# Commands the log carries for replicas only (Redis propagates them to replicas, never to the AOF).
-_REPLICA_ONLY: Final = frozenset({b"publish", b"spublish"})
+# Commands the log carries for replicas only (Redis propagates them to replicas, never to the
+# AOF): PUBLISH, and the PING a primary with Redis replicas logs (node/replication/redis_primary.py).
+_REPLICA_ONLY: Final = frozenset({b"publish", b"spublish", b"ping"})
 
 
 class ApplyError(Exception):
@@ -156,7 +157,7 @@ class LogApplier:
                 in_multi = True
             elif len(name) == 4 and name.lower() == b"exec":
                 in_multi = False
-            elif not in_multi and 7 <= len(name) <= 8 and name.lower() in _REPLICA_ONLY:
+            elif not in_multi and 4 <= len(name) <= 8 and name.lower() in _REPLICA_ONLY:
                 replica_only.append((pos, end))
             steps.append(argv)
             pos = end

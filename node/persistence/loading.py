@@ -18,6 +18,7 @@ from node.commands.reply import ReplyError
 from node.log.applier import LogApplier
 from node.persistence.aof_reader import ReplayRefused, read_aof
 from node.persistence.manifest import Manifest, ManifestError, aof_files_on_disk, load_manifest, manifest_name
+from node.persistence.redis_rdb import RdbLoadError, is_redis_rdb, load_rdb_file
 from node.persistence.snapshot import SnapshotError, SnapshotMeta, load_snapshot
 
 if TYPE_CHECKING:
@@ -44,9 +45,13 @@ class LoadedAof:
 
 
 def load_rdb(server: Server, path: str) -> SnapshotMeta:
-    """Loads the snapshot at `path` into the (empty) keyspace; returns what it records."""
+    """Loads the snapshot at `path` into the (empty) keyspace; returns what it records. A
+    Redis RDB file there (a redis-server's dump.rdb) is loaded as one (node/persistence/
+    redis_rdb.py), as the start of a new history."""
     started = time.monotonic()
     try:
+        if is_redis_rdb(path):
+            return _load_redis_rdb(server, path, started)
         loaded = load_snapshot(path, server.keyspace)
     except SnapshotError as exc:
         raise PersistenceError(f"{exc}. The snapshot is damaged: restore a backup or move it away to start empty.") from None
@@ -54,6 +59,22 @@ def load_rdb(server: Server, path: str) -> SnapshotMeta:
         raise PersistenceError(f"Can't read the snapshot file {path}: {exc.strerror}") from None
     log.info("Snapshot %s loaded: %d keys in %.3f seconds", os.path.basename(path), loaded.keys, time.monotonic() - started)
     return loaded.meta
+
+
+def _load_redis_rdb(server: Server, path: str, started: float) -> SnapshotMeta:
+    name = os.path.basename(path)
+    skip = server.config.get("rdb-skip-unsupported") == "yes"
+    try:
+        loaded = load_rdb_file(path, server.keyspace, skip)
+    except RdbLoadError as exc:
+        raise PersistenceError(f"{exc}. Move the file away to start without it.") from None
+    version = loaded.aux.get(b"redis-ver", b"?").decode("utf-8", "replace")
+    log.info(
+        "Redis RDB %s (produced by Redis %s) loaded: %d keys%s in %.3f seconds", name, version, loaded.keys,
+        f", {loaded.skipped} of unsupported types skipped" if loaded.skipped else "", time.monotonic() - started,
+    )
+    ctime = loaded.aux.get(b"ctime", b"0")
+    return SnapshotMeta(server.effects.replid, offset=0, created=int(ctime) if ctime.isdigit() else 0)
 
 
 def load_aof(server: Server, aofdir: str, filename: str, truncated_tail_ok: bool) -> LoadedAof | None:

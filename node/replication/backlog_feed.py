@@ -32,6 +32,9 @@ class BacklogFeed:
         self.backlog: Backlog | None = None
         # Whether the backlog records the log's units (see `record`).
         self.recording = False
+        # A replica of a redis-server logs its own effects (node/replication/redis_link.py):
+        # they feed the backlog as a primary's do.
+        self.own_log = False
         self._loop: asyncio.AbstractEventLoop | None = None
         self._pending: list[bytes] = []
         self._pending_end = 0
@@ -49,8 +52,8 @@ class BacklogFeed:
 
     def _on_unit(self, data: bytes, end_offset: int) -> None:
         """Effect-log listener. On a replica the units are the primary's, which the link
-        already stores in the backlog itself."""
-        if self.backlog is None or self.server.role != "master":
+        already stores in the backlog itself (but for a Redis primary's: `own_log`)."""
+        if self.backlog is None or (self.server.role != "master" and not self.own_log):
             return
         if not self._pending and self._loop is not None:
             # With repl-batch-interval set, flushes under load are at least that far apart

@@ -34,6 +34,11 @@ class DiscoveryError(Exception):
     """The primary's RESP port did not tell its replication port."""
 
 
+class RedisPrimary(Exception):
+    """The primary answered INFO replication as a redis-server does (no repl_grpc_port): the
+    node replicates from it over Redis's own protocol (node/replication/redis_link.py)."""
+
+
 async def discover_repl_port(
     host: str, port: int, masterauth: str, timeout: float, user: str = "", tls: ssl.SSLContext | None = None
 ) -> int:
@@ -75,4 +80,6 @@ async def discover_repl_port(
             if int(value) == 0:
                 raise DiscoveryError("the primary does not listen for replicas yet")
             return int(value)
-    raise DiscoveryError(f"{host}:{port} is not a Rill node (its INFO replication has no {INFO_PORT_FIELD})")
+    if text.startswith("# Replication") or "\nrole:" in text or text.startswith("role:"):
+        raise RedisPrimary(f"{host}:{port}")
+    raise DiscoveryError(f"{host}:{port} answered INFO replication with no replication section")

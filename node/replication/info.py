@@ -35,8 +35,10 @@ def role_reply(repl: ReplicationNode) -> list[Any]:
             for r in replicas if r.state == "online"
         ]]
     host, port = repl.master if repl.master is not None else ("", 0)
-    up = repl.link is not None and repl.link.status().link_up
-    return [b"slave", host.encode(), port, _link_state(repl).encode(), offset if up else -1]
+    status = repl.link.status() if repl.link is not None else None
+    up = status is not None and status.link_up
+    # The link's offset: the node's log end, or a Redis primary's offset (redis_link.py).
+    return [b"slave", host.encode(), port, _link_state(repl).encode(), status.offset if status is not None and up else -1]
 
 
 def info_fields(repl: ReplicationNode) -> list[tuple[str, object]]:
@@ -92,8 +94,9 @@ def info_fields(repl: ReplicationNode) -> list[tuple[str, object]]:
 
 def _replica_fields(repl: ReplicationNode) -> list[tuple[str, object]]:
     host, port = repl.master if repl.master is not None else ("", 0)
-    offset = repl.backlog.end if repl.backlog is not None else repl.server.effects.offset
     status = repl.link.status() if repl.link is not None else None
+    # The link's offset: the node's log end, or a Redis primary's offset (redis_link.py).
+    offset = status.offset if status is not None else repl.backlog.end if repl.backlog is not None else repl.server.effects.offset
     up = status is not None and status.link_up
     syncing = status is not None and status.sync_in_progress
     fields: list[tuple[str, object]] = [

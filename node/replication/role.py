@@ -30,11 +30,13 @@ from node.persistence.service import AOF_OFF, AOF_ON, Persistence
 from node.persistence.snapshot import SnapshotMeta, dump
 from node.replication.access import replica_access
 from node.replication.backlog_feed import BacklogFeed
-from node.replication.discovery import DiscoveryError, discover_repl_port, listen_port
+from node.replication.discovery import DiscoveryError, RedisPrimary, discover_repl_port, listen_port
 from node.replication.failover import Failover
 from node.replication.fencing import NOT_FENCED, Fencing
 from node.replication.info import role_reply
 from node.replication.loop_load import CpuContention
+from node.replication.redis_link import RedisReplicaLink
+from node.replication.redis_primary import RedisReplicas
 from node.replication.settings import client_tls, primary_settings, replica_settings, server_tls
 from node.replication.state_machine import NodeStateMachine
 from node.replication.waits import Waits
@@ -77,7 +79,7 @@ class ReplicationNode:
         self._access = replica_access(server.acl, server.now_ms)
         self.backlog: Backlog | None = None
         self.primary: Primary | None = None
-        self.link: ReplicaLink | None = None
+        self.link: ReplicaLink | RedisReplicaLink | None = None
         self.machine: NodeStateMachine | None = None
         self.repl_port = 0
         self.master: tuple[str, int] | None = None  # REPLICAOF host port (the RESP address)
@@ -93,6 +95,8 @@ class ReplicationNode:
         self._stopping: asyncio.Future[None] | None = None
         self.fencing = Fencing(self.config)
         self.failover = Failover(self)
+        # Redis replicas of this node (PSYNC/SYNC on the RESP port).
+        self.redis_replicas = RedisReplicas(self)
         self.waits = Waits(server, persistence, self.flush, self.fencing)
         # A replica acks at once when its AOF's fsync advances (a primary's WAITAOF waits).
         persistence.add_durability_listener(self._durability_changed)
@@ -297,6 +301,7 @@ class ReplicationNode:
             self._connecting.cancel()
             self._connecting = None
         link, self.link = self.link, None
+        self.feed.own_log = False
         if link is not None:
             self._stopping = asyncio.ensure_future(link.stop())
         return self._stopping
@@ -314,6 +319,9 @@ class ReplicationNode:
                     user=self.config.get("masteruser"), tls=self.server.tls.client_context(),
                 )
                 break
+            except RedisPrimary:
+                self._follow_redis(host, port)
+                return
             except (OSError, TimeoutError, DiscoveryError) as exc:
                 reason = str(exc) or type(exc).__name__
                 if reason != self.link_error:
@@ -334,6 +342,18 @@ class ReplicationNode:
         self._connecting = None
         log.info("Connecting to MASTER %s:%d (replication port %d) at offset %d of %s",
                  host, port, repl_port, self.backlog.end, self.backlog.replid)
+        link.start()
+
+    def _follow_redis(self, host: str, port: int) -> None:
+        """The primary is a redis-server: its own replication protocol, this node logging
+        its own effects for its replicas and AOF (node/replication/redis_link.py)."""
+        self.link_error = ""
+        announce_host, announce_port = self._announced()
+        link = RedisReplicaLink(self, host, port, replica_settings(self.config), announce_host, announce_port)
+        self.link = link
+        self._connecting = None
+        self.feed.own_log = True
+        log.info("MASTER %s:%d is a redis-server: replicating over Redis's protocol", host, port)
         link.start()
 
     def _announced(self) -> tuple[str, int]:
@@ -442,10 +462,18 @@ class ReplicationNode:
         from their offsets. Returns how many closed."""
         if kind == "master":
             return 1 if self.link is not None and self.link.disconnect() else 0
-        if self.primary is None:
-            return 0
         name = None if user is None else user.decode("utf-8", "surrogateescape")
-        return self.primary.disconnect_all("connection killed by CLIENT KILL", name)
+        reason = "connection killed by CLIENT KILL"
+        killed = self.redis_replicas.disconnect_all(reason, name)
+        return killed + (self.primary.disconnect_all(reason, name) if self.primary is not None else 0)
+
+    # -- Redis replicas: REPLCONF, PSYNC, SYNC on the RESP port -------------------------------
+
+    def replconf(self, session: Session, argv: list[bytes]) -> Any:
+        return self.redis_replicas.replconf(session, argv)
+
+    def sync(self, session: Session, argv: list[bytes], psync: bool) -> Any:
+        return self.redis_replicas.sync(session, argv, psync)
 
     # -- ROLE ------------------------------------------------------------------------------
 

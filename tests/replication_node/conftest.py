@@ -24,7 +24,11 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     report = yield
     if report.failed and report.when in ("setup", "call"):
         item.stash[_FAILED] = True
-        nodes: list[Proc] = getattr(item, "funcargs", {}).get("started") or []
+        funcargs = getattr(item, "funcargs", {})
+        for value in funcargs.values():
+            if hasattr(value, "failure_report"):  # a test's own set of processes
+                report.sections.extend(value.failure_report())
+        nodes: list[Proc] = funcargs.get("started") or []
         for node in nodes:
             lines = node.log.splitlines()
             cut = f"[first {len(lines) - LOG_LINES} lines left out]\n" if len(lines) > LOG_LINES else ""
