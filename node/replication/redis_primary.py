@@ -191,7 +191,8 @@ class RedisReplicas:
             rdb = self._rdb(start)
             log.info("Full resync requested by Redis replica %s: RDB of %d bytes built in %.3f seconds at offset %d",
                      session.addr, len(rdb), time.monotonic() - started, start)
-        replica = RedisReplicaSession(self, conn, replica_id, start, conf.rdb_only, session.user.name)
+        replica = RedisReplicaSession(self, conn, replica_id, start, conf.rdb_only,
+                                      session.user.name.decode("utf-8", "surrogateescape"))
         primary.registry.add(replica_id, host, conf.listening_port, STATE_SEND_BULK if rdb else STATE_ONLINE, start)
         self.sessions[replica_id] = replica
         # The connection becomes the replica's once the replies already produced went out.
