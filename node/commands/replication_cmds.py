@@ -101,22 +101,6 @@ def failover(ctx: Session, argv: list[bytes]) -> Any:
     return ctx.node.replication.failover.command(ctx, argv)
 
 
-# PSYNC, SYNC and REPLCONF exist so that ACL rules can name them (a replica's user needs
-# +psync +replconf, as in Redis: node/replication/access.py checks them when a replica's
-# gRPC link says hello) and COMMAND lists them; replication itself is Rill's gRPC link.
-_NOT_HERE: Final = "ERR Rill replicates over its gRPC link: run REPLICAOF on the replica instead"
-
-
-@command("psync", -3, "admin noscript no_multi no_async_loading", group="server",
-         summary="An internal command used in replication.")
-@command("sync", 1, "admin noscript no_multi no_async_loading", group="server",
-         summary="An internal command used in replication.")
-@command("replconf", -1, "admin noscript loading stale allow_busy", group="server",
-         summary="An internal command for configuring the replication stream.")
-def replication_internal(ctx: Session, argv: list[bytes]) -> Any:
-    raise CommandError(_NOT_HERE)
-
-
 @command("fence", 2, "admin noscript stale fast", group="server",
          summary="Fenced mode: follow and lead nothing older than the epoch; returns [fence epoch, log epoch, offset].")
 def fence(ctx: Session, argv: list[bytes]) -> Any:
