@@ -325,6 +325,8 @@ class Config:
         self.user_lines: list[tuple[list[str], str, str]] = []
         # The ACL's `user` lines for CONFIG REWRITE (set by the server once its users exist).
         self.user_config_lines: Callable[[], list[str]] | None = None
+        # Vetoes of CONFIG SET values: (name, canonical value) -> why not, or None.
+        self._validators: list[Callable[[str, str], str | None]] = []
         self._refresh_cache()
 
     # Typed values read on hot paths, refreshed on every change.
@@ -385,7 +387,12 @@ class Config:
         values: list[tuple[str, str]] = []
         for given, d, raw in staged:
             try:
-                values.append((d.name, _normalize(d, raw, self._values[d.name])))
+                value = _normalize(d, raw, self._values[d.name])
+                for validator in self._validators:
+                    refusal = validator(d.name, value)
+                    if refusal is not None:
+                        raise ConfigError(refusal)
+                values.append((d.name, value))
             except ConfigError as exc:
                 raise ConfigError(f"CONFIG SET failed (possibly related to argument '{given}') - {exc}") from None
         old = {canon: self._values[canon] for canon, _ in values}
@@ -418,6 +425,9 @@ class Config:
         text it returns makes the CONFIG SET fail with every value restored."""
         for name in names:
             self._appliers[name] = apply
+    def add_validator(self, validator: Callable[[str, str], str | None]) -> None:
+        """A rule CONFIG SET values must pass: it returns why a (name, value) is refused."""
+        self._validators.append(validator)
 
     def load_file(self, path: str) -> None:
         """Apply a redis.conf-style file: `directive arg ...` per line, '#' comments."""

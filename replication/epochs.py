@@ -17,6 +17,7 @@ durable: a promise must survive a crash).
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
@@ -116,7 +117,8 @@ class Fence:
     `fence_epoch` never decreases. `history` is the epoch history of the log named `replid`.
     `tenure` is the epoch this node was promoted in, while it is a primary (`NO_TENURE`
     otherwise; 0 for a primary of a cluster that never failed over in fenced mode). `save` is
-    called with the state after every change and must make it durable before returning."""
+    called with the state a change makes, before it is made, and must make it durable before
+    returning (or raise: the change is not made)."""
 
     def __init__(
         self,
@@ -154,14 +156,17 @@ class Fence:
         the cluster never failed over) and was not fenced by a newer one since."""
         return self.tenure == self.epoch and self.fence_epoch <= self.epoch
 
-    # -- changes (each one saved before it returns) ------------------------------------------
+    # -- changes: saved before they are made -------------------------------------------------
+    #
+    # A promise is relied upon as soon as it is made (a FENCE reply, an acknowledgement to a
+    # new primary, a promotion), so it is on disk first: a change whose save fails raises
+    # (OSError from the node's file) and leaves this state as it was.
 
     def raise_to(self, epoch: int) -> bool:
         """Promise to follow nothing older than `epoch`; returns whether it was news."""
         if epoch <= self.fence_epoch:
             return False
-        self.fence_epoch = epoch
-        self._saved()
+        self._commit(fence_epoch=epoch)
         return True
 
     def follow(self, epoch: int, replid: str, history: EpochHistory) -> None:
@@ -172,13 +177,12 @@ class Fence:
             raise ValueError(f"epoch {epoch} is older than the fence epoch {self.fence_epoch}")
         if (epoch, NO_TENURE, replid, history) == (self.fence_epoch, self.tenure, self.replid, self.history):
             return  # a reconnection to the same primary: nothing new to save
-        self.fence_epoch = epoch
-        self.tenure = NO_TENURE
-        self._remember(replid, history)
-        self._saved()
+        self._commit(fence_epoch=epoch, tenure=NO_TENURE, log=(replid, history))
 
     def step_down(self) -> None:
-        """The node became a replica: it leads nothing until promoted again."""
+        """The node became a replica: it leads nothing until promoted again. Withdrawing a
+        promise is the one change made in memory even when its save fails (raised after): a
+        node that leads nothing is safe either way, and its file is saved at the next change."""
         if self.tenure != NO_TENURE:
             self.tenure = NO_TENURE
             self._saved()
@@ -190,10 +194,7 @@ class Fence:
         if reason is not None:
             raise ValueError(reason)
         history = self.history.truncated(at).promoted(epoch, at)
-        self.fence_epoch = epoch
-        self.tenure = epoch
-        self._remember(replid, history)
-        self._saved()
+        self._commit(fence_epoch=epoch, tenure=epoch, log=(replid, history))
 
     def may_promote(self, epoch: int, at: int) -> str | None:
         """Why a promotion in `epoch` with the log at `at` is refused (None: allowed): only
@@ -206,8 +207,7 @@ class Fence:
 
     def rename(self, replid: str) -> None:
         """The same log continues under a new replication id (a primary restarted from disk)."""
-        self._remember(replid, self.history)
-        self._saved()
+        self._commit(log=(replid, self.history))
 
     def restore(self, replid: str, end: int) -> None:
         """After loading a log named `replid` that ends at `end`: its history (whatever a crash
@@ -217,13 +217,27 @@ class Fence:
         if known is not None:
             self.histories[replid] = known.truncated(end)
 
-    def _remember(self, replid: str, history: EpochHistory) -> None:
-        histories = {replid: history}
-        for other, kept in self.histories.items():
-            if other != replid and len(histories) < HISTORIES_KEPT:
-                histories[other] = kept
-        self.histories = histories
-        self.replid = replid
+    def _commit(self, *, fence_epoch: int | None = None, tenure: int | None = None,
+                log: tuple[str, EpochHistory] | None = None) -> None:
+        """Save the state with these changes, then make them (nothing changes if the save
+        raises). `log` is (replid, history): the log now current, remembered first."""
+        changed = copy.copy(self)
+        if fence_epoch is not None:
+            changed.fence_epoch = fence_epoch
+        if tenure is not None:
+            changed.tenure = tenure
+        if log is not None:
+            replid, history = log
+            histories = {replid: history}
+            for other, kept in self.histories.items():
+                if other != replid and len(histories) < HISTORIES_KEPT:
+                    histories[other] = kept
+            changed.histories = histories
+            changed.replid = replid
+        if self._save is not None:
+            self._save(changed)
+        self.fence_epoch, self.tenure = changed.fence_epoch, changed.tenure
+        self.histories, self.replid = changed.histories, changed.replid
 
     def _saved(self) -> None:
         if self._save is not None:

@@ -3,7 +3,9 @@ answers WAIT only while a majority of its replica set recently confirmed followi
 
 The primary stamps what it sends with its own clock; a replica that accepted the primary's
 epoch echoes the newest stamp it received in its acks, and stops echoing once it is fenced by
-a newer epoch. The lease lasts until the `needed`-th most recent echoed stamp plus `duration`,
+a newer epoch. Echoes are counted per replica id, which must name a member of the replica set
+durably (a node gives its `rill-node-id`, not its run id): a replica restarting over and over
+is one member, not one per life. The lease lasts until the `needed`-th most recent echoed stamp plus `duration`,
 all on the primary's clock: only the primary's clock is ever read, so clock offsets between
 machines do not matter, only their rates (the sentinels wait out the lease stretched by the
 drift bound before promoting). `needed` is ⌊N/2⌋ for a replica set of N nodes: with the

@@ -112,11 +112,9 @@ class ReplicaRegistry:
 
     def count_written(self, offset: int) -> int:
         """Online replicas whose log file has `offset` (fenced mode's WAIT: what a SIGKILL of
-        the replica keeps); a replica that persists nothing counts what it applied."""
-        return sum(
-            1 for e in self._entries.values()
-            if e.state == STATE_ONLINE and (e.written_offset if e.written_offset >= 0 else e.offset) >= offset
-        )
+        the replica keeps). Only what a replica reported written counts: not what it applied,
+        nor the offset of its handshake before its first ack."""
+        return sum(1 for e in self._entries.values() if e.state == STATE_ONLINE and e.written_offset >= offset)
 
     def count_fsynced(self, offset: int) -> int:
         """Online replicas that acknowledged fsyncing `offset` (replicationCountAOFAcksByOffset)."""

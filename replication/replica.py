@@ -14,9 +14,11 @@ task itself dies, every `wait_for_offset` caller gets the error.
 Fenced mode (a `Fence` given): the hello carries the node's fence epoch and log epoch; a
 primary whose epoch is below the fence epoch is refused (STALEEPOCH) before anything it sent
 is used; otherwise the node adopts the primary's epoch and history (saved durably) before it
-takes the primary's id or data. Acks echo the newest lease stamp received; once the node is
-fenced by a newer epoch than its primary's (FENCE), the link applies and acknowledges nothing
-more from it and drops the connection.
+takes the primary's id or data. Acks echo the newest lease stamp whose data the node's log
+file holds (its written offset had reached what the link had received when the stamp came: a
+replica counts for the lease only with what its AOF holds); once the node is fenced by a newer
+epoch than its primary's (FENCE), the link applies and acknowledges nothing more from it and
+drops the connection.
 
 `failover` sends the first hellos as Redis's PSYNC ... FAILOVER (the FAILOVER command);
 `on_handshake` learns how each handshake ended (None: the primary answered with a resync).
@@ -30,6 +32,7 @@ import os
 import random
 import time
 from bisect import bisect_right
+from collections import deque
 from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from itertools import accumulate
@@ -51,6 +54,8 @@ log = logging.getLogger("replication.replica")
 
 # The first slice of a link that has not timed an apply yet: about 25 XADDs.
 _FIRST_SLICE_BYTES = 2048
+# Lease stamps waiting for the log file to hold their data; past this, newer ones are merged.
+_MAX_PENDING_STAMPS = 64
 
 Call = grpc.aio.StreamStreamCall[pb.ReplicaMessage, pb.PrimaryMessage]
 
@@ -141,7 +146,9 @@ class ReplicaLink:
         self._on_handshake = on_handshake
         self._answered = False  # the current connection's handshake got its resync answer
         self._primary_epoch = 0  # the epoch of the primary of the current connection
-        self._lease_stamp = 0  # the newest lease stamp it sent
+        self._lease_stamp = 0  # the newest lease stamp to echo: its data is in the log file
+        # Stamps received but not echoed yet, with the offset the log file must reach first.
+        self._stamps: deque[tuple[int, int]] = deque()
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -393,6 +400,7 @@ class ReplicaLink:
             )
         self._primary_epoch = epoch
         self._lease_stamp = 0
+        self._stamps.clear()
 
     def _adopt_epochs(self, replid: str, history: Sequence[pb.EpochStart]) -> None:
         """Fenced mode: the primary's epoch and history become ours, durably, before its id
@@ -408,7 +416,10 @@ class ReplicaLink:
             raise ProtocolViolation(
                 f"the primary's epoch {self._primary_epoch} is not its history's last {epochs.last_epoch}"
             )
-        fence.follow(self._primary_epoch, replid, epochs)
+        try:
+            fence.follow(self._primary_epoch, replid, epochs)
+        except OSError as exc:  # nothing adopted: try again later
+            raise LinkLost(f"cannot save the fence state before following this primary: {exc.strerror or exc}") from None
 
     def _check_fenced(self) -> None:
         """Raises once this node was fenced by an epoch newer than its primary's."""
@@ -547,6 +558,8 @@ class ReplicaLink:
             first, begin = last, end
             os.sched_yield()
             await asyncio.sleep(0)
+            # A FENCE may have come meanwhile: nothing more of an older primary is applied.
+            self._check_fenced()
 
     def _slice_bytes(self) -> int:
         """How much of the log takes about `apply_slice_seconds` of CPU to apply."""
@@ -570,8 +583,26 @@ class ReplicaLink:
             self._apply_rate = len(data) / spent
 
     def _take_stamp(self, stamp: int) -> None:
-        if stamp > self._lease_stamp:
-            self._lease_stamp = stamp
+        """A stamp received with the log up to the backlog's end: echoed once the node's log
+        file holds that much (`_written_stamp`)."""
+        if not stamp:
+            return
+        stamps = self._stamps
+        end = self.backlog.end
+        if stamps and (stamps[-1][0] == end or len(stamps) >= _MAX_PENDING_STAMPS):
+            # The same data (an idle link's heartbeats), or too many waiting: the newer stamp
+            # replaces the last one, echoed when the log file reaches the larger offset.
+            stamps[-1] = (end, max(stamp, stamps[-1][1]))
+        else:
+            stamps.append((end, stamp))
+
+    def _written_stamp(self, written: int) -> int:
+        """The newest stamp whose data the log file holds (`written` is its offset, -1 when it
+        does not hold the current data)."""
+        stamps = self._stamps
+        while stamps and stamps[0][0] <= written:
+            self._lease_stamp = max(self._lease_stamp, stamps.popleft()[1])
+        return self._lease_stamp
 
     async def _ack_loop(self, call: Call) -> None:
         while True:
@@ -584,10 +615,11 @@ class ReplicaLink:
             # Checked at the moment the ack is written: once fenced by a newer epoch, no ack
             # (and no echo of a stamp) reaches the old primary, whatever was received before.
             self._check_fenced()
+            written = self.machine.written_offset()
             ack = pb.Ack(
                 applied_offset=self.backlog.end,
                 fsynced_offset=self.machine.fsynced_offset(),
-                lease_stamp=self._lease_stamp if self.fence is not None else 0,
-                written_offset=self.machine.written_offset(),
+                lease_stamp=self._written_stamp(written) if self.fence is not None else 0,
+                written_offset=written,
             )
             await call.write(pb.ReplicaMessage(ack=ack))

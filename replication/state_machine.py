@@ -41,6 +41,7 @@ class StateMachine(Protocol):
 
     def written_offset(self) -> int:
         """Offset of the log handed to the OS here (write(2) done: a crash of the process
-        keeps it, a power loss may not); -1 when nothing is persisted. Fenced mode's WAIT
-        counts it."""
+        keeps it, a power loss may not); -1 when the log file does not hold the current log
+        (nothing persisted, or a new log whose base is not written yet). Fenced mode's WAIT
+        and lease count only what it covers."""
         ...

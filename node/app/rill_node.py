@@ -72,6 +72,7 @@ class RillNode:
         self.propagate = self.server.propagate
         self.propagate_many = self.server.propagate_many
         self.propagate_to_replicas = self.server.propagate_to_replicas
+        self.lease_refusal = self.server.lease_refusal
         self.appended_from_log = self.server.appended_from_log
         self.expiry = self.server.expiry
         self.execute = self.server.execute

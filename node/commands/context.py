@@ -100,6 +100,9 @@ class Core(Protocol):
     def role(self) -> str: ...  # "master" or "slave" (a node), "sentinel"
 
     def now_ms(self) -> int: ...
+    # Fenced mode: the error a primary without its lease answers instead of adding to its log
+    # (PUBLISH; expired keys wait), None otherwise.
+    def lease_refusal(self) -> str | None: ...
     # A replication-only effect (PUBLISH): a node's replicas get it, never its AOF; a server
     # that is not replicated drops it.
     def propagate_to_replicas(self, argv: Sequence[bytes]) -> None: ...

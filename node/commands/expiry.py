@@ -5,7 +5,9 @@ expireIfNeeded/keyIsExpired and expire.c activeExpireCycle).
 Rules:
 * A key is logically expired once the command's time (`Session.command_ms`: the clock, or
   the time EXEC started) is past its deadline.
-* Only a primary deletes expired keys. It logs each deletion as `DEL key`: in the unit of
+* Only a primary deletes expired keys (`deletes_expired`) — in fenced mode, only while it holds
+  its lease: without it, it hides them as a replica does and its log does not grow (the
+  active cycle waits too, as during a pause). It logs each deletion as `DEL key`: in the unit of
   the write that found the key expired (a write on an expired key logs
   `MULTI, DEL, <write>, EXEC`, as Redis 7.2 propagates it), as a unit of its own when a
   read or the active cycle found it. `INFO stats expired_keys` counts these deletions.
@@ -40,7 +42,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any, Final
 
-from node.commands.context import Block, Node, Session
+from node.commands.context import Block, Core, Node, Session
 from node.commands.introspection import key_positions
 from node.commands.table import CommandSpec
 from node.engine.keyspace import Database, Value
@@ -134,6 +136,12 @@ def _delete_expired(node: Node, index: int, key: bytes, ctx: Session | None) -> 
     node.expiry.expired_keys += 1
 
 
+def deletes_expired(node: Core) -> bool:
+    """Whether this node deletes expired keys now: a primary, in fenced mode while it holds
+    its lease (otherwise it leaves them for whichever primary comes next, as a replica)."""
+    return node.role == "master" and node.lease_refusal() is None
+
+
 def sees_expiry(ctx: Session) -> bool:
     """Whether this session's commands see keys expire (not so for a log being replayed)."""
     return "replay" not in ctx.flags
@@ -151,7 +159,7 @@ def expire_if_needed(ctx: Session, key: bytes, index: int | None = None) -> bool
     a replica leaves it for its primary's DEL."""
     if not is_expired(ctx, key, index):
         return False
-    if ctx.node.role == "master":
+    if deletes_expired(ctx.node):
         _delete_expired(ctx.node, ctx.db_index if index is None else index, key, ctx)
     return True
 
@@ -216,7 +224,7 @@ def expire_keys(ctx: Session, keys: Sequence[bytes]) -> Hidden | None:
 def _expire_key(ctx: Session, key: bytes) -> Hidden | None:
     """A key of ctx's database found expired: a primary deletes it; a replica hides it from
     the command (returned, to be put back)."""
-    if ctx.node.role == "master":
+    if deletes_expired(ctx.node):
         _delete_expired(ctx.node, ctx.db_index, key, ctx)
         return None
     db = ctx.db

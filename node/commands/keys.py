@@ -21,7 +21,7 @@ from typing import Any, Final
 
 from node.commands.args import NOT_AN_INTEGER, SYNTAX_ERROR, parse_int, to_int
 from node.commands.context import Session
-from node.commands.expiry import expire_if_needed, sees_expiry
+from node.commands.expiry import deletes_expired, expire_if_needed, sees_expiry
 from node.commands.glob import compile_glob
 from node.commands.helptext import help_reply
 from node.commands.reply import OK, CommandError, Raw
@@ -106,7 +106,7 @@ def randomkey(ctx: Session, argv: list[bytes]) -> Any:
         # dbRandomKey: a replica whose keys are all volatile and all expired would loop
         # forever, so it gives up after 100 tries and returns an expired name.
         tries -= 1
-        if all_volatile and ctx.node.role != "master" and tries == 0:
+        if all_volatile and not deletes_expired(ctx.node) and tries == 0:
             return key
         if not expire_if_needed(ctx, key):
             return key

@@ -69,6 +69,7 @@ def sunsubscribe(ctx: Session, argv: list[bytes]) -> Any:
 @command("publish", 3, "pubsub loading stale fast may_replicate", group="pubsub",
          summary="Posts a message to a channel.")
 def publish(ctx: Session, argv: list[bytes]) -> Any:
+    _check_lease(ctx)
     receivers = ctx.node.pubsub.publish(argv[1], argv[2])
     _to_replicas(ctx, b"PUBLISH", argv)
     return receivers
@@ -77,9 +78,18 @@ def publish(ctx: Session, argv: list[bytes]) -> Any:
 @command("spublish", 3, "pubsub loading stale fast may_replicate", 1, 1, 1, group="pubsub",
          summary="Post a message to a shard channel")
 def spublish(ctx: Session, argv: list[bytes]) -> Any:
+    _check_lease(ctx)
     receivers = ctx.node.pubsub.spublish(argv[1], argv[2])
     _to_replicas(ctx, b"SPUBLISH", argv)
     return receivers
+
+
+def _check_lease(ctx: Session) -> None:
+    """Fenced mode: a primary without its lease refuses to publish, as it refuses writes: the
+    message would go into its log (a tail a failover discards) and to its replicas."""
+    refusal = ctx.node.lease_refusal()
+    if refusal is not None:
+        raise CommandError(refusal)
 
 
 def _to_replicas(ctx: Session, name: bytes, argv: list[bytes]) -> None:

@@ -27,7 +27,8 @@ class ReplicationControl(Protocol):
     """What the commands ask of the replication side (node.replication)."""
 
     def replicaof(self, session: Session, host: str, port: int) -> Any: ...
-    def promote(self, session: Session | None, epoch: int | None = None, why: str = "user request") -> Any: ...
+    def promote(self, session: Session | None, epoch: int | None = None, why: str = "user request",
+                position: tuple[int, int] | None = None) -> Any: ...
     def role_reply(self) -> list[Any]: ...
     # CLIENT KILL TYPE master ("master") / replica ("slave"), of replicas authenticated as `user`.
     def kill_links(self, kind: str, user: bytes | None = None) -> int: ...
@@ -53,23 +54,32 @@ class Waits(Protocol):
     def waitaof(self, session: Session, numlocal: int, numreplicas: int, timeout_ms: int) -> Any: ...
 
 
-# SLAVEOF NO ONE EPOCH e (5 arguments) is fenced mode's promotion, sent by a sentinel's
-# failover in the failover's epoch (node/sentinel/policy.py).
-@command("replicaof", 3, "admin noscript stale no_async_loading", group="server", extra_argc=(5,),
+# SLAVEOF NO ONE EPOCH e POSITION log-epoch offset (8 arguments) is fenced mode's promotion,
+# sent by a sentinel's failover in the failover's epoch with the position the promoted
+# replica's FENCE reply showed (node/sentinel/policy.py); the 5-argument form without the
+# position is refused in fenced mode but parsed, for its error.
+@command("replicaof", 3, "admin noscript stale no_async_loading", group="server", extra_argc=(5, 8),
          summary="Configures a server as replica of another, or promotes it to a master.")
-@command("slaveof", 3, "admin noscript stale no_async_loading", group="server", extra_argc=(5,),
+@command("slaveof", 3, "admin noscript stale no_async_loading", group="server", extra_argc=(5, 8),
          summary="Sets a Redis server as a replica of another, or promotes it to being a master.")
 def replicaof(ctx: Session, argv: list[bytes]) -> Any:
     promotion = argv[1].lower() == b"no" and argv[2].lower() == b"one"
     epoch = None
-    if len(argv) == 5:
-        if not promotion or argv[3].lower() != b"epoch":
+    position = None
+    if len(argv) > 3:
+        if not promotion or argv[3].lower() != b"epoch" or (len(argv) == 8 and argv[5].lower() != b"position"):
             raise CommandError(f"ERR wrong number of arguments for '{argv[0].decode('utf-8', 'replace').lower()}' command")
-        epoch = to_int(argv[4])
-        if epoch is None or epoch < 0:
-            raise CommandError(NOT_AN_INTEGER)
+        numbers: list[int] = []
+        for arg in (argv[4], *argv[6:8]):
+            number = to_int(arg)
+            if number is None or number < 0:
+                raise CommandError(NOT_AN_INTEGER)
+            numbers.append(number)
+        epoch = numbers[0]
+        if len(argv) == 8:
+            position = (numbers[1], numbers[2])
     if promotion:
-        return ctx.node.replication.promote(ctx, epoch)
+        return ctx.node.replication.promote(ctx, epoch, position=position)
     port = to_int(argv[2])
     if port is None or not 0 <= port <= 65535:
         raise CommandError(_INVALID_PORT)

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from node.commands.context import Session
 from node.commands.reply import OK, ReplyError
-from node.persistence.service import AOF_OFF, AOF_ON, Persistence
+from node.persistence.service import AOF_ON, Persistence
 from node.persistence.snapshot import SnapshotMeta, dump
 from node.replication.access import replica_access
 from node.replication.backlog_feed import BacklogFeed
@@ -98,6 +98,10 @@ class ReplicationNode:
         # Redis replicas of this node (PSYNC/SYNC on the RESP port).
         self.redis_replicas = RedisReplicas(self)
         self.waits = Waits(server, persistence, self.flush, self.fencing)
+        if self.fencing.enabled:
+            # Without its lease a primary adds nothing to its log on its own either: no
+            # expired key is deleted, no PUBLISH propagated (node/commands/expiry.py, pubsub.py).
+            server.lease_check = self._lease_refusal
         # A replica acks at once when its AOF's fsync advances (a primary's WAITAOF waits).
         persistence.add_durability_listener(self._durability_changed)
         self.config.on_change(self._on_config_change)
@@ -233,29 +237,34 @@ class ReplicationNode:
         self._connecting = asyncio.ensure_future(self._connect(host, port, previous, failover))
         self._connecting.add_done_callback(_log_connect_failure)
 
-    def promote(self, session: Session | None, epoch: int | None = None, why: str = "user request") -> Any:
-        """REPLICAOF NO ONE [EPOCH epoch]: a new history starts here; the old id stays valid
-        as replid2 up to this offset, so the old primary's other replicas continue partially
-        from this node. In fenced mode only with an epoch this node may be promoted in (a
-        primary promoted in a newer epoch starts that tenure); the refusal is returned."""
+    def promote(self, session: Session | None, epoch: int | None = None, why: str = "user request",
+                position: tuple[int, int] | None = None) -> Any:
+        """REPLICAOF NO ONE [EPOCH epoch [POSITION log-epoch offset]]: a new history starts
+        here; the old id stays valid as replid2 up to this offset, so the old primary's other
+        replicas continue partially from this node. In fenced mode only with an epoch this
+        node may be promoted in (a primary promoted in a newer epoch starts that tenure) and
+        the position of its log the sentinels relied on; the refusal is returned."""
         if self.failover.running:
             return ReplyError(FAILING_OVER)
         assert self.backlog is not None and self.primary is not None
         self.flush()
         at = self.backlog.end
-        refusal = self.fencing.check_promotion(epoch, at)
+        refusal = self.fencing.check_promotion(epoch, at, position)
         if refusal is not None:
             return ReplyError(refusal)
         if self.server.role == "master" and epoch is None:
             return OK
+        replid = new_replid()
+        # Fenced mode: the tenure is on disk before the node acts on it; a failed save
+        # refuses the promotion and leaves the node as it was.
+        refusal = self.fencing.promoted(epoch, at, replid)
+        if refusal is not None:
+            return ReplyError(refusal)
         self._drop_link()
         self.master = None
         self.config.set("replicaof", "", startup=True)
         self.server.role = "master"
         self.promotions += 1
-        replid = new_replid()
-        # Fenced mode: the tenure is on disk before the node acts on it.
-        self.fencing.promoted(epoch, at, replid)
         self.backlog.shift_replid(replid)
         self.primary.waits.reopen()
         who = f"id={session.id} addr={session.addr}" if session is not None else "the node"
@@ -281,12 +290,15 @@ class ReplicationNode:
     def fence(self, epoch: int) -> Any:
         """FENCE epoch (fenced mode): promise to follow and lead nothing older than `epoch`;
         a replica stops acknowledging an older primary at once, a primary older than it
-        stops acknowledging writes and WAITs. Replies [fence epoch, log epoch, offset]."""
+        stops acknowledging writes and WAITs. Replies [fence epoch, log epoch, offset, node id],
+        or an error when the promise could not be saved (then nothing changed)."""
         if not self.fencing.enabled:
             return ReplyError(NOT_FENCED)
         self.flush()
         assert self.backlog is not None
         reply = self.fencing.fence_to(epoch, self.backlog.end)
+        if isinstance(reply, ReplyError):
+            return reply
         if self.link is not None:
             self.link.request_ack()  # its next ack finds the fence and drops the link instead
         self.waits.changed()  # WAITs of a primary fenced now get their error
@@ -334,7 +346,7 @@ class ReplicationNode:
         announce_host, announce_port = self._announced()
         link = ReplicaLink(
             host, repl_port, self.backlog, machine, replica_settings(self.config),
-            replica_id=self.server.run_id, announce_host=announce_host, announce_port=announce_port,
+            replica_id=self.fencing.node_id or self.server.run_id, announce_host=announce_host, announce_port=announce_port,
             tls=client_tls(self.config), contended=self._contended, fence=self.fencing.fence, failover=failover,
             on_handshake=self._handshake_done if failover else None,
         )
@@ -404,18 +416,17 @@ class ReplicationNode:
 
     def written_offset(self) -> int:
         """What this replica reports as in its AOF (write(2) done, which a crash of the
-        process keeps; fenced mode's WAIT counts it): -1 without an AOF, 0 while the AOF on
-        disk does not follow the current history yet (a base being written)."""
+        process keeps; fenced mode's WAIT and lease count it): -1 when its AOF does not hold
+        its current data — no AOF, or after a full sync or a new history until the base of
+        the new data is written (a restart would load the old AOF)."""
         persistence = self.persistence
         writer = persistence.writer
         backlog = self.backlog
-        if persistence.aof_state == AOF_OFF or backlog is None:
+        if writer is None or backlog is None or persistence.aof_state != AOF_ON or persistence.rewrite_scheduled:
             return -1
-        if writer is None or persistence.aof_state != AOF_ON or persistence.rewrite_scheduled:
-            return 0
         if writer.written_offset + len(writer.buf) != self.server.effects.offset:
-            return 0
-        return max(0, min(writer.written_offset, backlog.end))
+            return -1
+        return max(-1, min(writer.written_offset, backlog.end))
 
     def _update_write_gate(self) -> None:
         needed = self.config.get_int("min-replicas-to-write")
@@ -437,6 +448,9 @@ class ReplicationNode:
             if good < needed:
                 return NOREPLICAS
         return self.fencing.refusal(primary)
+
+    def _lease_refusal(self) -> str | None:
+        return self.fencing.refusal(self.primary)
 
     def _on_config_change(self, name: str, value: str) -> None:
         if name == "repl-backlog-size" and self.backlog is not None:

@@ -23,6 +23,10 @@ class InfoReport:
     slave_priority: int | None = None
     slave_repl_offset: int | None = None
     replica_announced: int | None = None
+    # Fenced mode (Rill nodes, any role): the node's durable id and its settings.
+    fenced_node_id: str | None = None
+    fenced_replica_set_size: int | None = None
+    fenced_lease_milliseconds: int | None = None
 
 
 def _replica_address(line: str) -> tuple[str, int] | None:
@@ -53,6 +57,14 @@ def parse_info(text: str, *, is_master: bool) -> InfoReport:
                 report.replicas.append(address)
         if len(line) >= 32 and line.startswith("master_link_down_since_seconds"):
             report.master_link_down_ms = atoi(line[31:]) * 1000
+        if line.startswith("fenced_"):
+            name, _, value = line.partition(":")
+            if name == "fenced_node_id":
+                report.fenced_node_id = value
+            elif name == "fenced_replica_set_size":
+                report.fenced_replica_set_size = atoi(value)
+            elif name == "fenced_lease_milliseconds":
+                report.fenced_lease_milliseconds = atoi(value)
         if line.startswith("role:master"):
             role = "master"
         elif line.startswith("role:slave"):

@@ -128,12 +128,22 @@ class Link:
 @dataclass(frozen=True, slots=True)
 class FenceReply:
     """A replica's answer to FENCE: the epoch it is fenced at, the epoch of the last entry of
-    its log and its log's end offset (docs/safety.md, *Fenced mode*)."""
+    its log, its log's end offset and its node id (docs/safety.md, *Fenced mode*)."""
 
     fence_epoch: int
     log_epoch: int
     offset: int
+    node_id: str
     time: int  # when we received it
+
+
+@dataclass(frozen=True, slots=True)
+class FencedSettings:
+    """What a node's INFO says of fenced mode: its fenced-replica-set-size (0: fenced mode is
+    off) and fenced-lease-milliseconds."""
+
+    size: int
+    lease_ms: int
 
 
 @dataclass(eq=False, slots=True)
@@ -200,6 +210,10 @@ class Instance:
     fence_majority_time: int = 0
     fence_reply: FenceReply | None = None
     fence_sent_conn: int | None = None  # the connection FENCE was last sent on
+    # Fenced mode, masters and replicas: the node's durable id and settings from its last INFO
+    # at this address (None: none since).
+    node_id: str | None = None
+    fenced_settings: FencedSettings | None = None
     released: bool = False  # dropped from our tables: replies about it are discarded
 
     @property

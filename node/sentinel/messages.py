@@ -37,9 +37,13 @@ Value = Union[str, RespError, bytes, int, list, None]  # type: ignore[type-arg]
 
 @dataclass(frozen=True, slots=True)
 class Tick:
-    """The timer fired (Redis runs it 10-19 times a second, see Sentinel.next_tick_ms)."""
+    """The timer fired (Redis runs it 10-19 times a second, see Sentinel.next_tick_ms).
+    `now`, as in every input, is the monotonic clock every duration is measured on; `wall` is
+    the wall clock at the same moment (ms since the epoch), which TILT also watches and dates
+    are shown in (None: the same as `now`)."""
 
     now: int
+    wall: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,26 +29,32 @@ The rules, as sentinel.c has them:
 - a replica reporting itself master outside a failover (a returning old master) is turned back
   into a replica, and replicas following the wrong master are re-pointed, once our master
   looks sane;
-- TILT: when the timer's clock jumps back or by more than 2 s, act on nothing for 30 s.
+- TILT: when the timer runs more than 2 s late, or the wall clock jumps back or by more than
+  2 s between two runs, act on nothing for 30 s.
+
+Time: every input carries the shell's monotonic clock (CLOCK_BOOTTIME, node/sentinel/clock.py),
+and every duration is measured on it, so a wall-clock step changes no timer; ticks also carry
+the wall clock, which only TILT and the dates shown in log lines read.
 
 Fenced mode (per master, off by default) inserts two steps between the election and the
 selection — fence a majority of the replicas at the failover's epoch, then wait out the old
-primary's lease — and promotes the fenced replica with the highest (epoch, offset); see
-docs/safety.md, *Fenced mode*.
+primary's lease — and promotes the fenced replica with the highest (epoch, offset), at that
+position; it refuses to fail over while what it knows of the replica set disagrees with what
+the nodes report (node/sentinel/fenced.py; docs/safety.md, *Fenced mode*).
 """
 
 from __future__ import annotations
 
 import functools
 import ipaddress
-import math
 import random
 from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Final
 
 from node.commands.glob import glob_match
-from node.sentinel import election, selection
+from node.sentinel import election, fenced, selection
+from node.sentinel.fenced import lease_wait_ms
 from node.sentinel.hello import Hello, parse_hello
 from node.sentinel.info import parse_info
 from node.sentinel.instance import (
@@ -76,6 +82,7 @@ from node.sentinel.instance import (
     SENTINEL,
     SLAVE,
     Addr,
+    FencedSettings,
     FenceReply,
     Instance,
     Link,
@@ -163,14 +170,6 @@ def _is_ip(host: str) -> bool:
     return True
 
 
-def lease_wait_ms(lease_ms: int, drift_permille: int) -> int:
-    """How long a sentinel waits, on its own clock, after a majority of replicas stopped
-    acknowledging the old primary before promoting: the lease the old primary may still hold
-    on its clock, converted into the slowest possible sentinel clock (rates within
-    ±drift): lease x (1 + drift) / (1 - drift), rounded up."""
-    return math.ceil(lease_ms * (1000 + drift_permille) / (1000 - drift_permille))
-
-
 class Sentinel:
     """The state of one sentinel and the rules that change it."""
 
@@ -193,6 +192,10 @@ class Sentinel:
         self.tilt = False
         self.tilt_start_time = 0
         self.previous_time = now
+        # The wall clock at the last tick (None before the first), and wall minus monotonic
+        # then: dates in log lines are the monotonic time shifted by it.
+        self.previous_wall: int | None = None
+        self.wall_offset = 0
         self.announce_ip: str | None = None
         self.announce_port = 0
         self.deny_scripts_reconfig = DEFAULT_DENY_SCRIPTS_RECONFIG
@@ -221,7 +224,7 @@ class Sentinel:
         """Apply one observation and return what to do about it."""
         self.now = msg.now
         if isinstance(msg, Tick):
-            self._timer()
+            self._timer(msg.now if msg.wall is None else msg.wall)
         elif isinstance(msg, Reply):
             self._on_reply(msg.conn, msg.request, msg.value)
         elif isinstance(msg, Message):
@@ -738,6 +741,8 @@ class Sentinel:
                 self._event(NOTICE, "+slave", slave, "")
                 self._flush()
         ri.master_link_down_time = report.master_link_down_ms
+        ri.node_id = report.fenced_node_id
+        ri.fenced_settings = FencedSettings(report.fenced_replica_set_size or 0, report.fenced_lease_milliseconds or 0)
         role = MASTER if report.role == "master" else SLAVE if report.role == "slave" else 0
         if role == SLAVE:
             if report.master_host is not None and (
@@ -952,6 +957,8 @@ class Sentinel:
         master.promoted_slave = None
         master.fence_majority_time = 0
         master.runid = None
+        master.node_id = None
+        master.fenced_settings = None
         master.slave_master_host = None
         link.act_ping_time = self.now
         link.last_ping_time = 0
@@ -986,14 +993,25 @@ class Sentinel:
 
     # ------------------------------------------------------------------ the timer
 
-    def _timer(self) -> None:
-        """sentinelTimer: TILT check, then every master with its replicas and sentinels."""
-        delta = self.now - self.previous_time
-        if delta < 0 or delta > self.timings.tilt_trigger:
+    def _timer(self, wall: int) -> None:
+        """sentinelTimer: TILT check, then every master with its replicas and sentinels.
+
+        Redis enters TILT when mstime() between two timer runs went back or forward by more
+        than TILT-TRIGGER: the process was stopped or starved (its view of the instances is
+        stale), or the wall clock stepped (its timers, all on that clock, are wrong). Here the
+        timers run on the monotonic clock, so the first shows as a late run of the timer and
+        the second as a wall-clock jump; either enters TILT, as in Redis (a step harms no
+        timer any more, but it still means this machine's time is not to be trusted)."""
+        late = self.now - self.previous_time
+        jumped = 0 if self.previous_wall is None else wall - self.previous_wall
+        trigger = self.timings.tilt_trigger
+        if late < 0 or late > trigger or jumped < 0 or jumped > trigger:
             self.tilt = True
             self.tilt_start_time = self.now
             self._event(WARNING, "+tilt", None, "#tilt mode entered")
         self.previous_time = self.now
+        self.previous_wall = wall
+        self.wall_offset = wall - self.now
         self._handle_instances(list(self.masters.values()))
 
     def _handle_instances(self, instances: list[Instance]) -> None:
@@ -1208,7 +1226,7 @@ class Sentinel:
         if self.now - master.failover_start_time < master.failover_timeout * 2:
             if master.failover_delay_logged != master.failover_start_time:
                 master.failover_delay_logged = master.failover_start_time
-                when = (master.failover_start_time + master.failover_timeout * 2) // 1000
+                when = (master.failover_start_time + master.failover_timeout * 2 + self.wall_offset) // 1000
                 stamp = datetime.fromtimestamp(when, tz=UTC).strftime("%a %b %d %H:%M:%S %Y")
                 self._log(NOTICE, f"Next failover delay: I will not start a failover before {stamp}")
             return False
@@ -1252,6 +1270,8 @@ class Sentinel:
             self._crash()
             return
         if master.fenced:
+            if self._fenced_view_disagrees(master):
+                return
             self._set_state(master, FAILOVER_FENCE)
             self._event(WARNING, "+failover-state-fence", master, "")
             self._failover_fence(master)
@@ -1273,7 +1293,7 @@ class Sentinel:
 
     def _select(self, master: Instance) -> Instance | None:
         if master.fenced and master.failover_state == FAILOVER_SELECT_SLAVE:
-            return self._select_fenced(master)
+            return fenced.select_fenced(master)
         return selection.select_replica(master, self.now, self.timings)
 
     def _failover_send_slaveof_noone(self, master: Instance) -> None:
@@ -1284,8 +1304,12 @@ class Sentinel:
                 self._event(WARNING, "-failover-abort-slave-timeout", master, "")
                 self._abort_failover(master)
             return
-        # The reply is not checked: INFO will show whether the replica became a master.
-        if not self._send_slaveof(promoted, None, epoch=master.failover_epoch if master.fenced else None):
+        # The reply is not checked: INFO will show whether the replica became a master (a
+        # fenced node refuses if its log is no longer at the position its FENCE reply showed).
+        reply = promoted.fence_reply if master.fenced else None
+        position = None if reply is None else (reply.log_epoch, reply.offset)
+        if not self._send_slaveof(promoted, None, epoch=master.failover_epoch if master.fenced else None,
+                                  position=position):
             return
         self._event(NOTICE, "+failover-state-wait-promotion", promoted, "")
         self._set_state(master, FAILOVER_WAIT_PROMOTION)
@@ -1369,17 +1393,22 @@ class Sentinel:
             master.promoted_slave.flags &= ~PROMOTED
             master.promoted_slave = None
 
-    def _send_slaveof(self, ri: Instance, addr: Addr | None, *, epoch: int | None = None) -> bool:
+    def _send_slaveof(self, ri: Instance, addr: Addr | None, *, epoch: int | None = None,
+                      position: tuple[int, int] | None = None) -> bool:
         """The reconfiguration block: SLAVEOF, CONFIG REWRITE (persist it when the node has a
         config file) and CLIENT KILL of normal and Pub/Sub clients (so they reconnect and ask
         for the master again), in one MULTI/EXEC. Replies are not checked. In fenced mode the
-        promotion names its epoch, which the node refuses if it was fenced by a newer one."""
+        promotion names its epoch, which the node refuses if it was fenced by a newer one, and
+        the position of the node's log the choice relied on, which it refuses if its log is
+        elsewhere now."""
         conn = ri.link.cc
         if conn is None:
             return False
         target: tuple[str, ...] = ("NO", "ONE") if addr is None else (addr.host, str(addr.port))
         if epoch is not None:
             target += ("EPOCH", str(epoch))
+        if position is not None:
+            target += ("POSITION", str(position[0]), str(position[1]))
         self._send(ri, conn, _DISCARD, "MULTI")
         self._send(ri, conn, _DISCARD, "SLAVEOF", *target)
         self._send(ri, conn, _DISCARD, "CONFIG", "REWRITE")
@@ -1390,29 +1419,33 @@ class Sentinel:
 
     # ------------------------------------------------------------------ fenced mode
 
-    def fence_majority(self, master: Instance) -> int:
-        """Fenced replicas needed: a majority of the replica set, which counts the old master
-        (it is never one of them: it cannot be promoted, so a write only it shares with the
-        majority would be lost)."""
-        return (1 + len(master.slaves)) // 2 + 1
+    def _fenced_view_disagrees(self, master: Instance) -> bool:
+        """Refuse (abort) a fenced failover while this sentinel's view of the replica set
+        disagrees with what the nodes report (node/sentinel/fenced.py, `disagreement`)."""
+        reason = fenced.disagreement(master)
+        if reason is None:
+            return False
+        self._log(WARNING, f"Fenced mode: not failing over '{master.name}': {reason}")
+        self._event(WARNING, "-failover-abort-fenced-mismatch", master, f" {reason}")
+        self._abort_failover(master)
+        return True
 
     def _failover_fence(self, master: Instance) -> None:
         """Ask every replica to stop acknowledging primaries older than our epoch and report
-        (epoch, offset); move on once a majority did."""
+        (epoch, offset, node id); move on once a majority of the members did."""
+        if self._fenced_view_disagrees(master):
+            return
         epoch = master.failover_epoch
-        fenced = 0
         for slave in master.slaves.values():
-            reply = slave.fence_reply
-            if reply is not None and reply.fence_epoch == epoch:
-                fenced += 1
-            elif reply is None and not slave.link.disconnected and slave.link.cc != slave.fence_sent_conn:
+            if slave.fence_reply is None and not slave.link.disconnected and slave.link.cc != slave.fence_sent_conn:
                 # Once per connection: a reply lost with its connection is asked for again.
                 slave.fence_sent_conn = slave.link.cc
                 self._send(slave, slave.link.cc, _FENCE, "FENCE", str(epoch))
-        if fenced >= self.fence_majority(master):
+        count = fenced.fenced_members(master)
+        if count >= fenced.fence_majority(master):
             master.fence_majority_time = self.now
             self._set_state(master, FAILOVER_WAIT_LEASE)
-            self._event(WARNING, "+failover-state-wait-lease", master, f" {fenced}/{len(master.slaves) + 1}")
+            self._event(WARNING, "+failover-state-wait-lease", master, f" {count}/{fenced.members(master)}")
             self._failover_wait_lease(master)
         elif self.now - master.failover_state_change_time > master.failover_timeout:
             self._event(WARNING, "-failover-abort-fence-timeout", master, "")
@@ -1422,42 +1455,20 @@ class Sentinel:
         master = slave.master
         if master is None or master.failover_state != FAILOVER_FENCE:
             return
-        if not (isinstance(value, list) and len(value) == 3 and all(isinstance(v, int) for v in value)):
+        if not (isinstance(value, list) and len(value) == 4 and all(isinstance(v, int) for v in value[:3])
+                and isinstance(value[3], bytes)):
             return
-        fence_epoch, log_epoch, offset = value
+        fence_epoch, log_epoch, offset, node_id = value
         assert isinstance(fence_epoch, int) and isinstance(log_epoch, int) and isinstance(offset, int)
         if fence_epoch != master.failover_epoch:
             return  # fenced by a newer failover: it does not count for ours
-        slave.fence_reply = FenceReply(fence_epoch, log_epoch, offset, self.now)
+        slave.fence_reply = FenceReply(fence_epoch, log_epoch, offset, node_id.decode("latin-1"), self.now)
         self._event(NOTICE, "+fenced", slave, f" {fence_epoch} {log_epoch} {offset}")
 
     def _failover_wait_lease(self, master: Instance) -> None:
+        if self._fenced_view_disagrees(master):
+            return
         if self.now - master.fence_majority_time < lease_wait_ms(master.lease_ms, self.drift_permille):
             return
         self._set_state(master, FAILOVER_SELECT_SLAVE)
         self._event(WARNING, "+failover-state-select-slave", master, "")
-
-    def _select_fenced(self, master: Instance) -> Instance | None:
-        """The fenced replica with the highest (log epoch, offset) — ties: lower priority,
-        smaller run id — provided no fenced replica that cannot be promoted (down,
-        disconnected, priority 0) holds more: that one may be the only copy of an
-        acknowledged write."""
-        epoch = master.failover_epoch
-        fenced = [s for s in master.slaves.values() if s.fence_reply is not None and s.fence_reply.fence_epoch == epoch]
-        candidates = [
-            s for s in fenced if not s.flags & (S_DOWN | O_DOWN) and not s.link.disconnected and s.slave_priority != 0
-        ]
-        if not candidates:
-            return None
-
-        def position(s: Instance) -> tuple[int, int]:
-            assert s.fence_reply is not None
-            return (s.fence_reply.log_epoch, s.fence_reply.offset)
-
-        best = max(position(s) for s in candidates)
-        if any(position(s) > best for s in fenced):
-            return None
-        tied = [s for s in candidates if position(s) == best]
-        return min(tied, key=lambda s: (s.slave_priority, s.runid is None, (s.runid or "").lower()))
-
-

@@ -1,8 +1,10 @@
 """The sentinel's engine room: it owns the policy and carries out what the policy asks, in
 order — open, write to and close links, log and publish events, rewrite the configuration
 file, queue scripts, crash on request — and feeds it what happened: link events as they
-arrive and a timer tick every `next_tick_ms()` with the wall clock in milliseconds (the
-policy's TILT detection watches that clock jump, as Redis watches mstime()).
+arrive and a timer tick every `next_tick_ms()`. Inputs carry CLOCK_BOOTTIME in milliseconds
+(node/sentinel/clock.py), which no wall-clock step moves: every duration the policy measures
+comes from it; a tick also carries the wall clock, which TILT watches as Redis watches
+mstime().
 
 Everything runs in the event loop's thread, one input at a time, so a command handler can
 call the policy and then `execute` its actions before its reply is queued: a FlushConfig in
@@ -14,10 +16,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import time
 from collections.abc import Callable
 
 from node.sentinel import config as sentinel_config
+from node.sentinel.clock import SYSTEM_CLOCK, Clock
 from node.sentinel.links import Links
 from node.sentinel.messages import (
     DEBUG,
@@ -59,10 +61,6 @@ REDIS_LOG_LEVELS = {
 Publish = Callable[[bytes, bytes], int]
 
 
-def wall_clock_ms() -> int:
-    return time.time_ns() // 1_000_000
-
-
 class Runner:
     """One sentinel's policy and the I/O it asks for."""
 
@@ -72,7 +70,7 @@ class Runner:
         options: sentinel_config.ServerOptions,
         config_path: str,
         *,
-        clock: Callable[[], int] = wall_clock_ms,
+        clock: Clock = SYSTEM_CLOCK,
         crash: Callable[[int], None] = os._exit,
     ) -> None:
         self.sentinel = sentinel
@@ -89,7 +87,8 @@ class Runner:
         self.events: dict[str, int] = {}  # events raised, by type (the metrics' counters)
 
     def now(self) -> int:
-        return self.clock()
+        """The policy's time: CLOCK_BOOTTIME (durations), never the wall clock."""
+        return self.clock.monotonic_ms()
 
     def log_warning(self, text: str) -> None:
         log.warning("%s", text)
@@ -122,7 +121,7 @@ class Runner:
         self.ticks += 1
         now = self.now()
         try:
-            self.step(Tick(now))
+            self.step(Tick(now, self.clock.wall_ms()))
             self.execute(list(self.scripts.tick(now)))
             self.sentinel.running_scripts = self.scripts.running
             self.sentinel.scripts_queue_length = len(self.scripts.jobs)

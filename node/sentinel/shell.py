@@ -22,8 +22,9 @@ from node.config import Config
 from node.metrics.exporter import MetricsExporter
 from node.sentinel import commands, replies
 from node.sentinel import config as sentinel_config
+from node.sentinel.clock import wall_clock_ms
 from node.sentinel.metrics import start_metrics
-from node.sentinel.runner import Runner, wall_clock_ms
+from node.sentinel.runner import Runner
 from node.sentinel.startup import Loaded, StartupError, ensure_id, load, setup_logging
 from node.server.core import ServerCore
 from node.server.info import Fields

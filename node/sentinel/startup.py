@@ -15,8 +15,9 @@ import sys
 from dataclasses import dataclass
 
 from node.sentinel import config as sentinel_config
+from node.sentinel.clock import SYSTEM_CLOCK
 from node.sentinel.policy import Sentinel
-from node.sentinel.runner import REDIS_LOG_LEVELS, wall_clock_ms
+from node.sentinel.runner import REDIS_LOG_LEVELS
 from node.sentinel.settings import RUN_ID_SIZE
 
 
@@ -61,7 +62,7 @@ def load(argv: list[str], *, now: int | None = None) -> Loaded:
         raise StartupError(f"Fatal error, can't open config file '{config_path}': {exc.strerror}") from None
     try:
         sentinel, options = sentinel_config.load(
-            text, now=wall_clock_ms() if now is None else now, rng=random.Random(), overrides=overrides
+            text, now=SYSTEM_CLOCK.monotonic_ms() if now is None else now, rng=random.Random(), overrides=overrides
         )
     except sentinel_config.ConfigError as exc:
         raise StartupError(exc.report()) from None

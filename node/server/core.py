@@ -110,10 +110,19 @@ class ServerCore:
         self.stats_keyspace_hits = 0
         self.stats_keyspace_misses = 0
         self.run_id = secrets.token_hex(20)
+        # Fenced mode: why this primary may not add to its log now (node/replication/role.py).
+        self.lease_check: Callable[[], str | None] | None = None
         config.on_change(self._on_config_change)
 
     def now_ms(self) -> int:
         return self.clock()
+
+    def lease_refusal(self) -> str | None:
+        """Fenced mode: the error a primary without its lease answers what would add to its
+        log on its own (PUBLISH; it deletes no expired key either); None while it may, and
+        always outside fenced mode (`lease_check` is set by the node's replication side)."""
+        check = self.lease_check
+        return None if check is None or self.role != "master" else check()
 
     def propagate_to_replicas(self, argv: Sequence[bytes]) -> None:
         """A replication-only effect (PUBLISH) into the log; the effect log drops it unless it

@@ -13,7 +13,7 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING
 
-from node.commands.expiry import expire_all_due
+from node.commands.expiry import deletes_expired, expire_all_due
 from node.server.pause import NONE
 
 if TYPE_CHECKING:
@@ -36,7 +36,7 @@ class ExpireCron:
         self._loop = loop
         server = self.server
         deleted = 0
-        if server.role == "master":
+        if deletes_expired(self.node):
             deleted = expire_all_due(self.node, server.clock())
             if deleted:
                 log.info("Deleted %d key(s) that expired while the data set was on disk", deleted)
@@ -58,8 +58,9 @@ class ExpireCron:
     def _tick(self) -> None:
         server = self.server
         # A pause (CLIENT PAUSE, FAILOVER's) stops the active cycle too, as Redis pauses
-        # PAUSE_ACTION_EXPIRE: the offset a FAILOVER waits for must not move.
-        if server.role == "master" and server.expiry.active and server.pause.level == NONE:
+        # PAUSE_ACTION_EXPIRE: the offset a FAILOVER waits for must not move; so does a
+        # fenced primary without its lease, whose log must not grow.
+        if server.expiry.active and server.pause.level == NONE and deletes_expired(self.node):
             if server.expiry.cycle(self.node, server.clock()):
                 server.after_batch()  # serve the clients blocked on deleted keys
         self._schedule()

@@ -187,7 +187,7 @@ def test_a_planned_failover_shows_its_state_and_swaps_the_roles(started: list[Pr
 def test_fenced_mode_shows_its_epochs(started: list[Proc]) -> None:
     plain, plain_port = metrics_node(started)
     assert value(scrape(plain_port), "rill_fence_epoch") is None  # fenced mode off: no such series
-    node, port = metrics_node(started, "--fenced-mode", "yes", "--fenced-replica-set-size", "1")
+    node, port = metrics_node(started, "--fenced-mode", "yes", "--fenced-replica-set-size", "1", "--appendonly", "yes")
     assert value(scrape(port), "rill_leads_epoch") == 1
     with raw_client(node) as c:
         c.execute_command("FENCE", 5)

@@ -41,19 +41,20 @@ def run(coro: Coroutine[Any, Any, T], timeout: float = TEST_TIMEOUT) -> T:
 class Node:
     """A backlog + toy machine that is a primary (serving) and/or a replica (linked). With
     `fenced`, it runs fenced mode: a Fence (saved to `saves`) and a Lease needing `needed`
-    replicas' echoes for `lease` seconds."""
+    replicas' echoes for `lease` seconds; its toy machine is then persistent unless told
+    otherwise (fenced mode counts only what a replica's log file holds)."""
 
     def __init__(
         self,
         backlog_size: int = 1 << 20,
         *,
-        persistent: bool = False,
+        persistent: bool | None = None,
         fenced: bool = False,
         needed: int = 1,
         lease: float = 0.6,
     ) -> None:
         self.backlog = Backlog(backlog_size)
-        self.machine = ToyMachine(persistent=persistent)
+        self.machine = ToyMachine(persistent=fenced if persistent is None else persistent)
         self.run_id = new_run_id()
         self.primary: Primary | None = None
         self.port = 0

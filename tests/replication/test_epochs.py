@@ -78,6 +78,28 @@ def test_a_fence_only_rises_and_every_change_is_saved_first() -> None:
     assert saves.states == [(4, 0, R1, [])]
 
 
+def test_a_change_whose_save_fails_is_not_made() -> None:
+    """The save comes first: memory never promises what the file does not (a full disk, EIO)."""
+    def failing(fence: Fence) -> None:
+        raise OSError(28, "No space left on device")
+
+    fence = Fence("a" * 40, histories={"a" * 40: EpochHistory.from_pairs([(1, 0)])}, save=failing)
+    before = (fence.fence_epoch, fence.tenure, fence.replid, fence.histories)
+    with pytest.raises(OSError):
+        fence.raise_to(4)
+    with pytest.raises(OSError):
+        fence.follow(2, "b" * 40, EpochHistory.from_pairs([(2, 5)]))
+    with pytest.raises(OSError):
+        fence.promote(3, 10, "c" * 40)
+    with pytest.raises(OSError):
+        fence.rename("d" * 40)
+    assert (fence.fence_epoch, fence.tenure, fence.replid, fence.histories) == before
+    # Stepping down (withdrawing a promise) is made anyway; the failure is still raised.
+    with pytest.raises(OSError):
+        fence.step_down()
+    assert fence.tenure == NO_TENURE
+
+
 def test_following_a_primary_adopts_its_history_and_ends_any_tenure() -> None:
     saves = Saves()
     fence = Fence(R1, fence_epoch=2, tenure=2, histories={R1: history((2, 0))}, save=saves)

@@ -105,6 +105,9 @@ def test_a_primary_records_its_backlog_from_the_first_replica_on(started: list[P
     _assert_same_state(primary, replica)
     with stopped(replica):
         wait_until(lambda: info(primary)["connected_slaves"] == "0", "the primary to drop the frozen replica")
+    # Continued, the replica still sees its old link up at the same offset until it finds it
+    # dead: only its reconnection says it resumed (wait_synced alone could return before).
+    wait_until(lambda: stat(primary, "sync_partial_ok") + stat(primary, "sync_full") > 1, "the replica to reconnect")
     wait_synced(primary, replica)
     assert (stat(primary, "sync_full"), stat(primary, "sync_partial_ok")) == (1, 1)
     _assert_same_state(primary, replica)

@@ -154,7 +154,7 @@ def test_a_planned_switch_under_a_writer_loses_no_acknowledged_write(kind: str, 
                 entry = client.execute_command("XADD", "s", "*", "n", str(n))
                 count = client.execute_command("WAIT", 1, 1000)
             except redis.ResponseError as exc:
-                refused.append(type(exc).__name__)
+                refused.append("READONLY" if isinstance(exc, redis.ReadOnlyError) else str(exc).split(" ", 1)[0])
                 # A replica now: follow it to its primary, as a client library would. Its INFO
                 # may already say otherwise (a redis-server's FAILOVER moves on between the
                 # refusal and the INFO): then ask the same node again.
@@ -180,7 +180,10 @@ def test_a_planned_switch_under_a_writer_loses_no_acknowledged_write(kind: str, 
     finally:
         stop.set()
         writer.join(20)
-    assert refused and set(refused) == {"ReadOnlyError"}  # writes postponed by the pause, then refused
+    # Writes postponed by the pause, then refused; a WAIT still blocked when the primary turned
+    # into a replica is unblocked with an error, as Redis's disconnectAllBlockedClients does
+    # (seen on a loaded machine: the replica's ack came after the switch).
+    assert refused and set(refused) <= {"READONLY", "UNBLOCKED"}, refused
     assert info(primary)["role"] == "slave" and info(primary)["master_port"] == str(target.port)
     wait_synced(target, primary)
     # The other replica follows the old primary, now a replica itself (chained).

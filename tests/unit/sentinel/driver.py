@@ -14,10 +14,22 @@ MYID = "a" * 40
 MASTER = ("10.0.0.1", 6379)
 
 
-def info_master(run_id: str, replicas: list[tuple[str, int, int]] = ()) -> bytes:  # type: ignore[assignment]
+def fenced_fields(fenced: tuple[int, int, str] | None) -> list[str]:
+    """A fenced node's INFO replication fields: (fenced-replica-set-size,
+    fenced-lease-milliseconds, node id)."""
+    if fenced is None:
+        return []
+    size, lease, node_id = fenced
+    return ["fenced_mode:yes", f"fenced_node_id:{node_id}", f"fenced_replica_set_size:{size}",
+            f"fenced_lease_milliseconds:{lease}", "fence_epoch:0", "log_epoch:0", "epoch:0"]
+
+
+def info_master(run_id: str, replicas: list[tuple[str, int, int]] = (),  # type: ignore[assignment]
+                fenced: tuple[int, int, str] | None = None) -> bytes:
     lines = ["# Server", f"run_id:{run_id}", "", "# Replication", "role:master", f"connected_slaves:{len(replicas)}"]
     for i, (ip, port, offset) in enumerate(replicas):
         lines.append(f"slave{i}:ip={ip},port={port},state=online,offset={offset},lag=0")
+    lines += fenced_fields(fenced)
     return ("\r\n".join(lines) + "\r\n").encode()
 
 
@@ -29,6 +41,7 @@ def info_replica(
     priority: int = 100,
     link_up: bool = True,
     down_since: int = 0,
+    fenced: tuple[int, int, str] | None = None,
 ) -> bytes:
     lines = [
         "# Server", f"run_id:{run_id}", "", "# Replication", "role:slave",
@@ -38,6 +51,7 @@ def info_replica(
     if not link_up:
         lines.append(f"master_link_down_since_seconds:{down_since}")
     lines += [f"slave_priority:{priority}", "slave_read_only:1", "replica_announced:1"]
+    lines += fenced_fields(fenced)
     return ("\r\n".join(lines) + "\r\n").encode()
 
 
@@ -53,6 +67,7 @@ class Driver:
         self.events: list[Event] = []
         self.actions: list[Any] = []
         self.auto_connect = True
+        self.wall_offset = 0  # the wall clock minus the monotonic one (steps change it)
 
     def record(self, actions: list[Any]) -> None:
         self.actions.extend(actions)
@@ -71,7 +86,11 @@ class Driver:
 
     def tick(self, ms: int = 100) -> None:
         self.now += ms
-        self.record(self.s.step(Tick(self.now)))
+        self.record(self.s.step(Tick(self.now, self.now + self.wall_offset)))
+
+    def step_wall(self, ms: int) -> None:
+        """The wall clock steps (date -s, NTP): the monotonic clock does not."""
+        self.wall_offset += ms
 
     def run(self, ms: int, step: int = 100, answer: Any = None) -> None:
         """Tick for `ms`, calling `answer(self)` after each tick."""

@@ -101,9 +101,20 @@ class Proc:
         drift = sim.clock_drift
         self.rate = 1.0 + sim.rng.uniform(-drift, drift)
         self.clock_offset = sim.rng.randrange(1_000_000, 2_000_000_000)
+        # The wall clock: the monotonic one plus an offset that steps (date -s, NTP, a VM's
+        # time resync) change.
+        self.wall_offset = sim.rng.randrange(1_000_000, 2_000_000_000)
 
     def local(self) -> int:
+        """CLOCK_BOOTTIME: runs at the process's rate, never steps."""
         return int(self.clock_offset + self.sim.now * self.rate)
+
+    def wall(self) -> int:
+        return self.local() + self.wall_offset
+
+    def step_wall(self, ms: int) -> None:
+        self.wall_offset += ms
+        self.sim.wall_steps.append((self.sim.now, self.name, ms))
 
     def run(self, fn: Callable[..., None], *args: Any) -> None:
         if not self.alive:
@@ -124,30 +135,51 @@ class Proc:
 
 
 class SentinelProc(Proc):
-    def __init__(self, sim: Sim, index: int, conf: str) -> None:
+    def __init__(self, sim: Sim, index: int, conf: str, myid: str) -> None:
         super().__init__(sim, f"s{index}", f"10.0.0.{index + 1}", 26379)
         self.index = index
-        self.conf = conf
-        self.myid = "%040x" % sim.rng.getrandbits(160)
+        self._conf = conf
+        self._dirty = False
+        self.myid = myid
         self.conns: dict[int, Conn] = {}
         self.boot()
+
+    @property
+    def conf(self) -> str:
+        """The configuration file as the policy last flushed it (rendered when read: only a
+        restart reads it, and every change the file records comes with a flush)."""
+        if self._dirty:
+            self._conf = config.render(self._conf, self.policy, self.options, f"/sim/{self.name}")
+            self._dirty = False
+        return self._conf
+
+    @conf.setter
+    def conf(self, text: str) -> None:
+        self._conf = text
+        self._dirty = False
 
     def boot(self) -> None:
         sim = self.sim
         self.policy, self.options = config.load(
-            self.conf, now=self.local(), rng=random.Random(sim.rng.getrandbits(32)), timings=sim.timings()
+            self.conf, now=self.policy_now(), rng=random.Random(sim.rng.getrandbits(32)), timings=sim.timings()
         )
         if not self.policy.myid:
             self.policy.myid = self.myid
         self.flush()
         self.conns = {}
-        self.sim.observe(self, self.policy.started(self.local()))
+        self.sim.observe(self, self.policy.started(self.policy_now()))
         self.tick_pending = False
         self.gen = getattr(self, "gen", 0) + 1
         self.sim.at(self.sim.now + sim.rng.randrange(1, 100), self.tick, self.gen)
 
+    def policy_now(self) -> int:
+        """What the shell gives the policy as its time: CLOCK_BOOTTIME (the runner's
+        monotonic clock), or the wall clock in `sentinel_clock="wall"` (how the runner was
+        wired before: W can then be cut short by a step)."""
+        return self.wall() if self.sim.sentinel_clock == "wall" else self.local()
+
     def flush(self) -> None:
-        self.conf = config.render(self.conf, self.policy, self.options, f"/sim/{self.name}")
+        self._dirty = True
 
     def tick(self, gen: int) -> None:
         if not self.alive or gen != self.gen:
@@ -156,7 +188,7 @@ class SentinelProc(Proc):
             self.tick_pending = True
             return
         self.sim.before_tick(self)
-        self.apply(self.policy.step(Tick(self.local())))
+        self.apply(self.policy.step(Tick(self.policy_now(), self.wall())))
         self.sim.at(self.sim.now + self.sim.tick_interval(), self.tick, gen)
 
     def resume(self) -> None:
@@ -187,17 +219,17 @@ class SentinelProc(Proc):
 
     # client side
     def on_connected(self, conn: Conn) -> None:
-        self.apply(self.policy.step(Connected(self.local(), conn.cid, self.host)))
+        self.apply(self.policy.step(Connected(self.policy_now(), conn.cid, self.host)))
 
     def on_reply(self, conn: Conn, request: int, value: Any) -> None:
-        self.apply(self.policy.step(Reply(self.local(), conn.cid, request, value)))
+        self.apply(self.policy.step(Reply(self.policy_now(), conn.cid, request, value)))
 
     def on_message(self, conn: Conn, channel: bytes, payload: bytes) -> None:
-        self.apply(self.policy.step(Message(self.local(), conn.cid, channel, payload)))
+        self.apply(self.policy.step(Message(self.policy_now(), conn.cid, channel, payload)))
 
     def on_closed(self, conn: Conn) -> None:
         self.conns.pop(conn.cid, None)
-        self.apply(self.policy.step(Closed(self.local(), conn.cid)))
+        self.apply(self.policy.step(Closed(self.policy_now(), conn.cid)))
 
     # server side: what sentinels send each other
     def on_command(self, conn: Conn, request: int, argv: tuple[str, ...]) -> None:
@@ -208,11 +240,11 @@ class SentinelProc(Proc):
         elif name == "PING":
             value = "PONG"
         elif name == "PUBLISH" and argv[1] == HELLO_CHANNEL:
-            self.policy.receive_hello(argv[2], now=self.local())
+            self.policy.receive_hello(argv[2], now=self.policy_now())
             self.apply(self.policy.take_actions())
             value = 1
         elif name == "SENTINEL" and argv[1].lower() == "is-master-down-by-addr":
-            value = self.policy.is_master_down_by_addr(argv[2], int(argv[3]), int(argv[4]), argv[5], now=self.local())
+            value = self.policy.is_master_down_by_addr(argv[2], int(argv[3]), int(argv[4]), argv[5], now=self.policy_now())
             # The vote is on disk (FlushConfig) before the reply leaves.
             self.apply(self.policy.take_actions())
         else:
@@ -233,6 +265,12 @@ class NodeProc(Proc):
         super().__init__(sim, f"n{index}", f"10.0.1.{index + 1}", 6379)
         self.index = index
         self.priority = 100
+        # Its durable identity (rill-node-id): the same across restarts, unlike the run id.
+        self.node_id = "%040x" % sim.rng.getrandbits(160)
+        # Its fenced-replica-set-size and fenced-lease-milliseconds.
+        self.set_size = sim.n_nodes
+        self.lease_ms = sim.node_lease_ms if sim.node_lease_ms is not None else sim.lease_ms
+        self.removed = False  # taken out of the replica set for good
         self.log: list[tuple[int, int | None]] = []  # (epoch, write id); None marks an epoch start
         self.role = "master" if master is None else "slave"
         self.master_addr: tuple[str, int] | None = None if master is None else (master.host, master.port)
@@ -240,6 +278,10 @@ class NodeProc(Proc):
         self.config_master = self.master_addr
         self.fence_epoch = 0
         self.epoch = 0  # a master's tenure; a replica's master's
+        # After a full resync the AOF on disk still holds the log replaced (the older AOF a
+        # crash restarts from) until the base of the new one is written.
+        self.old_log: list[tuple[int, int | None]] | None = None
+        self.rewrite_until = 0
         self.boot()
 
     def boot(self) -> None:
@@ -247,7 +289,9 @@ class NodeProc(Proc):
         self.link_up = False
         self.link_down_since = self.sim.now
         self.last_io = self.sim.now
-        self.acks: dict[str, tuple[int, int]] = {}  # replica -> (offset, our local time of the request)
+        # replica -> (offset its log file holds, -1: none of its current log; our local time of
+        # the request its ack answers: the lease stamp it echoes)
+        self.acks: dict[str, tuple[int, int]] = {}
         self.waiters: list[tuple[Conn, int, int, int, int, int]] = []
         self.master_addr = self.config_master
         self.role = "master" if self.master_addr is None else "slave"
@@ -258,13 +302,26 @@ class NodeProc(Proc):
     def log_epoch(self) -> int:
         return self.log[-1][0] if self.log else 0
 
+    def written(self) -> int:
+        """What this node's log file holds of its current log (-1 while the base of a log a
+        full resync gave it is not written)."""
+        return -1 if self.sim.now < self.rewrite_until else self.offset
+
+    def crash(self) -> None:
+        """Killed: a restart loads what the log file holds (the older log while the base of
+        the new one was not written yet)."""
+        if self.old_log is not None and self.sim.now < self.rewrite_until:
+            self.log = self.old_log
+        self.old_log = None
+        self.rewrite_until = 0
+
     @property
     def offset(self) -> int:
         return len(self.log)
 
     # fenced mode
     def majority(self) -> int:
-        return self.sim.n_nodes // 2 + 1
+        return self.set_size // 2 + 1
 
     def stepped_down(self) -> bool:
         return self.sim.fenced and self.fence_epoch > self.epoch
@@ -274,8 +331,9 @@ class NodeProc(Proc):
             return True
         if self.role != "master" or self.stepped_down():
             return False
-        horizon = self.local() - self.sim.lease_ms
-        granted = 1 + sum(1 for _, sent in self.acks.values() if sent > horizon)
+        horizon = self.local() - self.lease_ms
+        # An echo counts once the replica's log file holds what it had received with it.
+        granted = 1 + sum(1 for written, sent in self.acks.values() if sent > horizon and written >= 0)
         return granted >= self.majority()
 
     # INFO
@@ -309,6 +367,9 @@ class NodeProc(Proc):
                 "connected_slaves:0",
                 f"master_repl_offset:{self.offset}",
             ]
+        if self.sim.fenced:
+            lines += ["fenced_mode:yes", f"fenced_node_id:{self.node_id}", f"fenced_replica_set_size:{self.set_size}",
+                      f"fenced_lease_milliseconds:{self.lease_ms}"]
         return ("\r\n".join(lines) + "\r\n").encode()
 
     # commands
@@ -357,12 +418,16 @@ class NodeProc(Proc):
         return RespError("ERR unknown command")
 
     def slaveof(self, args: tuple[str, ...]) -> Any:
-        epoch = int(args[3]) if len(args) == 4 and args[2].upper() == "EPOCH" else None
+        epoch = int(args[3]) if len(args) >= 4 and args[2].upper() == "EPOCH" else None
+        position = (int(args[5]), int(args[6])) if len(args) == 7 and args[4].upper() == "POSITION" else None
         if args[0].upper() == "NO" and args[1].upper() == "ONE":
             if self.sim.fenced:
-                # Promotion only by the failover that fenced us, and never twice per epoch.
+                # Promotion only by the failover that fenced us, never twice per epoch, and
+                # only with the log its FENCE reply showed.
                 if epoch is None or epoch < self.fence_epoch or self.log_epoch() >= epoch:
                     return RespError("STALEEPOCH promotion refused")
+                if position is None or position != (self.log_epoch(), self.offset):
+                    return RespError("STALEEPOCH promotion refused: not at the position relied on")
                 self.fence_epoch = epoch
             if self.role == "master":
                 return "OK"
@@ -389,7 +454,7 @@ class NodeProc(Proc):
     def fence(self, epoch: int) -> Any:
         if epoch > self.fence_epoch:
             self.fence_epoch = epoch
-        return [self.fence_epoch, self.log_epoch(), self.offset]
+        return [self.fence_epoch, self.log_epoch(), self.offset, self.node_id.encode()]
 
     # replication: a replica asks, its master answers with the log, the replica acks
     def repl_tick(self, gen: int) -> None:
@@ -432,17 +497,23 @@ class NodeProc(Proc):
         if n <= length and (n == 0 or log[n - 1] == mine[-1]):
             mine.extend(log[n:length])
         else:
-            # Diverged (or the master is behind): resync from the master's log.
+            # Diverged (or the master is behind): resync from the master's log. The log file
+            # holds the old one until the new one's base is written.
+            if self.sim.now >= self.rewrite_until:
+                self.old_log = mine
+            self.rewrite_until = self.sim.now + self.sim.rng.randint(*self.sim.rewrite_ms)
             self.log = log[:length]
         if not self.link_up:
             self.link_up = True
         self.last_io = self.sim.now
-        self.sim.deliver(self, master, master.on_ack, self, self.offset, sent)
+        self.sim.deliver(self, master, master.on_ack, self, self.written(), sent)
 
-    def on_ack(self, replica: NodeProc, offset: int, sent: int) -> None:
+    def on_ack(self, replica: NodeProc, written: int, sent: int) -> None:
         if replica.master_addr != (self.host, self.port):
             return
-        self.acks[replica.name] = (offset, sent)
+        # Keyed by the replica's durable node id (by its run id, which every restart changes,
+        # in `lease_by_run_id`: how nodes counted before).
+        self.acks[replica.run_id if self.sim.lease_by_run_id else replica.node_id] = (written, sent)
         self.check_waiters()
 
     # the workload
@@ -478,62 +549,100 @@ class NodeProc(Proc):
 # ---------------------------------------------------------------------------- the client
 
 
+class _Lane:
+    """One writer of the client: at most one write (then its WAIT) outstanding."""
+
+    __slots__ = ("index", "current", "busy_until", "node", "conn", "gen")
+
+    def __init__(self, index: int) -> None:
+        self.index = index
+        self.current: int | None = None
+        self.busy_until = 0
+        self.node: NodeProc | None = None
+        self.conn: Conn | None = None
+        self.gen = 0  # the lane's next write is scheduled under this number (older ones are void)
+
+
 class ClientProc(Proc):
-    """Writes one entry at a time to whoever a random sentinel calls master, then WAITs for a
-    majority of the replica set (primary included)."""
+    """`LANES` writers, each writing one entry at a time to whoever a random sentinel calls
+    master, then WAITing for a majority of the replica set (primary included), then pausing
+    `THINK_MS` before the next. Several writers, so that one waiting out a WAIT does not leave
+    a primary without write attempts. A write or WAIT not answered within 3 s is given up."""
+
+    LANES = 3
+    THINK_MS = (30, 90)
 
     def __init__(self, sim: Sim) -> None:
         super().__init__(sim, "client", "10.0.2.1", 0)
-        self.conns: dict[str, Conn] = {}
+        self.conns: dict[tuple[int, str], Conn] = {}
         self.next_wid = 0
-        self.busy_until = 0
-        self.current: int | None = None
-        self.sim.at(3000, self.loop)
+        self.lanes = [_Lane(i) for i in range(self.LANES)]
+        self.owner: dict[int, _Lane] = {}  # outstanding write id -> its lane
+        for i, lane in enumerate(self.lanes):
+            self.sim.at(3000 + 17 * i, self.loop, lane, lane.gen)
 
-    def loop(self) -> None:
+    def _next(self, lane: _Lane, delay: int) -> None:
+        lane.gen += 1
+        self.sim.at(self.sim.now + delay, self.loop, lane, lane.gen)
+
+    def loop(self, lane: _Lane, gen: int) -> None:
         sim = self.sim
-        sim.at(sim.now + 50, self.loop)
-        if self.current is not None and sim.now < self.busy_until:
+        if gen != lane.gen:
             return
-        self.current = None
+        self._free(lane)
         views = [s for s in sim.sentinels if s.alive and not s.paused and not sim.is_blocked(self, s)]
-        if not views:
-            return
-        addr = sim.rng.choice(views).view().current_address()
-        node = sim.by_addr.get((addr.host, addr.port))
+        addr = sim.rng.choice(views).view().current_address() if views else None
+        node = sim.by_addr.get((addr.host, addr.port)) if addr is not None else None
         if not isinstance(node, NodeProc) or not node.alive:
+            self._next(lane, 50)
             return
-        conn = self.conns.get(node.name)
+        conn = self.conns.get((lane.index, node.name))
         if conn is None or not conn.open:
             conn = Conn(self, 0, node, False)
-            self.conns[node.name] = conn
+            self.conns[(lane.index, node.name)] = conn
             sim.connect(conn, node)
         self.next_wid += 1
-        self.current = self.next_wid
-        self.busy_until = sim.now + 3000
-        self.node = node
-        self.conn = conn
+        lane.current = self.next_wid
+        self.owner[lane.current] = lane
+        lane.node = node
+        lane.conn = conn
+        self._next(lane, 3000)  # given up if not answered by then
         sim.send(conn, conn.up, node.on_write, conn, self.next_wid)
+
+    def _free(self, lane: _Lane) -> None:
+        if lane.current is not None:
+            self.owner.pop(lane.current, None)
+            lane.current = None
+
+    def _done(self, lane: _Lane) -> None:
+        self._free(lane)
+        low, high = self.THINK_MS
+        self._next(lane, low + int(self.sim.rng.random() * (high - low)))
 
     def on_connected(self, conn: Conn) -> None:
         pass
 
     def on_closed(self, conn: Conn) -> None:
-        self.current = None
+        for lane in self.lanes:
+            if lane.conn is conn and lane.current is not None:
+                self._done(lane)
 
     def on_write_reply(self, wid: int, offset: int | None) -> None:
-        if wid != self.current:
+        lane = self.owner.get(wid)
+        if lane is None:
             return
         if offset is None:
-            self.current = None
+            self._done(lane)
             return
         self.sim.attempted.add(wid)
-        need = self.sim.n_nodes // 2  # replicas, with the primary a majority of the replica set
-        self.sim.send(self.conn, self.conn.up, self.node.on_wait, self.conn, wid, offset, need, 1000)
+        assert lane.conn is not None and lane.node is not None
+        need = lane.node.set_size // 2  # replicas, with the primary a majority of the replica set
+        self.sim.send(lane.conn, lane.conn.up, lane.node.on_wait, lane.conn, wid, offset, need, 1000)
 
     def on_wait_reply(self, wid: int, acked: bool) -> None:
-        if wid == self.current:
-            self.current = None
+        lane = self.owner.get(wid)
+        if lane is not None:
+            self._done(lane)
         if acked:
             self.sim.client_acked.add(wid)
 
@@ -543,7 +652,17 @@ class ClientProc(Proc):
 
 @dataclass
 class Fault:
-    kind: str  # partition, partition-sentinels, kill, pause, flap, reset
+    """kind: partition (cut from everyone), partition-sentinels (a node cut from every
+    sentinel), kill (SIGKILL, restarted at the end), pause (SIGSTOP), flap (a link cut and
+    healed over and over), reset (one connection reset), bounce (SIGKILLed and restarted
+    every 0.5 s), step (its wall clock steps, for good), stale-sentinels (the master cut from
+    the sentinels, which restart from configuration files missing some replicas), join (a
+    new node joins the replica set), leave (a replica leaves it; every sentinel then gets
+    SENTINEL RESET, as the operator's procedure says), minority-bounce (the master and one of
+    its replicas cut off from the sentinels and the other nodes, the master keeping its
+    clients, that replica SIGKILLed and restarted every 0.5 s)."""
+
+    kind: str
     target: str
     start: int
     duration: int
@@ -561,11 +680,28 @@ class Sim:
     parallel_syncs: int = 1
     fenced: bool = False
     lease_ms: int = 1000
+    # The nodes' fenced-lease-milliseconds when it differs from the sentinels' (a mistake).
+    node_lease_ms: int | None = None
     drift_permille: int = 50
     clock_drift: float = 0.0
     workload: bool = False
+    # The sentinels start knowing each other and the replicas (sentinel_conf).
+    warm: bool = False
     latency: tuple[int, int] = (1, 15)
     checker: Any = None
+    # Nodes count lease echoes by the replica's run id instead of its node id (a mistake).
+    lease_by_run_id: bool = False
+    # What sentinels time durations with: "boottime" (node/sentinel/clock.py) or "wall".
+    sentinel_clock: str = "boottime"
+    # Step the wall clock of a sentinel that starts waiting out the lease by this many ms,
+    # `wait_lease_steps` times 400 ms apart (each under TILT's 2 s with the ticks between).
+    step_on_wait_lease: tuple[int, int] | None = None
+    wait_lease_steps: int = 1
+    # How long a node's log file keeps the log a full resync replaced (its AOF rewrite), ms.
+    rewrite_ms: tuple[int, int] = (50, 500)
+    # When a sentinel starts waiting out the lease, crash and restart every node whose log
+    # file still holds an older log (it restarts from that older AOF).
+    restart_on_wait_lease: bool = False
     now: int = 0
     steps: int = 0
     events: list[tuple[int, str, str, str]] = field(default_factory=list)
@@ -586,6 +722,10 @@ class Sim:
         self.lost_at_promotion: set[int] = set()
         self.late_acks: list[tuple[int, str, int]] = []
         self.background_writes = 0
+        self.wall_steps: list[tuple[int, str, int]] = []
+        self.restarts_from_old_aof = 0
+        self.forgotten = 0  # known-replica lines sentinels lost (stale-sentinels)
+        self.membership_changes = 0
         self.nodes: list[NodeProc] = []
         first: NodeProc | None = None
         for i in range(self.n_nodes):
@@ -594,15 +734,18 @@ class Sim:
             self.nodes.append(node)
             self._add(node)
         assert first is not None
-        conf = self.sentinel_conf(first)
-        self.sentinels = [SentinelProc(self, i, conf) for i in range(self.n_sentinels)]
+        myids = ["%040x" % self.rng.getrandbits(160) for _ in range(self.n_sentinels)]
+        self.sentinels = [SentinelProc(self, i, self.sentinel_conf(first, i, myids), myids[i])
+                          for i in range(self.n_sentinels)]
         for s in self.sentinels:
             self._add(s)
         self.client = ClientProc(self) if self.workload else None
         if self.client is not None:
             self._add(self.client)
 
-    def sentinel_conf(self, master: NodeProc) -> str:
+    def sentinel_conf(self, master: NodeProc, index: int, myids: list[str]) -> str:
+        """Sentinel `index`'s file; `warm`: as after a while of running, with its id, the
+        replicas and the other sentinels already known (no waiting for their discovery)."""
         lines = [
             "port 26379",
             f"sentinel monitor {NAME} {master.host} {master.port} {self.quorum}",
@@ -614,6 +757,11 @@ class Sim:
             lines.append(f"sentinel fenced-mode {NAME} yes")
             lines.append(f"sentinel fenced-lease-milliseconds {NAME} {self.lease_ms}")
             lines.append(f"sentinel fenced-clock-drift-permille {self.drift_permille}")
+        if self.warm:
+            lines.append(f"sentinel myid {myids[index]}")
+            lines += [f"sentinel known-replica {NAME} {n.host} {n.port}" for n in self.nodes if n is not master]
+            lines += [f"sentinel known-sentinel {NAME} 10.0.0.{i + 1} 26379 {myid}"
+                      for i, myid in enumerate(myids) if i != index]
         return "\n".join(lines) + "\n"
 
     def timings(self) -> Timings:
@@ -622,7 +770,7 @@ class Sim:
     def tick_interval(self) -> int:
         # Redis ticks at 10-19 Hz; slower ticks keep the simulation cheap and change no rule
         # (all timers are far longer, and TILT triggers only past 2 s).
-        return self.rng.randrange(150, 300)
+        return 150 + int(self.rng.random() * 150)
 
     def _add(self, proc: Proc) -> None:
         self.procs[proc.name] = proc
@@ -650,7 +798,8 @@ class Sim:
         return bool(self.blocked) and frozenset((a.name, b.name)) in self.blocked
 
     def lat(self) -> int:
-        return self.rng.randint(*self.latency)
+        low, high = self.latency
+        return low + int(self.rng.random() * (high - low + 1))
 
     def send(self, conn: Conn, pipe: Pipe, fn: Callable[..., None], *args: Any) -> None:
         if not conn.open:
@@ -733,7 +882,8 @@ class Sim:
     # node helpers
     def followers(self, master: NodeProc) -> list[NodeProc]:
         addr = (master.host, master.port)
-        return [n for n in self.nodes if n.alive and n.role == "slave" and n.master_addr == addr and n.link_up]
+        return [n for n in self.nodes if n.alive and n.role == "slave" and n.master_addr == addr and n.link_up
+                and not n.removed]
 
     def publish(self, node: NodeProc, channel: str, payload: str, propagate: bool = True) -> int:
         receivers = 0
@@ -780,6 +930,14 @@ class Sim:
         for action in actions:
             if isinstance(action, Event):
                 self.events.append((self.now, sentinel.name, action.type, action.message))
+                if action.type == "+failover-state-wait-lease" and self.step_on_wait_lease is not None:
+                    for i in range(self.wait_lease_steps):
+                        self.at(self.now + 400 * i, sentinel.step_wall, self.rng.randint(*self.step_on_wait_lease))
+                if action.type == "+failover-state-wait-lease" and self.restart_on_wait_lease:
+                    for node in self.nodes:
+                        if node.alive and node.old_log is not None and self.now < node.rewrite_until:
+                            self.restarts_from_old_aof += 1
+                            self.restart(node, self.rng.randrange(50, 300))
                 if self.checker is not None:
                     self.checker.on_event(sentinel, action)
 
@@ -795,31 +953,49 @@ class Sim:
         self.at(fault.start + fault.duration, self._fault_end, fault)
 
     def _fault_start(self, fault: Fault) -> None:
+        if fault.kind in ("stale-sentinels", "minority-bounce"):
+            fault.target = "master"
         if fault.target == "master":
             # Whichever node most sentinels call master now.
             views = [s.view().current_address() for s in self.sentinels if s.alive]
             addr = max(views, key=views.count) if views else None
             fault.target = self.by_addr[(addr.host, addr.port)].name if addr else self.nodes[0].name
         proc = self.procs[fault.target]
+        if getattr(proc, "removed", False):
+            return
         if fault.kind == "partition":
             for other in self.procs.values():
                 if other is not proc:
                     self.blocked.add(frozenset((proc.name, other.name)))
-        elif fault.kind == "partition-sentinels":
+        elif fault.kind in ("partition-sentinels", "stale-sentinels"):
             # One node cut from every sentinel, still reaching the other nodes and clients.
             for other in self.sentinels:
                 if other is not proc:
                     self.blocked.add(frozenset((proc.name, other.name)))
+            if fault.kind == "stale-sentinels":
+                for sentinel in self.sentinels:
+                    self._forget_replicas(sentinel)
+        elif fault.kind == "bounce":
+            self._bounce(fault, proc)
+        elif fault.kind == "minority-bounce":
+            replicas = [n for n in self.followers(proc)] if isinstance(proc, NodeProc) else []
+            if not replicas:
+                return
+            replica = self.rng.choice(replicas)
+            fault.other = replica.name
+            for inside in (proc, replica):
+                for other in self.procs.values():
+                    if other not in (proc, replica) and other is not self.client:
+                        self.blocked.add(frozenset((inside.name, other.name)))
+            self._bounce(fault, replica)
+        elif fault.kind == "step":
+            proc.step_wall(self.rng.choice((-1, 1)) * self.rng.randrange(100, 3000))
+        elif fault.kind in ("join", "leave"):
+            self._change_membership(fault.kind, self.now + 60_000)
         elif fault.kind == "pause":
             proc.paused = True
         elif fault.kind == "kill":
-            proc.alive = False
-            for conn in list(proc.server_conns):
-                self.server_close(conn)
-            for conn in self.all_conns():
-                if conn.client is proc:
-                    conn.open = False
-                    conn.server.server_conns.pop(conn, None)
+            self._kill(proc)
         elif fault.kind == "flap":
             self._flap(fault, True)
         elif fault.kind == "reset":
@@ -827,6 +1003,32 @@ class Sim:
             if conns:
                 conn = self.rng.choice(conns)
                 self.server_close(conn)
+
+    def _kill(self, proc: Proc) -> None:
+        proc.alive = False
+        if isinstance(proc, NodeProc):
+            proc.crash()
+        for conn in list(proc.server_conns):
+            self.server_close(conn)
+        for conn in self.all_conns():
+            if conn.client is proc:
+                conn.open = False
+                conn.server.server_conns.pop(conn, None)
+
+    def _revive(self, proc: Proc) -> None:
+        if proc.alive or getattr(proc, "removed", False):
+            return
+        proc.alive = True
+        proc.inbox.clear()
+        proc.paused = False
+        if isinstance(proc, (SentinelProc, NodeProc)):
+            proc.boot()
+
+    def restart(self, proc: Proc, after: int) -> None:
+        """SIGKILL now, started again `after` ms later."""
+        if proc.alive:
+            self._kill(proc)
+            self.at(self.now + after, self._revive, proc)
 
     def _flap(self, fault: Fault, cut: bool) -> None:
         if self.now >= fault.start + fault.duration:
@@ -839,42 +1041,118 @@ class Sim:
             self._heal()
         self.at(self.now + self.rng.randrange(100, 800), self._flap, fault, not cut)
 
+    def _bounce(self, fault: Fault, proc: Proc) -> None:
+        if self.now >= fault.start + fault.duration:
+            return
+        self.restart(proc, self.rng.randrange(50, 200))
+        self.at(self.now + 500, self._bounce, fault, proc)
+
+    def _forget_replicas(self, sentinel: SentinelProc) -> None:
+        """Restarts a sentinel from its configuration file without the known-replica lines of
+        some replicas (a file restored from a backup, or written before it learned them)."""
+        lines = sentinel.conf.splitlines()
+        known = [line for line in lines if line.startswith(f"sentinel known-replica {NAME} ")]
+        if not known or not sentinel.alive:
+            return
+        forgotten = set(self.rng.sample(known, self.rng.randint(1, len(known))))
+        sentinel.conf = "\n".join(line for line in lines if line not in forgotten) + "\n"
+        self.restart(sentinel, self.rng.randrange(100, 500))
+        self.forgotten += len(forgotten)
+
+    def members(self) -> list[NodeProc]:
+        return [n for n in self.nodes if not n.removed]
+
+    def settled(self) -> bool:
+        """No failover runs, every sentinel names the same master, and every live member
+        replicates it: when an operator may change the replica set (docs/safety.md)."""
+        views = {(s.view().current_address().host, s.view().current_address().port) for s in self.sentinels if s.alive}
+        if len(views) != 1 or not self.failover_idle():
+            return False
+        addr = views.pop()
+        return all(n.role == "slave" and n.master_addr == addr and n.link_up
+                   for n in self.members() if n.alive and (n.host, n.port) != addr)
+
+    def _change_membership(self, kind: str, give_up: int) -> None:
+        if not self.settled():
+            if self.now < give_up:
+                self.at(self.now + 1000, self._change_membership, kind, give_up)
+            return
+        if kind == "join":
+            self._join()
+        else:
+            self._leave()
+
+    def _join(self) -> None:
+        """A node joins as a replica of the master; every member's fenced-replica-set-size
+        grows by one (the operator reconfigures them one after the other; here at once)."""
+        views = [s.view().current_address() for s in self.sentinels if s.alive]
+        addr = max(views, key=views.count) if views else None
+        master = self.by_addr.get((addr.host, addr.port)) if addr else None
+        if not isinstance(master, NodeProc) or len(self.members()) >= 7:
+            return
+        node = NodeProc(self, len(self.nodes), master)
+        self.nodes.append(node)
+        self._add(node)
+        for member in self.members():
+            member.set_size = len(self.members())
+        self.membership_changes += 1
+
+    def _leave(self) -> None:
+        """A replica leaves for good; the members' fenced-replica-set-size shrinks by one and
+        every sentinel is reset (SENTINEL RESET: it learns the replicas again from the master)."""
+        views = [s.view().current_address() for s in self.sentinels if s.alive]
+        addr = max(views, key=views.count) if views else None
+        replicas = [n for n in self.members() if n.alive and (n.host, n.port) != (addr.host, addr.port)] if addr else []
+        if len(self.members()) <= 3 or not replicas:
+            return
+        node = self.rng.choice(replicas)
+        self._kill(node)
+        node.removed = True
+        for member in self.members():
+            member.set_size = len(self.members())
+        for sentinel in self.sentinels:
+            if sentinel.alive and not sentinel.paused:
+                sentinel.policy.reset(NAME, now=sentinel.policy_now())
+                sentinel.apply(sentinel.policy.take_actions())
+        self.membership_changes += 1
+
     def _fault_end(self, fault: Fault) -> None:
         proc = self.procs[fault.target]
-        if fault.kind in ("partition", "partition-sentinels", "flap"):
-            for other in self.procs.values():
-                self.blocked.discard(frozenset((proc.name, other.name)))
+        if fault.kind in ("partition", "partition-sentinels", "stale-sentinels", "flap", "minority-bounce"):
+            for name in (proc.name, fault.other) if fault.kind == "minority-bounce" else (proc.name,):
+                for other in self.procs.values():
+                    self.blocked.discard(frozenset((name, other.name)))
             self._heal()
         elif fault.kind == "pause":
             proc.resume()
         elif fault.kind == "kill":
-            proc.alive = True
-            proc.inbox.clear()
-            proc.paused = False
-            if isinstance(proc, (SentinelProc, NodeProc)):
-                proc.boot()
+            self._revive(proc)
 
     def _heal(self) -> None:
         for conn in self.all_conns():
             if conn.open:
                 self.flush_held(conn)
 
-    def random_faults(self, count: int, start: int, kinds: tuple[str, ...], max_duration: int) -> int:
+    def random_faults(self, count: int, start: int, kinds: tuple[str, ...], max_duration: int,
+                      plan: tuple[str, ...] | None = None, gap: tuple[int, int] | None = None,
+                      on_master: float = 0.5) -> int:
         """`count` faults one after the other, each healed before the next starts; returns
-        when the last one heals."""
+        when the last one heals. With a `plan`, its faults in that order, each on the master.
+        Between two faults: `gap` ms (a random span in it), by default 1-4 failover timeouts.
+        A random fault hits the master with probability `on_master`, else any process."""
         t = start
         names = list(self.procs)
         if self.client is not None:
             names.remove("client")
-        for _ in range(count):
-            kind = self.rng.choice(kinds)
-            target = "master" if self.rng.random() < 0.5 else self.rng.choice(names)
+        for i in range(count if plan is None else len(plan)):
+            kind = self.rng.choice(kinds) if plan is None else plan[i]
+            target = "master" if plan is not None or self.rng.random() < on_master else self.rng.choice(names)
             duration = self.rng.randrange(200, max_duration)
             other = self.rng.choice([n for n in names if n != target])
             if target == "master" and kind == "flap":
                 kind = "partition"  # the flap's other end is chosen up front
             self.apply_fault(Fault(kind, target, t, duration, other))
-            t += duration + self.rng.randrange(self.failover_timeout, 4 * self.failover_timeout)
+            t += duration + self.rng.randrange(*(gap or (self.failover_timeout, 4 * self.failover_timeout)))
         return t
 
     # views

@@ -20,6 +20,14 @@ from node.sentinel.runner import Runner
 NOW = 1_000_000
 
 
+class FixedClock:
+    def monotonic_ms(self) -> int:
+        return NOW
+
+    def wall_ms(self) -> int:
+        return NOW
+
+
 @pytest.fixture
 def runner(tmp_path: object) -> Iterator[Runner]:
     path = os.path.join(str(tmp_path), "sentinel.conf")
@@ -27,7 +35,7 @@ def runner(tmp_path: object) -> Iterator[Runner]:
     with open(path, "w") as f:
         f.write(text)
     sentinel, options = sentinel_config.load(text, now=NOW, rng=random.Random(1))
-    r = Runner(sentinel, options, path, clock=lambda: NOW)
+    r = Runner(sentinel, options, path, clock=FixedClock())
     published: list[tuple[bytes, bytes]] = []
     r.publish = lambda channel, payload: published.append((channel, payload)) or 0
     r.published = published  # type: ignore[attr-defined]

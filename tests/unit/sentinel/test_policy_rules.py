@@ -7,7 +7,7 @@ import random
 
 from node.sentinel import selection
 from node.sentinel.instance import FAILOVER_NONE, FAILOVER_RECONF_SLAVES, S_DOWN
-from node.sentinel.messages import Closed, FlushConfig, Message, RespError
+from node.sentinel.messages import Closed, FlushConfig, Log, Message, RespError, Send
 from node.sentinel.policy import Sentinel, lease_wait_ms
 from node.sentinel.settings import HELLO_CHANNEL, Timings
 from tests.unit.sentinel.driver import MASTER, MYID, Driver, info_master, info_replica
@@ -276,6 +276,33 @@ def test_a_clock_going_backwards_enters_tilt() -> None:
     assert d.types().count("+tilt") == 1
 
 
+def test_the_wall_clock_jumping_back_or_forward_enters_tilt_as_in_redis_and_moves_no_timer() -> None:
+    """Redis's timers run on mstime(), so it enters TILT when that jumps. Here they run on the
+    monotonic clock (a step cannot shorten one), yet a wall-clock jump still enters TILT."""
+    for step, tilts in ((-150, 1), (2500, 1), (1500, 0), (-50, 0)):
+        d = Driver(down_after=1000)
+        d.tick(100)
+        d.step_wall(step)
+        d.tick(100)
+        assert d.types().count("+tilt") == tilts, step
+    # A step forward under TILT-TRIGGER changes no duration: SDOWN still takes down-after.
+    d = Driver(down_after=5000)
+    d.run(3000, answer=lambda d: d.discard())
+    d.step_wall(1900)
+    d.run(1900, answer=lambda d: d.discard())
+    assert "+sdown" not in d.types()
+    d.run(200, answer=lambda d: d.discard())
+    assert "+sdown" in d.types()
+
+
+def test_a_late_timer_enters_tilt_whatever_the_wall_clock_says() -> None:
+    d = Driver()
+    d.tick(100)
+    d.step_wall(-2400)  # the wall clock stepped back by as much as the timer was late
+    d.tick(2500)
+    assert d.types().count("+tilt") == 1
+
+
 # ---------------------------------------------------------------------------- hello
 
 
@@ -369,10 +396,10 @@ def test_a_returning_old_master_is_converted_after_the_master_looked_sane_for_a_
 # ---------------------------------------------------------------------------- failover
 
 
-def _failover_to(d: Driver, replicas: dict[tuple[str, int], bytes]) -> None:
+def _failover_to(d: Driver, replicas: dict[tuple[str, int], bytes], fenced: tuple[int, int, str] | None = None) -> None:
     def answer(d: Driver) -> None:
         pong(d)
-        d.answer_all(MASTER, "INFO", info_master(RUN_A, [(h, p, 10) for h, p in replicas]))
+        d.answer_all(MASTER, "INFO", info_master(RUN_A, [(h, p, 10) for h, p in replicas], fenced=fenced))
         for addr, info in replicas.items():
             d.answer_all(addr, "INFO", info)
 
@@ -460,13 +487,31 @@ def test_a_lost_connection_marks_the_link_disconnected_and_reconnects_a_second_l
 # ---------------------------------------------------------------------------- fenced mode
 
 
-def _fenced(d: Driver, offsets: dict[str, tuple[int, int]], priority: dict[str, int] | None = None) -> None:
+def node_id(host: str) -> str:
+    """The node id the fenced node at `host` reports (INFO, FENCE)."""
+    return host.replace(".", "").rjust(40, "e")
+
+
+def fence_reply(d: Driver, send: Send, epoch: int, log_epoch: int, offset: int) -> list[object]:
+    return [epoch, log_epoch, offset, node_id(d.target(send)[0]).encode()]
+
+
+def _fenced(d: Driver, offsets: dict[str, tuple[int, int]], priority: dict[str, int] | None = None, *,
+            size: int | None = None, lease: int = 1000, node_ids: dict[str, str] | None = None,
+            reach_fence: bool = True) -> None:
+    """A fenced failover started by hand over replicas at these hosts, every node reporting
+    fenced-replica-set-size `size` (default: the master and these replicas) and lease `lease`."""
     d.master.fenced = True
     d.master.lease_ms = 1000
     priority = priority or {}
-    infos = {(h, 6379): info_replica(h.replace(".", "").ljust(40, "0"), offset=1, priority=priority.get(h, 100)) for h in offsets}
-    _failover_to(d, infos)
+    size = size if size is not None else 1 + len(offsets)
+    ids = node_ids or {}
+    infos = {(h, 6379): info_replica(h.replace(".", "").ljust(40, "0"), offset=1, priority=priority.get(h, 100),
+                                     fenced=(size, lease, ids.get(h, node_id(h)))) for h in offsets}
+    _failover_to(d, infos, fenced=(size, lease, node_id(MASTER[0])))
     d.tick()
+    if not reach_fence:
+        return
     assert d.types()[-1] in ("+failover-state-fence", "+fenced")
     fences = d.sent(None, "FENCE")
     assert sorted(d.target(f)[0] for f in fences) == sorted(offsets)
@@ -478,10 +523,11 @@ def test_fenced_mode_waits_for_a_majority_then_the_lease_then_promotes_the_highe
     _fenced(d, {"10.0.1.1": (0, 10), "10.0.1.2": (0, 12)})
     fences = d.sent(None, "FENCE")
     first = next(f for f in fences if d.target(f)[0] == "10.0.1.1")
-    d.answer(first, [1, 0, 10])
+    d.answer(first, fence_reply(d, first, 1, 0, 10))
     d.tick()
     assert "+failover-state-wait-lease" not in d.types()  # 1 of the 2 replicas needed (3 nodes)
-    d.answer(next(f for f in fences if d.target(f)[0] == "10.0.1.2"), [1, 0, 12])
+    second = next(f for f in fences if d.target(f)[0] == "10.0.1.2")
+    d.answer(second, fence_reply(d, second, 1, 0, 12))
     d.tick()
     assert d.messages("+failover-state-wait-lease") == ["master mymaster 10.0.0.1 6379 2/3"]
     waited = lease_wait_ms(1000, 50)
@@ -491,14 +537,16 @@ def test_fenced_mode_waits_for_a_majority_then_the_lease_then_promotes_the_highe
     d.run(300, answer=lambda d: None)
     assert d.messages("+selected-slave") == ["slave 10.0.1.2:6379 10.0.1.2 6379 @ mymaster 10.0.0.1 6379"]
     d.tick()
-    assert ("SLAVEOF", "NO", "ONE", "EPOCH", "1") in [s.argv for s in d.sent(("10.0.1.2", 6379))]
+    # The promotion names the position the leader relied on (the replica's FENCE reply): a
+    # node that restarted from an older AOF since refuses it.
+    assert ("SLAVEOF", "NO", "ONE", "EPOCH", "1", "POSITION", "0", "12") in [s.argv for s in d.sent(("10.0.1.2", 6379))]
 
 
 def test_fenced_mode_refuses_to_promote_past_a_better_replica_it_cannot_promote() -> None:
     d = Driver()
     _fenced(d, {"10.0.1.1": (0, 10), "10.0.1.2": (0, 12)}, priority={"10.0.1.2": 0})
     for f in d.sent(None, "FENCE"):
-        d.answer(f, [1, 0, 12 if d.target(f)[0] == "10.0.1.2" else 10])
+        d.answer(f, fence_reply(d, f, 1, 0, 12 if d.target(f)[0] == "10.0.1.2" else 10))
     d.run(1500, answer=lambda d: None)
     assert "-failover-abort-no-good-slave" in d.types()
 
@@ -507,10 +555,62 @@ def test_fenced_mode_ignores_replies_fenced_by_a_newer_epoch_and_times_out() -> 
     d = Driver(failover_timeout=3000)
     _fenced(d, {"10.0.1.1": (0, 10), "10.0.1.2": (0, 12)})
     for f in d.sent(None, "FENCE"):
-        d.answer(f, [2, 0, 10])
+        d.answer(f, fence_reply(d, f, 2, 0, 10))
     d.run(3500, answer=lambda d: None)
     assert "+failover-state-wait-lease" not in d.types()
     assert "-failover-abort-fence-timeout" in d.types()
+
+
+def _refused(d: Driver, reason: str) -> None:
+    """The leader refused to fence-fail-over: an abort event naming the reason, a log line,
+    and not one FENCE sent."""
+    assert d.messages("-failover-abort-fenced-mismatch") == [f"master mymaster 10.0.0.1 6379 {reason}"]
+    assert any(isinstance(a, Log) and reason in a.text for a in d.actions)
+    assert not d.sent(None, "FENCE") and "+failover-state-fence" not in d.types()
+    assert d.master.failover_state == FAILOVER_NONE
+
+
+def test_a_fenced_failover_is_refused_while_the_nodes_count_more_members_than_the_sentinel_knows() -> None:
+    """After SENTINEL RESET, or restarted from a stale file, a sentinel may know fewer
+    replicas than the replica set has: its majority would not be one."""
+    d = Driver()
+    _fenced(d, {"10.0.1.1": (0, 10), "10.0.1.2": (0, 12)}, size=5, reach_fence=False)
+    _refused(d, "the nodes say fenced-replica-set-size 5, this sentinel knows 3 members "
+                "(the master and 2 replicas; SENTINEL RESET and the master's INFO can teach it the others)")
+
+
+def test_a_fenced_failover_is_refused_while_a_node_has_another_lease() -> None:
+    d = Driver()
+    _fenced(d, {"10.0.1.1": (0, 10), "10.0.1.2": (0, 12)}, lease=5000, reach_fence=False)
+    _refused(d, "10.0.0.1:6379 has fenced-lease-milliseconds 5000, this sentinel waits out 1000")
+
+
+def test_a_fenced_failover_is_refused_while_a_node_is_not_in_fenced_mode() -> None:
+    d = Driver()
+    d.master.fenced = True
+    infos = {("10.0.1.1", 6379): info_replica("3" * 40, offset=5, fenced=(3, 1000, node_id("10.0.1.1"))),
+             ("10.0.1.2", 6379): info_replica("4" * 40, offset=7)}
+    _failover_to(d, infos, fenced=(3, 1000, node_id(MASTER[0])))
+    d.tick()
+    _refused(d, "10.0.1.2:6379 reports no fenced mode in INFO")
+
+
+def test_a_node_known_under_two_addresses_is_one_member_and_counts_once_when_fenced() -> None:
+    """Two replica entries with one node id (one node the sentinel learned under two
+    addresses): three members, and its two FENCE replies are one of the two needed."""
+    d = Driver()
+    same = node_id("10.0.1.2")
+    _fenced(d, {"10.0.1.1": (0, 10), "10.0.1.2": (0, 12), "10.0.1.3": (0, 12)}, size=3,
+            node_ids={"10.0.1.3": same})
+    for f in d.sent(None, "FENCE"):
+        if d.target(f)[0] != "10.0.1.1":
+            d.answer(f, [1, 0, 12, same.encode()])
+    d.tick()
+    assert "+failover-state-wait-lease" not in d.types()  # one member of the two needed
+    d.answer(next(f for f in d.sent(None, "FENCE") if d.target(f)[0] == "10.0.1.1"),
+             [1, 0, 10, node_id("10.0.1.1").encode()])
+    d.tick()
+    assert d.messages("+failover-state-wait-lease") == ["master mymaster 10.0.0.1 6379 2/3"]
 
 
 def test_lease_wait_covers_the_lease_on_the_slowest_and_fastest_clocks() -> None:

@@ -1,0 +1,101 @@
+"""The sentinel side of fenced mode, as pure functions over what a sentinel knows of a master
+and its replicas (docs/safety.md, *Fenced mode*): whether that knowledge agrees with what the
+nodes say of their replica set, how many fenced members make a majority, how long to wait
+out the old primary's lease, and which fenced replica to promote.
+
+Members are counted by node id (`fenced_node_id` in INFO and in FENCE replies: a durable
+identity, node/replication/node_id.py), not by address: one node a sentinel learned under two
+addresses is one member, and its two FENCE replies one fenced member. A replica whose node id
+is not known yet (no INFO since it was learned) counts as a member of its own.
+
+The majority arithmetic holds only if the sentinel's replica set is the nodes' — the same size
+N (`fenced-replica-set-size` on every node) and the same lease (`fenced-lease-milliseconds`).
+A sentinel that knows fewer replicas (after SENTINEL RESET, or restarted from a stale
+configuration file), or a node with another lease, would make a "majority" that does not
+intersect the old primary's, or wait out a shorter lease than the old primary holds:
+`disagreement` says why, and the policy refuses to fail over while it does.
+"""
+
+from __future__ import annotations
+
+import math
+
+from node.sentinel.instance import O_DOWN, S_DOWN, Instance
+
+
+def lease_wait_ms(lease_ms: int, drift_permille: int) -> int:
+    """How long a sentinel waits, on its own clock, after a majority of replicas stopped
+    acknowledging the old primary before promoting: the lease the old primary may still hold
+    on its clock, converted into the slowest possible sentinel clock (rates within
+    ±drift): lease x (1 + drift) / (1 - drift), rounded up."""
+    return math.ceil(lease_ms * (1000 + drift_permille) / (1000 - drift_permille))
+
+
+def _member(ri: Instance) -> str:
+    return ri.node_id if ri.node_id is not None else f"address {ri.addr.key()}"
+
+
+def members(master: Instance) -> int:
+    """The replica set as this sentinel knows it: the master and its replicas, by node id."""
+    return len({_member(ri) for ri in (master, *master.slaves.values())})
+
+
+def fence_majority(master: Instance) -> int:
+    """Fenced members needed: a majority of the replica set, which counts the old master (it
+    is never one of them: it cannot be promoted, so a write only it shares with the majority
+    would be lost)."""
+    return members(master) // 2 + 1
+
+
+def fenced_replicas(master: Instance) -> list[Instance]:
+    """The replicas that answered FENCE at this failover's epoch."""
+    epoch = master.failover_epoch
+    return [s for s in master.slaves.values() if s.fence_reply is not None and s.fence_reply.fence_epoch == epoch]
+
+
+def fenced_members(master: Instance) -> int:
+    """Distinct members among the fenced replicas (by the node id of their FENCE reply)."""
+    return len({s.fence_reply.node_id for s in fenced_replicas(master) if s.fence_reply is not None})
+
+
+def disagreement(master: Instance) -> str | None:
+    """Why this sentinel's view of the replica set may not be used for a fenced failover now,
+    or None when every node that reported INFO (at its current address) agrees with it."""
+    reported = [(ri, ri.fenced_settings) for ri in (master, *master.slaves.values()) if ri.fenced_settings is not None]
+    if not reported:
+        return "no node of the replica set has reported its fenced-mode settings (INFO) yet"
+    for ri, settings in reported:
+        if settings.size == 0:
+            return f"{ri.addr.key()} reports no fenced mode in INFO"
+        if settings.lease_ms != master.lease_ms:
+            return (f"{ri.addr.key()} has fenced-lease-milliseconds {settings.lease_ms}, this sentinel waits out "
+                    f"{master.lease_ms}")
+    known = members(master)
+    for _, settings in reported:
+        if settings.size != known:
+            return (f"the nodes say fenced-replica-set-size {settings.size}, this sentinel knows {known} members "
+                    f"(the master and {known - 1} replicas; SENTINEL RESET and the master's INFO can teach it the others)")
+    return None
+
+
+def select_fenced(master: Instance) -> Instance | None:
+    """The fenced replica with the highest (log epoch, offset) — ties: lower priority,
+    smaller run id — provided no fenced replica that cannot be promoted (down,
+    disconnected, priority 0) holds more: that one may be the only copy of an
+    acknowledged write."""
+    fenced = fenced_replicas(master)
+    candidates = [
+        s for s in fenced if not s.flags & (S_DOWN | O_DOWN) and not s.link.disconnected and s.slave_priority != 0
+    ]
+    if not candidates:
+        return None
+
+    def position(s: Instance) -> tuple[int, int]:
+        assert s.fence_reply is not None
+        return (s.fence_reply.log_epoch, s.fence_reply.offset)
+
+    best = max(position(s) for s in candidates)
+    if any(position(s) > best for s in fenced):
+        return None
+    tied = [s for s in candidates if position(s) == best]
+    return min(tied, key=lambda s: (s.slave_priority, s.runid is None, (s.runid or "").lower()))
