@@ -21,8 +21,8 @@ from bench.throughput import DEFAULT_TESTS, PIPELINED_SCALE, STREAM_READ_MAX_REQ
 
 DEFAULT_REQUESTS = 100_000
 QUICK_REQUESTS = 10_000
-SUITE_NAMES = ("throughput", "redis8", "scaling", "latency", "memory", "replication", "readscale", "spark", "failover",
-               "sentinels", "security")
+SUITE_NAMES = ("throughput", "redis8", "scaling", "latency", "memory", "replication", "readscale", "spark",
+               "spark-committed", "failover", "sentinels", "security")
 
 
 def _parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -197,6 +197,14 @@ def _spark(args: argparse.Namespace) -> int:
     return spark_source.main([*(["--quick"] if args.quick else []), "--out", os.path.join(args.out, "spark")])
 
 
+def _spark_committed(args: argparse.Namespace) -> int:
+    # the Spark data source's filter pushdown and committed reads (needs `make spark-deps`)
+    from bench import spark_committed
+
+    return spark_committed.main([*(["--quick"] if args.quick else []),
+                                 "--out", os.path.join(args.out, "spark-committed")])
+
+
 def _failover(args: argparse.Namespace) -> int:
     # redis-sentinel managing Rill nodes vs managing redis-server nodes (bench/failover.py).
     from bench import failover
@@ -227,8 +235,8 @@ def _security(args: argparse.Namespace) -> int:
 
 
 _SUITES = {"throughput": _throughput, "redis8": _redis8, "scaling": _scaling, "latency": _latency, "memory": _memory,
-           "replication": _replication, "readscale": _readscale, "spark": _spark, "failover": _failover,
-           "sentinels": _sentinels, "security": _security}
+           "replication": _replication, "readscale": _readscale, "spark": _spark,
+           "spark-committed": _spark_committed, "failover": _failover, "sentinels": _sentinels, "security": _security}
 
 
 if __name__ == "__main__":

@@ -125,14 +125,16 @@ def _throughput(spark: Any, targets: dict[str, _Target], args: argparse.Namespac
     return results
 
 
-def _latency(spark: Any, server: Server, args: argparse.Namespace) -> dict[str, Any]:
-    url = f"redis://127.0.0.1:{server.port}/0"
-    client = redis.Redis(port=server.port)
+def latency(spark: Any, port: int, args: argparse.Namespace, source: dict[str, str] | None = None) -> dict[str, Any]:
+    """Streaming end-to-end latency through the primary on `port` (`source`: more reader
+    options, e.g. replicas to read from)."""
+    url = f"redis://127.0.0.1:{port}/0"
+    client = redis.Redis(port=port)
     client.delete("lat-in", "lat-out")
     client.xadd("lat-out", {"start": "1"})
     checkpoint = tempfile.mkdtemp(prefix="rill-bench-ckpt-")
     query = (spark.readStream.format("rill").option("url", url).option("streams", "lat-in")
-             .option("startingOffsets", "earliest").load()
+             .option("startingOffsets", "earliest").options(**(source or {})).load()
              .writeStream.format("rill").option("url", url).option("stream", "lat-out")
              .option("checkpointLocation", checkpoint).start())
     samples: list[float] = []
@@ -140,7 +142,7 @@ def _latency(spark: Any, server: Server, args: argparse.Namespace) -> dict[str, 
     started = time.monotonic()
 
     def consume() -> None:
-        reader = redis.Redis(port=server.port)
+        reader = redis.Redis(port=port)
         last = "$"
         while not stop.is_set():
             reply = reader.xread({"lat-out": last}, block=500, count=1000)
@@ -231,9 +233,9 @@ def main(argv: list[str] | None = None) -> int:
         rows = _throughput(spark, {name: _Target(spark, s, args) for name, s in servers.items()}, args)
         # The first streaming query of a session is slow for a while (JVM warm-up): one
         # discarded run first, so neither server pays for it.
-        _latency(spark, next(iter(servers.values())), argparse.Namespace(**{**vars(args), "seconds": args.warmup * 2}))
+        latency(spark, next(iter(servers.values())).port, argparse.Namespace(**{**vars(args), "seconds": args.warmup * 2}))
         for name, server in servers.items():
-            rows[name].update(_latency(spark, server, args))
+            rows[name].update(latency(spark, server.port, args))
     finally:
         for server in servers.values():
             server.stop()

@@ -28,7 +28,10 @@ EVENTS = frozenset({"+switch-master", "+sdown", "-sdown", "+odown", "-odown", "+
                     "-failover-abort-not-elected", "-failover-abort-no-good-slave", "+tilt", "-tilt",
                     # fenced mode's failover phases (`rill sentinel`), which the nemesis can aim at
                     "+failover-state-fence", "+fenced", "+failover-state-wait-lease", "+failover-state-select-slave",
-                    "+selected-slave", "-failover-abort-fence-timeout"})
+                    "+selected-slave", "-failover-abort-fence-timeout",
+                    # fenced mode's re-tenure of a primary whose replicas an aborted failover fenced
+                    "+fenced-stranded", "+try-fenced-retenure", "+fenced-retenure", "+fenced-retenure-end",
+                    "-failover-abort-retenure-timeout"})
 
 
 class Monitor:

@@ -1,6 +1,9 @@
 """Consumer-group mode (options ``group`` and ``consumer``): tasks read with XREADGROUP as
-consumers ``<consumer>-<i>`` (``i`` < partitionsPerStream, stable across restarts) and the
-entries are acknowledged with XACK when Spark commits the batch.
+consumers ``<prefix>-<i>`` (``i`` < partitionsPerStream, stable across restarts) and the
+entries are acknowledged with XACK when Spark commits the batch. The prefix is option
+``consumer`` when given (queries that name the same one share their consumers), else
+``spark-<id>`` with an ID the query draws once and keeps in its offsets, so two queries
+reading one group never read or acknowledge each other's pending entries.
 
 Spark commits batch N only after it has planned batch N+1 and before N+1 runs, so at that
 moment every entry pending on these consumers was delivered by a finished batch: commit acks
@@ -28,6 +31,14 @@ log = logging.getLogger("pipeline.rill")
 
 def consumer_name(prefix: str, index: int) -> str:
     return f"{prefix}-{index}"
+
+
+def consumer_prefix(option: str | None, query_consumer: str) -> str:
+    """Option ``consumer`` if given; else the query's own (``spark`` for a checkpoint written
+    before queries had one, so its pending entries are still found)."""
+    if option:
+        return option
+    return f"spark-{query_consumer}" if query_consumer else "spark"
 
 
 def ensure_group(client: redis.Redis, stream: str, group: str, start: Bound) -> None:

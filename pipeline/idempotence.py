@@ -9,14 +9,17 @@ exactly once on Rill and says it is at least once on redis-server 7.
 
 IDs.  The server remembers, per stream and producer ID, the last IDMP-MAXSIZE idempotent IDs
 for IDMP-DURATION seconds (first in, first out).  Spark re-runs a task or a batch with the same
-query ID, batch ID and partition, and recomputes the same rows, though not always in the same
-order within a partition (after a shuffle, blocks arrive in any order).  So a row's idempotent
-ID is built from its content, not its position: ``<batch>:<hash of the fields>:<n>``, ``n``
-counting earlier identical rows of the partition (identical rows stay distinct entries); and the
-producer ID ``rill:<query>:<partition>:<bucket>`` spreads a partition over ``buckets`` producers
-by the hash, so a partition may write buckets x IDMP-MAXSIZE rows per batch and still have all
-of them remembered when the task is retried.  Batches of one partition reuse its producer IDs,
-so the window holds the latest batch, which is the only one Spark may re-run.
+query ID and batch ID and recomputes the same rows, though not always in the same order, and
+after a restart not always in the same partitions (another partitioning of the source, another
+number of tasks).  So a row's IDs depend on nothing but the query, the batch and the row: the
+idempotent ID is ``<batch>:<hash of the fields>:<n>``, ``n`` counting earlier identical rows of
+the partition (identical rows stay distinct entries), and the producer ID
+``rill:<query>:<bucket>`` spreads a batch over ``buckets`` producers by the hash, so a batch may
+write buckets x IDMP-MAXSIZE rows per stream and still have all of them remembered when a task
+is retried.  Batches reuse the producer IDs, so the window holds the latest batch, which is the
+only one Spark may re-run.  One case stays open: identical rows of a batch that a re-planned run
+spreads over other partitions than the first run get other counts ``n``, so such copies may be
+added once too often or too seldom.
 """
 
 from __future__ import annotations
@@ -32,6 +35,9 @@ import redis
 log = logging.getLogger("pipeline.rill")
 
 _support: dict[tuple[str, int, int], bool] = {}  # per process: node -> IDMP supported
+
+# Task attempts a stream's IDMP window should outlast: Spark's spark.task.maxFailures default.
+RETRIES_COVERED = 4
 
 
 def supports_idmp(client: redis.Redis) -> bool:
@@ -85,11 +91,21 @@ def configure(client: redis.Redis, stream: str, duration: int, maxsize: int) -> 
     raise RuntimeError(f"could not configure IDMP on stream {stream!r}: it kept changing")
 
 
+def window(client: redis.Redis, stream: str) -> int | None:
+    """The stream's IDMP-DURATION in seconds (None when it does not exist)."""
+    try:
+        return int(client.xinfo_stream(stream)["idmp-duration"])
+    except redis.exceptions.ResponseError as e:
+        if "no such key" in str(e):
+            return None
+        raise
+
+
 class IdempotentIds:
     """(producer ID, idempotent ID) of each row one task writes."""
 
-    def __init__(self, query: str, batch: str, partition: int, buckets: int) -> None:
-        self.producer_prefix = f"rill:{query}:{partition}:"
+    def __init__(self, query: str, batch: str, buckets: int) -> None:
+        self.producer_prefix = f"rill:{query}:"
         self.batch = batch
         self.buckets = buckets
         self._seen: Counter[bytes] = Counter()

@@ -9,6 +9,7 @@ accepted) are the camel-case ones in docs/pipeline.md.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
@@ -37,6 +38,19 @@ LATEST: Final = Bound("latest")
 
 
 @dataclass(frozen=True)
+class Tls:
+    """TLS for the nodes (a `rediss://` url) or the Sentinels: the CA to verify them with and
+    this client's certificate, if they ask for one."""
+
+    ca_file: str | None = None
+    cert_file: str | None = None
+    key_file: str | None = None
+
+
+NO_TLS: Final = Tls()
+
+
+@dataclass(frozen=True)
 class ConnectionOptions:
     """Where the primary and the replicas are and how to reach them."""
 
@@ -48,11 +62,14 @@ class ConnectionOptions:
     replica_urls: tuple[str, ...]
     socket_timeout: float
     replica_wait_timeout: float  # seconds a replica reader waits for the replica to catch up
+    tls: Tls = NO_TLS  # used for the nodes when `url` is rediss://
+    sentinel_tls: Tls | None = None  # the Sentinels speak TLS (sentinelTls=true)
+    failover_timeout: float = 60.0  # seconds a task keeps looking for a primary or a node
 
 
 @dataclass(frozen=True)
 class ReadOptions:
-    streams: tuple[str, ...]
+    streams: tuple[str, ...]  # empty with a pattern: the streams are found at each batch
     starting: Mapping[str, Bound]
     ending: Mapping[str, Bound]
     partitions_per_stream: int
@@ -60,8 +77,16 @@ class ReadOptions:
     max_entries_per_trigger: int | None
     fail_on_data_loss: bool
     group: str | None
-    consumer: str
+    consumer: str | None  # None: a name unique to the query (pipeline.groups)
     arrow_batches: bool
+    read_committed: str = "auto"  # "auto" (when the server has XCOMMITTED), "true" or "false"
+    streams_pattern: str | None = None  # a glob of stream keys (SCAN MATCH ... TYPE stream)
+    starting_default: Bound = LATEST  # for streams not named in startingOffsets (a pattern's new ones)
+    min_entries_per_trigger: int | None = None
+    max_trigger_delay: float = 15 * 60.0  # seconds a trigger may wait for min_entries_per_trigger
+
+    def bound(self, stream: str) -> Bound:
+        return self.starting.get(stream, self.starting_default)
 
 
 @dataclass(frozen=True)
@@ -73,7 +98,9 @@ class WriteOptions:
     idempotence: str  # "auto", "required" or "off"
     idmp_duration: int
     idmp_maxsize: int
-    idmp_producers: int  # producer IDs per Spark partition (see pipeline.idempotence)
+    idmp_producers: int  # producer IDs per query and stream (see pipeline.idempotence)
+    write_concern: str = "auto"  # "auto", "majority", "1", "0" or "aof" (pipeline.durability)
+    write_timeout: float = 10.0  # seconds a partition's WAIT may take
 
 
 def _get(options: Mapping[str, str], name: str) -> str | None:
@@ -123,6 +150,39 @@ def _host_port(item: str, name: str) -> tuple[str, int]:
     return host.strip("[]"), int(port)
 
 
+def _duration(options: Mapping[str, str], name: str, default_ms: int, lo: int = 0) -> float:
+    value = _int(options, name, default_ms, lo)
+    assert value is not None
+    return value / 1000
+
+
+_UNITS: Final = {"ms": 0.001, "s": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0, "d": 86400.0}
+
+
+def _spark_duration(options: Mapping[str, str], name: str, default: float) -> float:
+    """A duration as Spark's Kafka source takes it: `15m`, `30s`, `500ms` (a bare number is ms)."""
+    text = _get(options, name)
+    if text is None:
+        return default
+    value = text.strip().lower()
+    digits = value.rstrip("abcdefghijklmnopqrstuvwxyz")
+    unit = value[len(digits):] or "ms"
+    if not digits.isdigit() or unit not in _UNITS:
+        raise OptionError(f"option {name} takes a duration like 30s, 5m or 500ms, got {text!r}")
+    return int(digits) * _UNITS[unit]
+
+
+def _tls(options: Mapping[str, str], prefix: str) -> Tls:
+    ca, cert, key = (_get(options, f"{prefix}{part}") for part in ("CaFile", "CertFile", "KeyFile"))
+    if (cert is None) != (key is None):
+        raise OptionError(f"options {prefix}CertFile and {prefix}KeyFile go together (the client certificate and "
+                          "its key)")
+    for name, path in ((f"{prefix}CaFile", ca), (f"{prefix}CertFile", cert), (f"{prefix}KeyFile", key)):
+        if path is not None and not os.path.isfile(path):
+            raise OptionError(f"option {name}: no such file {path!r}")
+    return Tls(ca, cert, key)
+
+
 def _check_url(url: str, name: str) -> str:
     parsed = urlparse(url)
     if parsed.scheme not in ("redis", "rediss") or not parsed.hostname:
@@ -144,6 +204,10 @@ def connection_options(options: Mapping[str, str]) -> ConnectionOptions:
     socket_timeout = _int(options, "socketTimeoutMs", 10_000, 1)
     replica_wait = _int(options, "replicaWaitTimeoutMs", 30_000, 0)
     assert socket_timeout is not None and replica_wait is not None
+    tls = _tls(options, "ssl")
+    if (tls.ca_file or tls.cert_file) and not url.startswith("rediss://"):
+        raise OptionError("options sslCaFile, sslCertFile and sslKeyFile need a rediss:// url")
+    sentinel_tls = _tls(options, "sentinelSsl") if _bool(options, "sentinelTls", False) else None
     return ConnectionOptions(
         url=url,
         sentinels=sentinels,
@@ -153,6 +217,9 @@ def connection_options(options: Mapping[str, str]) -> ConnectionOptions:
         replica_urls=replica_urls,
         socket_timeout=socket_timeout / 1000,
         replica_wait_timeout=replica_wait / 1000,
+        tls=tls,
+        sentinel_tls=sentinel_tls,
+        failover_timeout=_duration(options, "failoverTimeoutMs", 60_000, 1),
     )
 
 
@@ -193,15 +260,29 @@ def _offsets(options: Mapping[str, str], name: str, streams: tuple[str, ...], de
 def read_options(options: Mapping[str, str], *, streaming: bool) -> ReadOptions:
     streams_text = _get(options, "streams")
     streams = tuple(dict.fromkeys(s.strip() for s in (streams_text or "").split(",") if s.strip()))
-    if not streams:
-        raise OptionError("option streams is required: the stream keys to read, comma-separated")
+    pattern = _get(options, "streamsPattern")
+    if pattern is not None and not pattern.strip():
+        raise OptionError("option streamsPattern is empty")
+    if streams and pattern is not None:
+        raise OptionError("give option streams or option streamsPattern, not both")
+    if not streams and pattern is None:
+        raise OptionError("option streams is required: the stream keys to read, comma-separated "
+                          "(or streamsPattern, a glob of them)")
     group = _get(options, "group")
-    starting = _offsets(options, "startingOffsets", streams, LATEST if streaming else EARLIEST, end=False)
-    ending = _offsets(options, "endingOffsets", streams, LATEST, end=True)
+    default_start = LATEST if streaming else EARLIEST
+    if pattern is not None and _get(options, "startingOffsets") is not None:
+        text = (_get(options, "startingOffsets") or "").strip().lower()
+        if text not in ("earliest", "latest"):
+            raise OptionError("with streamsPattern, startingOffsets is earliest or latest")
+        default_start = EARLIEST if text == "earliest" else LATEST
+    starting = _offsets(options, "startingOffsets", streams, default_start, end=False) if streams else {}
+    ending = _offsets(options, "endingOffsets", streams, LATEST, end=True) if streams else {}
+    if pattern is not None and (_get(options, "endingOffsets") or "latest").strip().lower() != "latest":
+        raise OptionError("with streamsPattern, endingOffsets is latest")
     if streaming and _get(options, "endingOffsets") is not None:
         raise OptionError("option endingOffsets applies to batch queries only")
     if not streaming:
-        if any(b == LATEST for b in starting.values()):
+        if any(b == LATEST for b in starting.values()) or (pattern is not None and default_start == LATEST):
             raise OptionError("startingOffsets=latest would read nothing in a batch query; use earliest or IDs")
         if any(b == EARLIEST for b in ending.values()):
             raise OptionError("endingOffsets=earliest would read nothing; use latest or IDs")
@@ -213,7 +294,12 @@ def read_options(options: Mapping[str, str], *, streaming: bool) -> ReadOptions:
     partitions = _int(options, "partitionsPerStream", 1, 1, 1024)
     batch_size = _int(options, "batchSize", 5000, 1, 1_000_000)
     max_entries = _int(options, "maxEntriesPerTrigger", None, 1)
+    min_entries = _int(options, "minOffsetsPerTrigger", None, 1)
     assert partitions is not None and batch_size is not None
+    if min_entries is not None and not streaming:
+        raise OptionError("option minOffsetsPerTrigger applies to streaming queries only")
+    if min_entries is not None and max_entries is not None and min_entries > max_entries:
+        raise OptionError(f"option minOffsetsPerTrigger ({min_entries}) is above maxEntriesPerTrigger ({max_entries})")
     if group is not None and _choice(options, "readFrom", "primary", ("primary", "replica")) == "replica":
         raise OptionError("consumer-group mode reads with XREADGROUP, a write: it needs readFrom=primary")
     return ReadOptions(
@@ -225,8 +311,13 @@ def read_options(options: Mapping[str, str], *, streaming: bool) -> ReadOptions:
         max_entries_per_trigger=max_entries,
         fail_on_data_loss=_bool(options, "failOnDataLoss", True),
         group=group,
-        consumer=_get(options, "consumer") or "spark",
+        consumer=_get(options, "consumer") or None,
         arrow_batches=_bool(options, "arrowBatches", True),
+        read_committed=_choice(options, "readCommitted", "auto", ("auto", "true", "false")),
+        streams_pattern=pattern.strip() if pattern is not None else None,
+        starting_default=default_start,
+        min_entries_per_trigger=min_entries,
+        max_trigger_delay=_spark_duration(options, "maxTriggerDelay", 15 * 60.0),
     )
 
 
@@ -245,7 +336,7 @@ def write_options(options: Mapping[str, str]) -> WriteOptions:
     batch_size = _int(options, "batchSize", 1000, 1, 1_000_000)
     duration = _int(options, "idmpDuration", 900, 1, 86_400)
     maxsize = _int(options, "idmpMaxsize", 10_000, 1, 10_000)
-    producers = _int(options, "idmpProducersPerPartition", 8, 1, 1024)
+    producers = _int(options, "idmpProducers", 64, 1, 4096)
     assert batch_size is not None and duration is not None and maxsize is not None and producers is not None
     return WriteOptions(
         stream=stream.strip() if stream and stream.strip() else None,
@@ -256,4 +347,6 @@ def write_options(options: Mapping[str, str]) -> WriteOptions:
         idmp_duration=duration,
         idmp_maxsize=maxsize,
         idmp_producers=producers,
+        write_concern=_choice(options, "writeConcern", "auto", ("auto", "majority", "1", "0", "aof")),
+        write_timeout=_duration(options, "writeTimeoutMs", 10_000, 1),
     )

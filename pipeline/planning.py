@@ -89,11 +89,18 @@ def initial_offset(state: StreamState | None, start: Bound) -> tuple[int, int | 
     return ids.predecessor(state.first_id), state.removed if exact else None
 
 
-def lost_after(start: int, ordinal: int | None, state: StreamState | None) -> str | None:
+def lost_after(start: int, ordinal: int | None, state: StreamState | None, *, existed: bool = False,
+               deletions_seen: int = 0) -> str | None:
     """Why entries after the offset ``start`` may have been removed before being read, or None
-    when none were. ``ordinal``: how many entries were ever added up to ``start``, if known."""
+    when none were. ``ordinal``: how many entries were ever added up to ``start``, if known;
+    ``existed``: the query read the stream before; ``deletions_seen``: the greatest deleted ID
+    already reported (XDEL beyond the offset is reported once)."""
     if state is None:
-        return None  # the key is gone altogether: nothing to read, nothing provably lost
+        # The key is gone: a stream the query read was deleted, with whatever it still held.
+        return "the stream was deleted" if existed else None
+    if state.max_deleted > max(start, deletions_seen):
+        return (f"entries after {ids.fmt(start)} were deleted (XDEL) before they were read (the greatest deleted "
+                f"ID is {ids.fmt(state.max_deleted)})")
     if state.first_id is not None and ids.successor(start) >= state.first_id:
         return None  # nothing can lie between the offset and the first entry
     if state.first_id is None and start >= state.last_generated:
@@ -111,3 +118,33 @@ def lost_after(start: int, ordinal: int | None, state: StreamState | None) -> st
             f"trimming or deletion (first entry now "
             f"{ids.fmt(state.first_id) if state.first_id is not None else 'none'}); entries after the offset "
             "may be among them")
+
+
+BEHIND = "behind"  # a node that has not caught up with the position yet
+
+
+def vouch(client: redis.Redis, stream: str, position: int, tail: str, state: StreamState | None,
+          primary: bool) -> str | None:
+    """After the history changed (a failover, a resync): whether the node still holds the
+    entry the query last read, as it read it. None: it does; BEHIND: the node, a replica, has
+    not reached it yet (ask again later); otherwise why the query cannot vouch for it."""
+    from pipeline.offsets import fingerprint
+
+    if state is None:
+        return f"the stream is gone from the new history, which should hold {ids.fmt(position)}"
+    found = client.execute_command("XRANGE", stream, ids.fmt(position), ids.fmt(position))
+    if found:
+        entry_id, fields = found[0]
+        if fingerprint(entry_id, fields) == tail:
+            return None
+        return (f"the new history holds another entry under ID {ids.fmt(position)}: the entries read up to it "
+                "were lost in the failover and the ID reissued")
+    if state.last_generated < position:
+        if not primary:
+            return BEHIND
+        return (f"the new history of the stream ends at {ids.fmt(state.last_generated)}, before "
+                f"{ids.fmt(position)}, the last entry read: the entries read after it were lost in the failover")
+    if state.first_id is not None and state.first_id > position:
+        return None  # trimmed since: the usual data-loss rule decides about what followed
+    return (f"entry {ids.fmt(position)}, the last one read, is not in the new history (deleted, or lost in the "
+            "failover)")

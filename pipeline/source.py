@@ -32,8 +32,11 @@ class RillDataSource(DataSource):
         return DEFAULT_SCHEMA
 
     def reader(self, schema: StructType) -> DataSourceReader:
-        from pipeline.batch_read import RillBatchReader
+        from pipeline.batch_read import RillBatchReader, RillFilteringBatchReader
 
+        # Spark 4.3 refuses a reader that offers filter pushdown while its conf turns it off.
+        if str(self.options.get("pushfilters", "false")).strip().lower() == "true":
+            return RillFilteringBatchReader(self.options, schema)
         return RillBatchReader(self.options, schema)
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:  # noqa: N802 (Spark's name)

@@ -11,6 +11,7 @@ from replication.grpc_io import prefer_poller_io
 prefer_poller_io()
 
 from replication.backlog import Backlog, BacklogInfo, PsyncDecision, new_replid
+from replication.commit import CommitPoint, majority_offset
 from replication.epochs import NO_TENURE, EpochHistory, EpochStart, Fence
 from replication.errors import (
     ApplyFailed,
@@ -46,6 +47,7 @@ __all__ = [
     "Lease",
     "History",
     "ClientTls",
+    "CommitPoint",
     "LinkLost",
     "LinkStatus",
     "NotAcknowledging",
@@ -64,6 +66,7 @@ __all__ = [
     "ServerTls",
     "StateMachine",
     "lease_clock_ns",
+    "majority_offset",
     "new_replid",
     "new_run_id",
 ]

@@ -19,6 +19,10 @@ replicas echo feed the lease (docs/safety.md, *Fenced mode*).
 
 A hello with `failover` set is Redis's PSYNC ... FAILOVER: the node's `failover_handler`
 decides, and promotes this node, before the handshake goes on as any other.
+
+Committed reads (a `CommitPoint` given, replication/commit.py): every batch and heartbeat
+carries the committed offset, and a replica told less than the current one gets a heartbeat as
+soon as its link has nothing else to send.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ import grpc
 from google.protobuf.message import DecodeError
 
 from replication.backlog import Backlog, PsyncDecision
+from replication.commit import CommitPoint
 from replication.epochs import Fence
 from replication.history import is_replid
 from replication.lease import Lease
@@ -83,6 +88,7 @@ class _Session:
         self.body: asyncio.Task[None] | None = None
         self.connected_at = time.monotonic()
         self.epoch = 0  # this primary's epoch when the session's handshake was answered
+        self.commit_sent = 0  # the committed offset this replica was last told
 
     def close(self, refusal: _Refusal | None) -> None:
         """Ends the session (idempotent); the first reason given wins."""
@@ -113,6 +119,7 @@ class Primary:
         fence: Fence | None = None,
         lease: Lease | None = None,
         failover_handler: Callable[[str], str | None] | None = None,
+        commit: CommitPoint | None = None,
     ) -> None:
         """`before_resync` runs when a replica's resync begins, before the backlog is
         consulted: a node that does not record its log until a replica needs it starts now.
@@ -141,6 +148,9 @@ class Primary:
         self._failover_handler = failover_handler
         # Set while handshakes must be refused (this node is failing over): the error text.
         self.refuse_syncs: str | None = None
+        self.commit = commit
+        if commit is not None:
+            commit.add_listener(self._commit_moved)
         backlog.add_listener(self)
 
     # ------------------------------------------------------------------ node-facing API
@@ -214,6 +224,16 @@ class Primary:
             if session.online and not session.closed:
                 session.ack_requested = True
                 session.wake.set()
+
+    def _commit_moved(self, offset: int) -> None:
+        # Waking an idle pump sends a heartbeat with the news; a busy one carries it in its
+        # next batch anyway.
+        for session in self._sessions.values():
+            if session.online and not session.closed and session.commit_sent < offset:
+                session.wake.set()
+
+    def _committed(self) -> int:
+        return self.commit.offset if self.commit is not None else 0
 
     def session_count(self) -> int:
         return len(self._sessions)
@@ -523,7 +543,9 @@ class Primary:
                 return
             if session.position < backlog.end and self._may_send(session, settings.max_batch_bytes):
                 data, sizes = backlog.read(session.position, settings.max_batch_bytes)
-                batch = pb.Batch(start_offset=session.position, data=data, unit_sizes=sizes, lease_stamp=self._stamp())
+                batch = pb.Batch(start_offset=session.position, data=data, unit_sizes=sizes, lease_stamp=self._stamp(),
+                                 committed_offset=self._committed())
+                session.commit_sent = batch.committed_offset
                 # The replica may apply and ack this before the write's completion is seen here.
                 session.sent = session.position + len(data)
                 await self._write(session, context, pb.PrimaryMessage(batch=batch))
@@ -533,13 +555,16 @@ class Primary:
                 continue
             idle = self._clock() - last_sent
             ping_period = self._ping_period()
-            if session.ack_requested or idle >= ping_period:
+            commit_news = session.online and session.commit_sent < self._committed()
+            if session.ack_requested or idle >= ping_period or commit_news:
                 heartbeat = pb.Heartbeat(
                     primary_offset=backlog.end,
                     ack_requested=session.ack_requested,
                     epoch=session.epoch,
                     lease_stamp=self._stamp(),
+                    committed_offset=self._committed(),
                 )
+                session.commit_sent = heartbeat.committed_offset
                 session.ack_requested = False
                 await self._write(session, context, pb.PrimaryMessage(heartbeat=heartbeat))
                 last_sent = self._clock()

@@ -116,6 +116,14 @@ class ReplicaRegistry:
         nor the offset of its handshake before its first ack."""
         return sum(1 for e in self._entries.values() if e.state == STATE_ONLINE and e.written_offset >= offset)
 
+    def online_offsets(self, written: bool) -> list[int]:
+        """What each online replica acknowledged holding: the offsets WAIT counts (applied, or
+        in fenced mode written), for the committed point (replication/commit.py)."""
+        return [
+            (e.written_offset if written and e.written_offset >= 0 else e.offset)
+            for e in self._entries.values() if e.state == STATE_ONLINE
+        ]
+
     def count_fsynced(self, offset: int) -> int:
         """Online replicas that acknowledged fsyncing `offset` (replicationCountAOFAcksByOffset)."""
         return sum(1 for e in self._entries.values() if e.state == STATE_ONLINE and e.fsynced_offset >= offset)

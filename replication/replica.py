@@ -22,6 +22,10 @@ drops the connection.
 
 `failover` sends the first hellos as Redis's PSYNC ... FAILOVER (the FAILOVER command);
 `on_handshake` learns how each handshake ended (None: the primary answered with a resync).
+
+Committed reads (a `CommitPoint` given, replication/commit.py): the committed offset each batch
+and heartbeat carries, bounded by what this node holds, advances the node's; a full sync, which
+replaces the log, resets it.
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ from typing import Any
 import grpc
 
 from replication.backlog import Backlog
+from replication.commit import CommitPoint
 from replication.epochs import EpochHistory, EpochStart, Fence
 from replication.errors import ApplyFailed, LinkLost, ProtocolViolation, Refused, ReplicationError, from_rpc_error
 from replication.pb import replication_pb2 as pb
@@ -101,6 +106,7 @@ class ReplicaLink:
         fence: Fence | None = None,
         failover: bool = False,
         on_handshake: Callable[[ReplicationError | None], None] | None = None,
+        commit: CommitPoint | None = None,
     ) -> None:
         if not is_run_id(replica_id):
             raise ValueError("replica_id must be 40 lowercase hex characters")
@@ -149,6 +155,7 @@ class ReplicaLink:
         self._lease_stamp = 0  # the newest lease stamp to echo: its data is in the log file
         # Stamps received but not echoed yet, with the offset the log file must reach first.
         self._stamps: deque[tuple[int, int]] = deque()
+        self.commit = commit
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -482,6 +489,8 @@ class ReplicaLink:
             self._force_full_sync = True
             raise ApplyFailed(f"loading the snapshot failed: {exc}") from exc
         self.backlog.reset(full.replid, full.offset)
+        if self.commit is not None:
+            self.commit.reset()
         self._force_full_sync = False
         self._syncing = False
         self._full_syncs += 1
@@ -503,6 +512,7 @@ class ReplicaLink:
             if kind == "batch":
                 await self._apply(message.batch)
                 self._take_stamp(message.batch.lease_stamp)
+                self._take_commit(message.batch.committed_offset)
                 self._ack_needed.set()
                 await self._notify_progress()
             elif kind == "heartbeat":
@@ -513,6 +523,7 @@ class ReplicaLink:
                     )
                 self._primary_offset = heartbeat.primary_offset
                 self._take_stamp(heartbeat.lease_stamp)
+                self._take_commit(heartbeat.committed_offset)
                 if heartbeat.ack_requested or (heartbeat.lease_stamp and self.fence is not None):
                     self._ack_needed.set()
             else:
@@ -603,6 +614,11 @@ class ReplicaLink:
         while stamps and stamps[0][0] <= written:
             self._lease_stamp = max(self._lease_stamp, stamps.popleft()[1])
         return self._lease_stamp
+
+    def _take_commit(self, offset: int) -> None:
+        # Committed on the primary, and held here: a replica never vouches for bytes it lacks.
+        if self.commit is not None:
+            self.commit.advance(min(offset, self.backlog.end))
 
     async def _ack_loop(self, call: Call) -> None:
         while True:

@@ -40,6 +40,7 @@ from node.log.effect_log import EffectLog
 from node.metrics.exporter import MetricsExporter
 from node.persistence.service import Persistence
 from node.replication import info as replication_info
+from node.replication.committed import CommittedReads
 from node.replication.role import ReplicationNode
 from node.server.expire_cron import ExpireCron
 from node.server.server import Server, wall_clock_ms
@@ -81,6 +82,7 @@ class RillNode:
         self.pubsub: PubSub = self.server.pubsub
         self.admin: Admin = self
         self.waits = self.replication.waits
+        self.committed = CommittedReads(self.replication)
         self.expire_cron = ExpireCron(self.server, self)
         self.keys_expired_at_load = 0  # INFO rdb_last_load_keys_expired
         # used_memory and the maxmemory check.
@@ -142,6 +144,7 @@ class RillNode:
         # The data is loaded before listening, so no client ever sees a partial data set.
         self.persistence.load()
         self.replication.attach()
+        self.committed.attach()
         await self.server.listen()
         for sig in (signal.SIGTERM, signal.SIGINT):
             try:

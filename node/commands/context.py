@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from node.commands.expiry import Expiry
     from node.commands.persistence_cmds import PersistenceControl
     from node.commands.replication_cmds import ReplicationControl, Waits
+    from node.commands.stream_committed import CommittedReads
     from node.commands.table import CommandTable
     from node.config import Config
 
@@ -123,7 +124,7 @@ class Node(Core, Protocol):
 
     def propagate(self, db_index: int, argv: Sequence[bytes]) -> None: ...
     def propagate_many(self, db_index: int, effects: list[list[bytes]]) -> None: ...
-    def appended_from_log(self, db_index: int, key: bytes, count: int) -> None: ...
+    def appended_from_log(self, db_index: int, key: bytes, count: int, before: int) -> None: ...
     def execute(self, session: Session, argv: list[bytes]) -> Any: ...  # EXEC runs the queue
 
     @property
@@ -134,6 +135,8 @@ class Node(Core, Protocol):
     def replication(self) -> ReplicationControl: ...  # REPLICAOF, ROLE
     @property
     def waits(self) -> Waits: ...  # WAIT, WAITAOF
+    @property
+    def committed(self) -> CommittedReads: ...  # XCOMMITTED
 
 
 @dataclass(slots=True)

@@ -103,6 +103,10 @@ class EffectLog:
         that starts there must learn the database)."""
         self._db = -1
 
+    def in_unit(self) -> bool:
+        """Whether a unit is being built: effects appended that the log has not committed."""
+        return self._depth > 0 or bool(self._pending)
+
     def begin(self) -> None:
         self._depth += 1
 

@@ -45,13 +45,14 @@ def append_logged_groups(ctx: Session, data: bytes, groups: list[tuple[bytes, by
         while index < count:
             value = ctx.db.get(key)
             if type(value) is StreamValue:
+                before = value.last_id
                 index, appended = value.append_logged_run(
                     data, positions, index, key, config.stream_node_max_entries, config.stream_node_max_bytes
                 )
                 if appended:
                     appended_in_c += appended
                     ctx.effects_in_command += appended
-                    ctx.node.appended_from_log(ctx.db_index, key, appended)
+                    ctx.node.appended_from_log(ctx.db_index, key, appended, before)
                     if index == count:
                         break
             one(data, _POSITION.unpack_from(positions, index * _POSITION.size)[0])

@@ -40,7 +40,7 @@ from node.replication.redis_primary import RedisReplicas
 from node.replication.settings import client_tls, primary_settings, replica_settings, server_tls
 from node.replication.state_machine import NodeStateMachine
 from node.replication.waits import Waits
-from replication import Backlog, Primary, ReplicaLink, ReplicationError, new_replid
+from replication import Backlog, CommitPoint, Primary, ReplicaLink, ReplicationError, new_replid
 
 if TYPE_CHECKING:
     from node.server.server import Server
@@ -95,6 +95,8 @@ class ReplicationNode:
         self._stopping: asyncio.Future[None] | None = None
         self.fencing = Fencing(self.config)
         self.failover = Failover(self)
+        # The committed point of this node's log (committed reads: node/replication/committed.py).
+        self.commit = CommitPoint()
         # Redis replicas of this node (PSYNC/SYNC on the RESP port).
         self.redis_replicas = RedisReplicas(self)
         self.waits = Waits(server, persistence, self.flush, self.fencing)
@@ -120,6 +122,7 @@ class ReplicationNode:
         self.primary = Primary(
             self.backlog, self.snapshot, primary_settings(self.config, self._access), before_resync=self.feed.record,
             fence=self.fencing.fence, lease=self.fencing.lease, failover_handler=self._psync_failover,
+            commit=self.commit,
         )
         self.waits.attach(self.primary)
         self.primary.registry.add_ack_listener(self.failover.check)
@@ -348,7 +351,7 @@ class ReplicationNode:
             host, repl_port, self.backlog, machine, replica_settings(self.config),
             replica_id=self.fencing.node_id or self.server.run_id, announce_host=announce_host, announce_port=announce_port,
             tls=client_tls(self.config), contended=self._contended, fence=self.fencing.fence, failover=failover,
-            on_handshake=self._handshake_done if failover else None,
+            on_handshake=self._handshake_done if failover else None, commit=self.commit,
         )
         self.machine, self.link = machine, link
         self._connecting = None

@@ -1,7 +1,8 @@
 """The sentinel side of fenced mode, as pure functions over what a sentinel knows of a master
 and its replicas (docs/safety.md, *Fenced mode*): whether that knowledge agrees with what the
 nodes say of their replica set, how many fenced members make a majority, how long to wait
-out the old primary's lease, and which fenced replica to promote.
+out the old primary's lease, which fenced node to promote, and whether a healthy master
+needs a re-tenure (replicas a failover fenced before it aborted refuse it).
 
 Members are counted by node id (`fenced_node_id` in INFO and in FENCE replies: a durable
 identity, node/replication/node_id.py), not by address: one node a sentinel learned under two
@@ -41,21 +42,43 @@ def members(master: Instance) -> int:
 
 
 def fence_majority(master: Instance) -> int:
-    """Fenced members needed: a majority of the replica set, which counts the old master (it
-    is never one of them: it cannot be promoted, so a write only it shares with the majority
-    would be lost)."""
+    """Fenced members needed: a majority of the replica set, which counts the old master. In
+    a failover the master is never one of them (it cannot be promoted, so a write only it
+    shares with the majority would be lost); in a re-tenure it must be one (it is the
+    candidate the re-tenure is for)."""
     return members(master) // 2 + 1
 
 
-def fenced_replicas(master: Instance) -> list[Instance]:
-    """The replicas that answered FENCE at this failover's epoch."""
+def fenced_nodes(master: Instance) -> list[Instance]:
+    """The members that answered FENCE at this failover's epoch: replicas and, in a
+    re-tenure, the master itself."""
     epoch = master.failover_epoch
-    return [s for s in master.slaves.values() if s.fence_reply is not None and s.fence_reply.fence_epoch == epoch]
+    nodes = [master, *master.slaves.values()] if master.retenure else list(master.slaves.values())
+    return [ri for ri in nodes if ri.fence_reply is not None and ri.fence_reply.fence_epoch == epoch]
 
 
 def fenced_members(master: Instance) -> int:
-    """Distinct members among the fenced replicas (by the node id of their FENCE reply)."""
-    return len({s.fence_reply.node_id for s in fenced_replicas(master) if s.fence_reply is not None})
+    """Distinct members among the fenced nodes (by the node id of their FENCE reply)."""
+    return len({ri.fence_reply.node_id for ri in fenced_nodes(master) if ri.fence_reply is not None})
+
+
+def stranded(master: Instance) -> str | None:
+    """Why a fenced master that looks healthy needs a re-tenure (None: it does not): it leads
+    no epoch (fenced above its own, or a node that started as a primary without having been
+    promoted in its log's epoch), or replicas that are up are fenced above its epoch — a
+    failover fenced them and then aborted — and refuse it (`STALEEPOCH`) until it leads a
+    newer epoch. Read from the nodes' INFO (`fence_epoch`, `epoch`, `leads_epoch`)."""
+    epoch = master.node_epoch
+    if epoch is None:
+        return None
+    if master.leads_epoch is False:
+        return f"the master leads no epoch (fenced at {master.fence_epoch}, its log in epoch {epoch})"
+    above = [s for s in master.slaves.values()
+             if s.fence_epoch is not None and s.fence_epoch > epoch and not s.flags & (S_DOWN | O_DOWN)]
+    if not above:
+        return None
+    return f"replicas fenced above the master's epoch {epoch}: " + " ".join(
+        f"{s.addr.key()}@{s.fence_epoch}" for s in above)
 
 
 def disagreement(master: Instance) -> str | None:
@@ -79,13 +102,14 @@ def disagreement(master: Instance) -> str | None:
 
 
 def select_fenced(master: Instance) -> Instance | None:
-    """The fenced replica with the highest (log epoch, offset) — ties: lower priority,
-    smaller run id — provided no fenced replica that cannot be promoted (down,
-    disconnected, priority 0) holds more: that one may be the only copy of an
-    acknowledged write."""
-    fenced = fenced_replicas(master)
+    """The fenced node with the highest (log epoch, offset) — ties: the master (in a
+    re-tenure: nothing moves), lower priority, smaller run id — provided no fenced node that
+    cannot be promoted (down, disconnected, a replica of priority 0) holds more: that one may
+    be the only copy of an acknowledged write."""
+    fenced = fenced_nodes(master)
     candidates = [
-        s for s in fenced if not s.flags & (S_DOWN | O_DOWN) and not s.link.disconnected and s.slave_priority != 0
+        s for s in fenced if not s.flags & (S_DOWN | O_DOWN) and not s.link.disconnected
+        and (s is master or s.slave_priority != 0)
     ]
     if not candidates:
         return None
@@ -98,4 +122,4 @@ def select_fenced(master: Instance) -> Instance | None:
     if any(position(s) > best for s in fenced):
         return None
     tied = [s for s in candidates if position(s) == best]
-    return min(tied, key=lambda s: (s.slave_priority, s.runid is None, (s.runid or "").lower()))
+    return min(tied, key=lambda s: (s is not master, s.slave_priority, s.runid is None, (s.runid or "").lower()))

@@ -23,10 +23,14 @@ class InfoReport:
     slave_priority: int | None = None
     slave_repl_offset: int | None = None
     replica_announced: int | None = None
-    # Fenced mode (Rill nodes, any role): the node's durable id and its settings.
+    # Fenced mode (Rill nodes, any role): the node's durable id, its settings, its fence
+    # epoch, the epoch its log continues in, and (a primary) whether it leads that epoch.
     fenced_node_id: str | None = None
     fenced_replica_set_size: int | None = None
     fenced_lease_milliseconds: int | None = None
+    fence_epoch: int | None = None
+    epoch: int | None = None
+    leads_epoch: bool | None = None
 
 
 def _replica_address(line: str) -> tuple[str, int] | None:
@@ -65,6 +69,12 @@ def parse_info(text: str, *, is_master: bool) -> InfoReport:
                 report.fenced_replica_set_size = atoi(value)
             elif name == "fenced_lease_milliseconds":
                 report.fenced_lease_milliseconds = atoi(value)
+        if line.startswith("fence_epoch:"):
+            report.fence_epoch = atoi(line[12:])
+        elif line.startswith("epoch:"):
+            report.epoch = atoi(line[6:])
+        elif line.startswith("leads_epoch:"):
+            report.leads_epoch = line[12:] == "1"
         if line.startswith("role:master"):
             role = "master"
         elif line.startswith("role:slave"):

@@ -60,6 +60,9 @@ FAILOVER_WAIT_LEASE: Final = 12  # fenced mode: waiting out the old primary's le
 FAILOVER_SELECT_SLAVE: Final = 20
 FAILOVER_SEND_SLAVEOF_NOONE: Final = 30
 FAILOVER_WAIT_PROMOTION: Final = 40
+# Fenced mode's re-tenure: the master, chosen, was sent SLAVEOF NO ONE EPOCH; waiting for its
+# INFO to show it leads that epoch.
+FAILOVER_WAIT_RETENURE: Final = 45
 FAILOVER_RECONF_SLAVES: Final = 50
 FAILOVER_UPDATE_CONFIG: Final = 60  # done: switch our master to the promoted replica
 
@@ -71,6 +74,7 @@ FAILOVER_STATE_NAMES: Final = {
     FAILOVER_SELECT_SLAVE: "select_slave",
     FAILOVER_SEND_SLAVEOF_NOONE: "send_slaveof_noone",
     FAILOVER_WAIT_PROMOTION: "wait_promotion",
+    FAILOVER_WAIT_RETENURE: "wait_retenure",
     FAILOVER_RECONF_SLAVES: "reconf_slaves",
     FAILOVER_UPDATE_CONFIG: "update_config",
 }
@@ -214,6 +218,18 @@ class Instance:
     # at this address (None: none since).
     node_id: str | None = None
     fenced_settings: FencedSettings | None = None
+    # Fenced mode, from the last INFO: the epoch the node promised to follow nothing older
+    # than (`fence_epoch`), the epoch its log continues in (`epoch`) and, for a master,
+    # whether it leads that epoch (`leads_epoch`); None while not reported.
+    fence_epoch: int | None = None
+    node_epoch: int | None = None
+    leads_epoch: bool | None = None
+    # Masters in fenced mode: the failover under way is a re-tenure (the master itself is a
+    # candidate); since when the master was seen stranded (0: not now) with the same
+    # (master's epoch, highest fence epoch).
+    retenure: bool = False
+    stranded_since: int = 0
+    stranded_epochs: tuple[int | None, int] | None = None
     released: bool = False  # dropped from our tables: replies about it are discarded
 
     @property

@@ -67,6 +67,7 @@ from node.sentinel.instance import (
     FAILOVER_UPDATE_CONFIG,
     FAILOVER_WAIT_LEASE,
     FAILOVER_WAIT_PROMOTION,
+    FAILOVER_WAIT_RETENURE,
     FAILOVER_WAIT_START,
     FORCE_FAILOVER,
     MASTER,
@@ -743,6 +744,7 @@ class Sentinel:
         ri.master_link_down_time = report.master_link_down_ms
         ri.node_id = report.fenced_node_id
         ri.fenced_settings = FencedSettings(report.fenced_replica_set_size or 0, report.fenced_lease_milliseconds or 0)
+        ri.fence_epoch, ri.node_epoch, ri.leads_epoch = report.fence_epoch, report.epoch, report.leads_epoch
         role = MASTER if report.role == "master" else SLAVE if report.role == "slave" else 0
         if role == SLAVE:
             if report.master_host is not None and (
@@ -779,9 +781,16 @@ class Sentinel:
         if self.tilt:
             return
         master = ri.master
+        if ri.flags & MASTER and role == MASTER and ri.failover_state == FAILOVER_WAIT_RETENURE:
+            if report.epoch == ri.failover_epoch and report.leads_epoch:
+                self._end_retenure(ri)
         if ri.flags & SLAVE and role == MASTER:
             assert master is not None
-            if ri.flags & PROMOTED and master.flags & FAILOVER_IN_PROGRESS and master.failover_state == FAILOVER_WAIT_PROMOTION:
+            # In fenced mode, promoted means promoted in our epoch (a replica that already
+            # reported itself master, a stranded one, may not have taken ours yet).
+            in_our_epoch = not master.fenced or report.epoch is None or report.epoch == master.failover_epoch
+            if (ri.flags & PROMOTED and master.flags & FAILOVER_IN_PROGRESS
+                    and master.failover_state == FAILOVER_WAIT_PROMOTION and in_our_epoch):
                 # The promotion worked: the new configuration gets our failover's epoch, so the
                 # other sentinels adopt it (unless they know a newer one).
                 master.config_epoch = master.failover_epoch
@@ -955,10 +964,13 @@ class Sentinel:
         master.failover_state_change_time = 0
         master.failover_start_time = 0  # a new failover may start at once
         master.promoted_slave = None
-        master.fence_majority_time = 0
+        self._forget_fencing(master)
+        master.stranded_since = 0
+        master.stranded_epochs = None
         master.runid = None
         master.node_id = None
         master.fenced_settings = None
+        master.fence_epoch = master.node_epoch = master.leads_epoch = None
         master.slave_master_host = None
         link.act_ping_time = self.now
         link.last_ping_time = 0
@@ -1039,7 +1051,7 @@ class Sentinel:
         self._check_sdown(ri)
         if ri.flags & MASTER:
             self._check_odown(ri)
-            if self._start_failover_if_needed(ri):
+            if self._start_failover_if_needed(ri) or self._start_retenure_if_needed(ri):
                 self._ask_others(ri, forced=True)
             self._failover_state_machine(ri)
             self._ask_others(ri, forced=False)
@@ -1057,6 +1069,10 @@ class Sentinel:
             master.flags & (O_DOWN | FAILOVER_IN_PROGRESS) or ri.master_link_down_time != 0
         ):
             info_period = 1000  # watch replicas closely while they may be promoted
+        elif ri.flags & MASTER and (ri.retenure or ri.stranded_since):
+            # Stranded replicas are judged against the master's epoch as it is now, and a
+            # re-tenure ends when the master's INFO shows the new one.
+            info_period = 1000
         else:
             info_period = self.timings.info_period
         ping_period = min(ri.down_after_period, self.timings.ping_period)
@@ -1146,7 +1162,8 @@ class Sentinel:
             if self.now - si.last_master_down_reply_time > self.timings.ask_period * 5:
                 si.flags &= ~MASTER_DOWN
                 si.leader = None
-            if not master.flags & S_DOWN or si.link.disconnected:
+            # A re-tenure asks for votes for a master that is not down (the answer says so).
+            if not (master.flags & S_DOWN or master.retenure) or si.link.disconnected:
                 continue
             if not forced and self.now - si.last_master_down_reply_time < self.timings.ask_period:
                 continue
@@ -1210,13 +1227,14 @@ class Sentinel:
 
     # ------------------------------------------------------------------ failover
 
-    def _start_failover(self, master: Instance) -> None:
+    def _start_failover(self, master: Instance, *, retenure: bool = False) -> None:
         master.failover_state = FAILOVER_WAIT_START
         master.flags |= FAILOVER_IN_PROGRESS
+        master.retenure = retenure
         self.current_epoch += 1
         master.failover_epoch = self.current_epoch
         self._event(WARNING, "+new-epoch", master, str(self.current_epoch), describe=False)
-        self._event(WARNING, "+try-failover", master, "")
+        self._event(WARNING, "+try-fenced-retenure" if retenure else "+try-failover", master, "")
         master.failover_start_time = self.now + self.rng.randrange(MAX_DESYNC)
         master.failover_state_change_time = self.now
 
@@ -1249,6 +1267,8 @@ class Sentinel:
             self._failover_send_slaveof_noone(master)
         elif state == FAILOVER_WAIT_PROMOTION:
             self._failover_wait_promotion(master)
+        elif state == FAILOVER_WAIT_RETENURE:
+            self._failover_wait_retenure(master)
         elif state == FAILOVER_RECONF_SLAVES:
             self._failover_reconf_next_slave(master)
 
@@ -1281,6 +1301,9 @@ class Sentinel:
 
     def _failover_select_slave(self, master: Instance) -> None:
         slave = self._select(master)
+        if slave is master:
+            self._retenure_master(master)
+            return
         if slave is None:
             self._event(WARNING, "-failover-abort-no-good-slave", master, "")
             self._abort_failover(master)
@@ -1382,19 +1405,17 @@ class Sentinel:
     def _abort_failover(self, master: Instance) -> None:
         """Only before the promoted replica accepted its role; afterwards a failover runs to
         its end (possibly by timeout)."""
-        assert master.flags & FAILOVER_IN_PROGRESS and master.failover_state <= FAILOVER_WAIT_PROMOTION
+        assert master.flags & FAILOVER_IN_PROGRESS and master.failover_state in (
+            *range(FAILOVER_WAIT_PROMOTION + 1), FAILOVER_WAIT_RETENURE)
         master.flags &= ~(FAILOVER_IN_PROGRESS | FORCE_FAILOVER)
         self._set_state(master, FAILOVER_NONE)
-        master.fence_majority_time = 0
-        for slave in master.slaves.values():
-            slave.fence_reply = None
-            slave.fence_sent_conn = None
+        self._forget_fencing(master)
         if master.promoted_slave is not None:
             master.promoted_slave.flags &= ~PROMOTED
             master.promoted_slave = None
 
     def _send_slaveof(self, ri: Instance, addr: Addr | None, *, epoch: int | None = None,
-                      position: tuple[int, int] | None = None) -> bool:
+                      position: tuple[int, int] | None = None, kill_clients: bool = True) -> bool:
         """The reconfiguration block: SLAVEOF, CONFIG REWRITE (persist it when the node has a
         config file) and CLIENT KILL of normal and Pub/Sub clients (so they reconnect and ask
         for the master again), in one MULTI/EXEC. Replies are not checked. In fenced mode the
@@ -1412,8 +1433,9 @@ class Sentinel:
         self._send(ri, conn, _DISCARD, "MULTI")
         self._send(ri, conn, _DISCARD, "SLAVEOF", *target)
         self._send(ri, conn, _DISCARD, "CONFIG", "REWRITE")
-        self._send(ri, conn, _DISCARD, "CLIENT", "KILL", "TYPE", "normal")
-        self._send(ri, conn, _DISCARD, "CLIENT", "KILL", "TYPE", "pubsub")
+        if kill_clients:
+            self._send(ri, conn, _DISCARD, "CLIENT", "KILL", "TYPE", "normal")
+            self._send(ri, conn, _DISCARD, "CLIENT", "KILL", "TYPE", "pubsub")
         self._send(ri, conn, _DISCARD, "EXEC")
         return True
 
@@ -1436,13 +1458,21 @@ class Sentinel:
         if self._fenced_view_disagrees(master):
             return
         epoch = master.failover_epoch
-        for slave in master.slaves.values():
-            if slave.fence_reply is None and not slave.link.disconnected and slave.link.cc != slave.fence_sent_conn:
+        majority = fenced.fence_majority(master)
+        targets = list(master.slaves.values())
+        if master.retenure and fenced.fenced_members(master) + 1 >= majority:
+            # The master is fenced last, once its reply completes a majority: until then it
+            # keeps acknowledging (a re-tenure that cannot fence a majority leaves it leading).
+            targets.append(master)
+        for ri in targets:
+            if ri.fence_reply is None and not ri.link.disconnected and ri.link.cc != ri.fence_sent_conn:
                 # Once per connection: a reply lost with its connection is asked for again.
-                slave.fence_sent_conn = slave.link.cc
-                self._send(slave, slave.link.cc, _FENCE, "FENCE", str(epoch))
+                ri.fence_sent_conn = ri.link.cc
+                self._send(ri, ri.link.cc, _FENCE, "FENCE", str(epoch))
         count = fenced.fenced_members(master)
-        if count >= fenced.fence_majority(master):
+        # A re-tenure goes on only with the master fenced: its FENCE reply is the position
+        # it is chosen on, and counting it is what lets the replicas it keeps be a minority.
+        if count >= majority and (not master.retenure or master.fence_reply is not None):
             master.fence_majority_time = self.now
             self._set_state(master, FAILOVER_WAIT_LEASE)
             self._event(WARNING, "+failover-state-wait-lease", master, f" {count}/{fenced.members(master)}")
@@ -1452,7 +1482,7 @@ class Sentinel:
             self._abort_failover(master)
 
     def _on_fence_reply(self, slave: Instance, value: Value) -> None:
-        master = slave.master
+        master = slave if slave.flags & MASTER else slave.master
         if master is None or master.failover_state != FAILOVER_FENCE:
             return
         if not (isinstance(value, list) and len(value) == 4 and all(isinstance(v, int) for v in value[:3])
@@ -1472,3 +1502,86 @@ class Sentinel:
             return
         self._set_state(master, FAILOVER_SELECT_SLAVE)
         self._event(WARNING, "+failover-state-select-slave", master, "")
+
+    def _forget_fencing(self, master: Instance) -> None:
+        """A failover or re-tenure is over: its FENCE replies count no more."""
+        master.fence_majority_time = 0
+        master.retenure = False
+        for ri in (master, *master.slaves.values()):
+            ri.fence_reply = None
+            ri.fence_sent_conn = None
+
+    # ------------------------------------------------------------------ fenced mode: re-tenure
+    #
+    # A fenced failover that aborts after fencing a minority of the replicas leaves them
+    # promised to its epoch: they refuse the master, of an older one (STALEEPOCH), for good,
+    # and no failover comes while the master is healthy. A re-tenure is a fenced failover in
+    # which the master is a candidate: elected as for a failover, it fences a majority (the
+    # master last, counted among them), waits the lease out and selects the fenced node with
+    # the highest position, the master on ties. The master chosen is sent SLAVEOF NO ONE EPOCH
+    # e POSITION <its FENCE reply's>: it keeps its log and leads e, which the replicas accept.
+    # A replica holding more (the master is then not the primary with the newest writes) is
+    # promoted as in any failover. Default mode never does this (docs/safety.md).
+
+    def _start_retenure_if_needed(self, master: Instance) -> bool:
+        """A healthy fenced master stranded (node/sentinel/fenced.py, `stranded`) with the
+        same epochs for longer than a failover under way elsewhere could take to end gets a
+        re-tenure, no sooner than a failover would be retried."""
+        reason = None
+        if master.fenced and not master.flags & FAILOVER_IN_PROGRESS and self._master_looks_sane(master):
+            reason = fenced.stranded(master)
+        if reason is None:
+            master.stranded_since = 0
+            master.stranded_epochs = None
+            return False
+        # A failover or re-tenure under way (led by another sentinel) fences at its epoch:
+        # the epochs seen change, and the wait starts again. Once they stay as they are for
+        # as long as such a one can take to end (fence, lease wait, promotion), it ended.
+        epochs = (master.node_epoch, max(ri.fence_epoch or 0 for ri in (master, *master.slaves.values())))
+        if epochs != master.stranded_epochs:
+            if master.stranded_since == 0:
+                self._log(WARNING, f"Fenced mode: '{master.name}' is stranded: {reason}")
+                self._event(WARNING, "+fenced-stranded", master, f" {reason}")
+            master.stranded_since = self.now
+            master.stranded_epochs = epochs
+            return False
+        settle = 2 * master.failover_timeout + lease_wait_ms(master.lease_ms, self.drift_permille)
+        if self.now - master.stranded_since < settle:
+            return False
+        if self.now - master.failover_start_time < master.failover_timeout * 2:
+            return False
+        self._log(WARNING, f"Fenced mode: re-tenure of '{master.name}' at a new epoch: {reason}")
+        self._start_failover(master, retenure=True)
+        return True
+
+    def _retenure_master(self, master: Instance) -> None:
+        """The master holds the highest position of the fenced majority: it leads the new
+        epoch with its log as it is (no CLIENT KILL: its clients are at the right place)."""
+        reply = master.fence_reply
+        assert reply is not None
+        if not self._send_slaveof(master, None, epoch=master.failover_epoch, position=(reply.log_epoch, reply.offset),
+                                  kill_clients=False):
+            return  # no connection now: selected again at the next run
+        self._event(WARNING, "+fenced-retenure", master, f" epoch {master.failover_epoch} position "
+                    f"{reply.log_epoch} {reply.offset}")
+        self._set_state(master, FAILOVER_WAIT_RETENURE)
+
+    def _failover_wait_retenure(self, master: Instance) -> None:
+        """Refused (the master's log moved since its FENCE reply: it restarted from an older
+        AOF) or unanswered: give up at failover-timeout; the next attempt waits twice that."""
+        if self.now - master.failover_state_change_time > master.failover_timeout:
+            self._event(WARNING, "-failover-abort-retenure-timeout", master, "")
+            self._abort_failover(master)
+
+    def _end_retenure(self, master: Instance) -> None:
+        """The master's INFO shows it leads the re-tenure's epoch: our configuration gets that
+        epoch (it spreads in hellos, ordering it with any failover), the failover is over."""
+        master.config_epoch = master.failover_epoch
+        master.flags &= ~(FAILOVER_IN_PROGRESS | FORCE_FAILOVER)
+        self._set_state(master, FAILOVER_NONE)
+        self._forget_fencing(master)
+        master.stranded_since = 0
+        master.stranded_epochs = None
+        self._flush()
+        self._event(WARNING, "+fenced-retenure-end", master, f" epoch {master.config_epoch}")
+        self._force_hello_update(master)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from typing import Final
+from typing import Final, Protocol
 
 from node.commands.context import Session
 from node.commands.expiry import Expiry, is_expired
@@ -18,6 +18,13 @@ from node.config import Config
 from node.engine.keyspace import Keyspace
 from node.log.effect_log import EffectLog
 from node.server.core import ServerCore
+
+
+class CommitNotes(Protocol):
+    """Committed reads (node/replication/committed.py) learn which keys each effect wrote."""
+
+    def note(self, db_index: int, argv: Sequence[bytes]) -> None: ...
+    def note_run(self, db_index: int, key: bytes, before: int) -> None: ...
 
 
 class Server(ServerCore):
@@ -29,12 +36,17 @@ class Server(ServerCore):
         self.expiry = Expiry()
         self._watchers: dict[tuple[int, bytes], set[Session]] = {}
         self.dirty = 0  # writes since the last save (Redis's server.dirty)
+        # Set while committed reads track streams (a replica set of more than one node).
+        self.commit_notes: CommitNotes | None = None
 
     # -- the write path, as commands reach it through their Node ----------------------------
 
     def propagate(self, db_index: int, argv: Sequence[bytes]) -> None:
         self.dirty += 1
         self.effects.append(db_index, argv)
+        notes = self.commit_notes
+        if notes is not None:
+            notes.note(db_index, argv)
         if not self._watchers and not self.blocking.has_waiters():
             return  # nobody to tell that these keys changed
         # Subcommand effects (XGROUP DESTROY key ...) name their keys in the subcommand's spec.
@@ -43,10 +55,14 @@ class Server(ServerCore):
             for key in spec.keys(argv):
                 self.touch(db_index, key)
 
-    def appended_from_log(self, db_index: int, key: bytes, count: int) -> None:
+    def appended_from_log(self, db_index: int, key: bytes, count: int, before: int) -> None:
         """What propagate() does for `count` XADDs to `key` that a replica appended from its
-        primary's log in one run (the log muted: it records the primary's bytes)."""
+        primary's log in one run (the log muted: it records the primary's bytes); `before` is
+        the stream's last ID before them."""
         self.dirty += count
+        notes = self.commit_notes
+        if notes is not None:
+            notes.note_run(db_index, key, before)
         if self._watchers or self.blocking.has_waiters():
             self.touch(db_index, key)
 

@@ -87,11 +87,17 @@ def _drain(queries: list[Any], primary: redis.Redis, timeout: float = 120) -> No
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         progress = [q.lastProgress for q in queries]
-        if all(p and p["numInputRows"] == 0 and json.loads(p["sources"][0]["endOffset"] or "{}").get(EVENTS) == target
-               for p in progress):
+        if all(p and p["numInputRows"] == 0 and _read_up_to(p["sources"][0]["endOffset"]) == target for p in progress):
             return
         time.sleep(1)
     print(f"  (the job had not caught up after {timeout:.0f}s)")
+
+
+def _read_up_to(end_offset: str | None) -> str | None:
+    """Where a progress report's end offset has read EVENTS up to (pipeline.offsets' JSON)."""
+    offset = json.loads(end_offset or "{}")
+    found = (offset.get("streams") or offset).get(EVENTS)
+    return str(found) if found is not None else None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -124,10 +130,10 @@ def main(argv: list[str] | None = None) -> int:
         from pipeline.example import jobs
 
         print("Starting Spark (local[2,4])...", flush=True)
-        # 2 cores; a failed task is tried up to 4 times, as on a cluster (spark.task.maxFailures),
-        # where local mode's default is once: a task Spark itself loses now and then (seen: a
-        # java.io.OptionalDataException deserializing a streaming task) must not end the job.
-        # The writes are idempotent (IDMP), so a retried task adds nothing twice.
+        # 2 cores; a failed task is tried up to 4 times, as spark.task.maxFailures does on a
+        # cluster (local mode's default is once). The writer relies on it: a partition whose
+        # writes it cannot confirm durable (a failover, a replica too slow for WAIT) fails its
+        # task so that the retry sends the whole partition again, which IDMP deduplicates.
         spark = (SparkSession.builder.master("local[2,4]").appName("rill-pipeline")
                  .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
                  .config("spark.sql.shuffle.partitions", "2")

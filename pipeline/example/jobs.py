@@ -12,6 +12,8 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming.query import StreamingQuery
 
+from pipeline.queries import start_in_turn
+
 EVENT_SCHEMA = ("id string, kind string, user string, product string, category string, price double, "
                 "quantity int, country string, event_time timestamp")
 WINDOW_SCHEMA = ("window_start timestamp, window_end timestamp, category string, events long, orders long, "
@@ -38,11 +40,13 @@ def start_streaming(spark: SparkSession, source: dict[str, str], target_url: str
     windows = revenue_windows(events)
     to_rill = (windows.writeStream.queryName("windows_to_rill").format("rill").option("url", target_url)
                .option("stream", windows_stream).option("checkpointLocation", f"{checkpoints}/rill")
-               .outputMode("append").trigger(processingTime="2 seconds").start())
+               .outputMode("append").trigger(processingTime="2 seconds"))
     to_parquet = (windows.writeStream.queryName("windows_to_parquet").format("parquet").option("path", parquet_dir)
                   .option("checkpointLocation", f"{checkpoints}/parquet").outputMode("append")
-                  .trigger(processingTime="5 seconds").start())
-    return [to_rill, to_parquet]
+                  .trigger(processingTime="5 seconds"))
+    # One at a time: two queries creating their `rill` sources at once can corrupt the map
+    # Spark shares between them (pipeline/queries.py).
+    return start_in_turn([to_rill, to_parquet])
 
 
 def report(spark: SparkSession, url: str, events_stream: str, windows_stream: str, parquet_dir: str) -> dict[str, Any]:

@@ -109,25 +109,29 @@ class SnapshotChunk(_message.Message):
     def __init__(self, data: _Optional[bytes] = ...) -> None: ...
 
 class Batch(_message.Message):
-    __slots__ = ("start_offset", "data", "unit_sizes", "lease_stamp")
+    __slots__ = ("start_offset", "data", "unit_sizes", "lease_stamp", "committed_offset")
     START_OFFSET_FIELD_NUMBER: _ClassVar[int]
     DATA_FIELD_NUMBER: _ClassVar[int]
     UNIT_SIZES_FIELD_NUMBER: _ClassVar[int]
     LEASE_STAMP_FIELD_NUMBER: _ClassVar[int]
+    COMMITTED_OFFSET_FIELD_NUMBER: _ClassVar[int]
     start_offset: int
     data: bytes
     unit_sizes: _containers.RepeatedScalarFieldContainer[int]
     lease_stamp: int
-    def __init__(self, start_offset: _Optional[int] = ..., data: _Optional[bytes] = ..., unit_sizes: _Optional[_Iterable[int]] = ..., lease_stamp: _Optional[int] = ...) -> None: ...
+    committed_offset: int
+    def __init__(self, start_offset: _Optional[int] = ..., data: _Optional[bytes] = ..., unit_sizes: _Optional[_Iterable[int]] = ..., lease_stamp: _Optional[int] = ..., committed_offset: _Optional[int] = ...) -> None: ...
 
 class Heartbeat(_message.Message):
-    __slots__ = ("primary_offset", "ack_requested", "epoch", "lease_stamp")
+    __slots__ = ("primary_offset", "ack_requested", "epoch", "lease_stamp", "committed_offset")
     PRIMARY_OFFSET_FIELD_NUMBER: _ClassVar[int]
     ACK_REQUESTED_FIELD_NUMBER: _ClassVar[int]
     EPOCH_FIELD_NUMBER: _ClassVar[int]
     LEASE_STAMP_FIELD_NUMBER: _ClassVar[int]
+    COMMITTED_OFFSET_FIELD_NUMBER: _ClassVar[int]
     primary_offset: int
     ack_requested: bool
     epoch: int
     lease_stamp: int
-    def __init__(self, primary_offset: _Optional[int] = ..., ack_requested: _Optional[bool] = ..., epoch: _Optional[int] = ..., lease_stamp: _Optional[int] = ...) -> None: ...
+    committed_offset: int
+    def __init__(self, primary_offset: _Optional[int] = ..., ack_requested: _Optional[bool] = ..., epoch: _Optional[int] = ..., lease_stamp: _Optional[int] = ..., committed_offset: _Optional[int] = ...) -> None: ...

@@ -315,6 +315,45 @@ def test_fenced_commands_outside_fenced_mode_and_the_arity_of_slaveof(started: l
         assert call(node, *args) == call(oracle, *args), args
 
 
+def test_a_primary_re_tenured_at_a_newer_epoch_brings_back_a_replica_an_aborted_failover_fenced(
+    started: list[Proc],
+) -> None:
+    """docs/safety.md, the re-tenure (the test plays the sentinels' part): a replica fenced at
+    epoch 2 by a failover that then aborted refuses its primary of epoch 0. FENCE 3 to the
+    replicas, then to the primary, the lease waited out, and SLAVEOF NO ONE EPOCH 3 POSITION
+    <the primary's FENCE reply> to the primary itself: it keeps its log and leads epoch 3, the
+    stranded replica takes it, and majority writes are acknowledged again, none lost."""
+    primary = start_fenced(started)
+    following = start_fenced(started, replicaof=("127.0.0.1", primary.port))
+    stranded = start_fenced(started, replicaof=("127.0.0.1", primary.port))
+    wait_synced(primary, following, stranded)
+    wait_until(lambda: leased(primary), "the primary's lease")
+    before = [call(primary, "XADD", "s", "*", "n", str(i)) for i in range(20)]
+    assert call(primary, "WAIT", 2, 2000) == 2
+    assert call(stranded, "FENCE", 2)[0] == 2  # the aborted failover's
+    call(primary, "XADD", "s", "*", "n", "while-stranded")
+    wait_until(lambda: info(stranded)["master_link_status"] == "down", "the stranded replica refusing the primary")
+    assert call(primary, "WAIT", 1, 2000) == 1  # the other replica keeps its lease
+    # The re-tenure: the replicas, then the primary (last), at epoch 3.
+    assert call(following, "FENCE", 3)[0] == 3 and call(stranded, "FENCE", 3)[0] == 3
+    reply = call(primary, "FENCE", 3)
+    assert reply[:2] == [3, 0]
+    assert str(call(primary, "XADD", "s", "*", "n", "fenced")).startswith("-NOREPLICAS")  # leads nothing now
+    time.sleep(LEASE * (1 + DRIFT) / (1 - DRIFT))
+    assert call(primary, "SLAVEOF", "NO", "ONE", "EPOCH", 3, "POSITION", *reply[1:3]) == b"OK"
+    fields = info(primary)
+    assert (fields["role"], fields["epoch"], fields["leads_epoch"]) == ("master", "3", "1")
+    wait_until(lambda: info(stranded)["master_link_status"] == "up" and info(following)["master_link_status"] == "up",
+               "both replicas following the primary's new epoch")
+    assert info(stranded)["epoch"] == "3"
+    wait_until(lambda: leased(primary), "the lease of the new tenure")
+    after = call(primary, "XADD", "s", "*", "n", "after")
+    assert call(primary, "WAIT", 2, 2000) == 2
+    for node in (primary, following, stranded):
+        ids = [entry[0] for entry in call(node, "XRANGE", "s", "-", "+")]
+        assert set(before) | {after} <= set(ids), node
+
+
 def test_fenced_mode_promotes_only_with_an_epoch(started: list[Proc]) -> None:
     node = start_fenced(started)
     assert str(call(node, "REPLICAOF", "NO", "ONE")).startswith("-fenced mode promotes only with")

@@ -20,6 +20,7 @@ import pytest
 import redis
 
 from tests.conftest import ROOT, Proc
+from tests.replication_node.nodes import start_node, stop_all, wait_synced
 
 os.environ["PYSPARK_PYTHON"] = sys.executable
 os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (ROOT, os.environ.get("PYTHONPATH")) if p)
@@ -61,6 +62,20 @@ def server(request: pytest.FixtureRequest, rill_node: Proc, redis_server: Proc) 
     with proc.client() as client:
         client.flushall()
     yield proc
+
+
+@pytest.fixture(scope="module")
+def rill_trio() -> Iterator[list[Proc]]:
+    """A Rill primary and two replicas (in that order), for the module."""
+    started: list[Proc] = []
+    try:
+        primary = start_node()
+        started.append(primary)
+        started += [start_node(replicaof=primary) for _ in range(2)]
+        wait_synced(*started)
+        yield started
+    finally:
+        stop_all(started)
 
 
 def url(proc: Proc) -> str:

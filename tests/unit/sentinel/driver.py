@@ -14,22 +14,29 @@ MYID = "a" * 40
 MASTER = ("10.0.0.1", 6379)
 
 
-def fenced_fields(fenced: tuple[int, int, str] | None) -> list[str]:
-    """A fenced node's INFO replication fields: (fenced-replica-set-size,
-    fenced-lease-milliseconds, node id)."""
+def fenced_fields(fenced: tuple[int, int, str] | None, epochs: tuple[int, int, int] = (0, 0, 0),
+                  leads: bool | None = None) -> list[str]:
+    """A fenced node's INFO replication fields: `fenced` is (fenced-replica-set-size,
+    fenced-lease-milliseconds, node id), `epochs` (fence epoch, log epoch, epoch), `leads` a
+    primary's leads_epoch."""
     if fenced is None:
         return []
     size, lease, node_id = fenced
-    return ["fenced_mode:yes", f"fenced_node_id:{node_id}", f"fenced_replica_set_size:{size}",
-            f"fenced_lease_milliseconds:{lease}", "fence_epoch:0", "log_epoch:0", "epoch:0"]
+    fence_epoch, log_epoch, epoch = epochs
+    lines = ["fenced_mode:yes", f"fenced_node_id:{node_id}", f"fenced_replica_set_size:{size}",
+             f"fenced_lease_milliseconds:{lease}", f"fence_epoch:{fence_epoch}", f"log_epoch:{log_epoch}",
+             f"epoch:{epoch}"]
+    if leads is not None:
+        lines.append(f"leads_epoch:{int(leads)}")
+    return lines
 
 
 def info_master(run_id: str, replicas: list[tuple[str, int, int]] = (),  # type: ignore[assignment]
-                fenced: tuple[int, int, str] | None = None) -> bytes:
+                fenced: tuple[int, int, str] | None = None, epochs: tuple[int, int, int] = (0, 0, 0)) -> bytes:
     lines = ["# Server", f"run_id:{run_id}", "", "# Replication", "role:master", f"connected_slaves:{len(replicas)}"]
     for i, (ip, port, offset) in enumerate(replicas):
         lines.append(f"slave{i}:ip={ip},port={port},state=online,offset={offset},lag=0")
-    lines += fenced_fields(fenced)
+    lines += fenced_fields(fenced, epochs, leads=None if fenced is None else epochs[0] <= epochs[2])
     return ("\r\n".join(lines) + "\r\n").encode()
 
 
@@ -42,6 +49,7 @@ def info_replica(
     link_up: bool = True,
     down_since: int = 0,
     fenced: tuple[int, int, str] | None = None,
+    epochs: tuple[int, int, int] = (0, 0, 0),
 ) -> bytes:
     lines = [
         "# Server", f"run_id:{run_id}", "", "# Replication", "role:slave",
@@ -51,7 +59,7 @@ def info_replica(
     if not link_up:
         lines.append(f"master_link_down_since_seconds:{down_since}")
     lines += [f"slave_priority:{priority}", "slave_read_only:1", "replica_announced:1"]
-    lines += fenced_fields(fenced)
+    lines += fenced_fields(fenced, epochs)
     return ("\r\n".join(lines) + "\r\n").encode()
 
 

@@ -9,6 +9,7 @@ policy's code, so a bug in the policy cannot hide behind the same bug in its che
 - best replica: the replica a failover selects is a candidate by Redis's exclusions and no
   other candidate sorts before it (priority, then offset, then run id) — in fenced mode, the
   fenced candidate with the highest (epoch, offset), and none better that cannot be promoted;
+  a master re-tenured at a new epoch likewise (fenced with a majority, none further than it);
 - bounded failovers: a failover in progress ends or aborts within its timeouts (counted in
   time the sentinel was running, out of TILT, and — Redis's one exception — not while the
   promoted replica is SDOWN, which suspends the end of a failover);
@@ -17,7 +18,8 @@ policy's code, so a bug in the policy cannot hide behind the same bug in its che
   epoch was promoted;
 - convergence (checked by `final`): once every fault healed and the system settled, every
   sentinel names the same master with the same config epoch, that node is a master and every
-  other node replicates it.
+  other node replicates it — in fenced mode with its link up and not fenced above the
+  master's epoch, and the master not fenced above its own (liveness: no replica stranded).
 """
 
 from __future__ import annotations
@@ -145,6 +147,8 @@ class Invariants:
                 self.fail(f"two leaders in epoch {master.failover_epoch}: {sorted(winners)}")
         elif kind == "+selected-slave":
             self.check_selection(sentinel, event.message.split()[1])
+        elif kind == "+fenced-retenure":
+            self.check_retenure(sentinel)
 
     # ---------------------------------------------------------------- selection
 
@@ -203,6 +207,23 @@ class Invariants:
             if (r["fence"].log_epoch, r["fence"].offset) > (best.log_epoch, best.offset):
                 self.fail(f"fenced mode promoted {chosen} {best} although {name} had {r['fence']}")
 
+    def check_retenure(self, sentinel: SentinelProc) -> None:
+        """The master keeps its place in a new epoch only as a failover would have chosen it:
+        fenced at that epoch with a majority of the real replica set, and no fenced node's
+        log further than its own."""
+        master = sentinel.policy.masters[NAME]
+        epoch = master.failover_epoch
+        replies = [ri.fence_reply for ri in (master, *master.slaves.values())
+                   if ri.fence_reply is not None and ri.fence_reply.fence_epoch == epoch]
+        own = master.fence_reply
+        if own is None or own.fence_epoch != epoch:
+            self.fail(f"{sentinel.name} re-tenured the master in epoch {epoch} without fencing it")
+        if len({r.node_id for r in replies}) < len(self.sim.members()) // 2 + 1:
+            self.fail(f"{sentinel.name} re-tenured the master with only {len(replies)} members fenced")
+        for r in replies:
+            if (r.log_epoch, r.offset) > (own.log_epoch, own.offset):
+                self.fail(f"{sentinel.name} re-tenured the master at {own} although a member had {r}")
+
     # ---------------------------------------------------------------- fenced mode
 
     def on_promotion(self, node: NodeProc, missing: set[int]) -> None:
@@ -249,6 +270,13 @@ class Invariants:
                 continue
             if node.role != "slave" or node.master_addr != (host, port):
                 self.fail(f"{node.name} is {node.role} of {node.master_addr}, not a replica of {master.name}")
+            if sim.fenced and (not node.link_up or node.fence_epoch > master.epoch):
+                # Liveness: a replica fenced above its master's epoch refuses it for good.
+                self.fail(f"{node.name} does not replicate {master.name}: link {'up' if node.link_up else 'down'}, "
+                          f"fenced at epoch {node.fence_epoch}, the master's epoch is {master.epoch}")
+        if sim.fenced and master.stepped_down():
+            self.fail(f"the master {master.name} is fenced at epoch {master.fence_epoch} above its epoch "
+                      f"{master.epoch}: it acknowledges nothing")
         if sim.fenced or sim.workload:
             missing = {w for w in sim.acked if all(e[1] != w for e in master.log)}
             if sim.fenced and missing:

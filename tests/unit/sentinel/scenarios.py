@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from tests.unit.sentinel.invariants import Invariants
-from tests.unit.sentinel.sim import Sim
+from tests.unit.sentinel.sim import Fault, Sim
 
 FAULTS = ("partition", "kill", "pause", "flap", "reset")
 SETTLE_MS = 60_000  # TILT lasts 30 s; turning an old master into a replica takes about 20 s
@@ -40,13 +40,37 @@ def run_seed(seed: int, *, fenced: bool = False, workload: bool = False, kinds: 
     count = faults if faults is not None else rng.randint(1, 3)
     end = sim.random_faults(count, 12_000, kinds, max_duration=rng.choice((3000, 15_000, 45_000)), plan=plan,
                             gap=gap)
-    # Settle: until everything converged (checked every 2 s), at most SETTLE_MS.
+    return settle(sim, checker, end)
+
+
+def settle(sim: Sim, checker: Invariants, end: int) -> tuple[Sim, Invariants]:
+    """Runs to `end` (the last fault healed), then until everything converged (checked every
+    2 s), at most SETTLE_MS; then the final checks (convergence among them)."""
     sim.run_until(end)
     deadline = end + SETTLE_MS
     while sim.now < deadline and not checker.converged():
         sim.run_until(sim.now + 2000)
     checker.final()
     return sim, checker
+
+
+def split_seed(seed: int) -> tuple[Sim, Invariants]:
+    """The chaos lab's split-majority, fenced, long enough for a failover to fence the
+    replicas on the sentinels' side (a minority) and abort at failover-timeout: the master and
+    ⌊N/2⌋ replicas, with the client, cut off from the sentinels and the other replicas, then
+    healed; settled until everything converged (at most SETTLE_MS). Raises Violation."""
+    rng = random.Random(seed ^ 0x5B117)
+    sentinels = rng.choice((3, 3, 5))
+    failover_timeout = rng.choice((2000, 3000))
+    down_after = rng.choice((500, 1000))
+    sim = Sim(seed, n_sentinels=sentinels, n_nodes=rng.choice((3, 5)), quorum=sentinels // 2 + 1, down_after=down_after,
+              failover_timeout=failover_timeout, fenced=True, workload=True, warm=True,
+              lease_ms=rng.choice((1000, 3000)))
+    checker = Invariants(sim)
+    # SDOWN, ODOWN and the election take 1-3 s; fencing gives up after failover-timeout.
+    duration = down_after + 3000 + failover_timeout + rng.randrange(0, 4000)
+    sim.apply_fault(Fault("split-majority", "master", START_MS, duration))
+    return settle(sim, checker, START_MS + duration)
 
 
 def loss_report(seeds: range, *, fenced: bool, kinds: tuple[str, ...]) -> dict[str, int]:
@@ -74,7 +98,10 @@ def loss_report(seeds: range, *, fenced: bool, kinds: tuple[str, ...]) -> dict[s
 # connected to everything.
 START_MS = 4000
 SWEEP_FAULTS = ("partition", "partition-sentinels", "kill", "pause", "flap", "reset", "bounce", "step",
-                "stale-sentinels", "join", "leave", "minority-bounce")
+                "stale-sentinels", "join", "leave", "minority-bounce", "split-majority")
+# One seed in SPLIT_EVERY of the sweep is split_seed: a failover aborted after fencing a
+# minority, then healed, with convergence (liveness) checked after it.
+SPLIT_EVERY = 10
 
 
 def sweep_seed(seed: int) -> Sim:
@@ -83,8 +110,11 @@ def sweep_seed(seed: int) -> Sim:
     forgetting replicas, members joining and leaving, partitions, pauses, kills), sometimes
     a step of the leader's wall clock or crashes of nodes mid-rewrite during the lease wait;
     every invariant checked as its event happens (G1 at each promotion, G2 at each accepted
-    write and WAIT). No settling: the run ends a little after the last fault heals
-    (convergence is `run_seed`'s business). Raises Violation."""
+    write and WAIT). No settling, except for the seeds that run `split_seed` (one in
+    SPLIT_EVERY), which must converge (convergence is otherwise `run_seed`'s business).
+    Raises Violation."""
+    if seed % SPLIT_EVERY == SPLIT_EVERY - 1:
+        return split_seed(seed)[0]
     rng = random.Random(seed ^ 0x5EED)
     sentinels = rng.choice((3, 3, 5))
     sim = Sim(
@@ -136,7 +166,7 @@ def sweep_chunk(seeds: range) -> dict[str, Any]:
 
     stats: dict[str, Any] = {"seeds": 0, "promotions": 0, "acknowledged": 0, "wall_steps": 0,
                              "restarts_from_old_aof": 0, "forgotten_replicas": 0, "membership_changes": 0,
-                             "refusals": 0, "tilts": 0, "steps": 0, "violations": {}}
+                             "refusals": 0, "tilts": 0, "steps": 0, "retenures": 0, "violations": {}}
     for seed in seeds:
         try:
             sim = sweep_seed(seed)
@@ -152,6 +182,7 @@ def sweep_chunk(seeds: range) -> dict[str, Any]:
         stats["membership_changes"] += sim.membership_changes
         stats["refusals"] += sum(1 for e in sim.events if e[2] == "-failover-abort-fenced-mismatch")
         stats["tilts"] += sum(1 for e in sim.events if e[2] == "+tilt")
+        stats["retenures"] += sum(1 for e in sim.events if e[2] == "+fenced-retenure-end")
         stats["steps"] += sim.steps
     return stats
 

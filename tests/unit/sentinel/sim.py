@@ -369,7 +369,10 @@ class NodeProc(Proc):
             ]
         if self.sim.fenced:
             lines += ["fenced_mode:yes", f"fenced_node_id:{self.node_id}", f"fenced_replica_set_size:{self.set_size}",
-                      f"fenced_lease_milliseconds:{self.lease_ms}"]
+                      f"fenced_lease_milliseconds:{self.lease_ms}", f"fence_epoch:{self.fence_epoch}",
+                      f"log_epoch:{self.log_epoch()}", f"epoch:{self.epoch}"]
+            if self.role == "master":
+                lines.append(f"leads_epoch:{int(not self.stepped_down())}")
         return ("\r\n".join(lines) + "\r\n").encode()
 
     # commands
@@ -430,6 +433,14 @@ class NodeProc(Proc):
                     return RespError("STALEEPOCH promotion refused: not at the position relied on")
                 self.fence_epoch = epoch
             if self.role == "master":
+                if self.sim.fenced:
+                    # A primary promoted in a newer epoch starts that tenure, its log kept
+                    # (node/replication/role.py, `promote`): its lease starts empty.
+                    assert epoch is not None
+                    self.epoch = epoch
+                    self.log.append((epoch, None))
+                    self.acks = {}
+                    self.sim.promoted(self)
                 return "OK"
             self.role = "master"
             self.master_addr = None
@@ -660,7 +671,10 @@ class Fault:
     new node joins the replica set), leave (a replica leaves it; every sentinel then gets
     SENTINEL RESET, as the operator's procedure says), minority-bounce (the master and one of
     its replicas cut off from the sentinels and the other nodes, the master keeping its
-    clients, that replica SIGKILLed and restarted every 0.5 s)."""
+    clients, that replica SIGKILLed and restarted every 0.5 s), split-majority (the master and
+    ⌊N/2⌋ of its replicas, with the clients, cut off from every sentinel and the other
+    replicas: a fenced failover can fence only a minority and aborts; the chaos lab's
+    split-majority))."""
 
     kind: str
     target: str
@@ -953,7 +967,7 @@ class Sim:
         self.at(fault.start + fault.duration, self._fault_end, fault)
 
     def _fault_start(self, fault: Fault) -> None:
-        if fault.kind in ("stale-sentinels", "minority-bounce"):
+        if fault.kind in ("stale-sentinels", "minority-bounce", "split-majority"):
             fault.target = "master"
         if fault.target == "master":
             # Whichever node most sentinels call master now.
@@ -988,6 +1002,15 @@ class Sim:
                     if other not in (proc, replica) and other is not self.client:
                         self.blocked.add(frozenset((inside.name, other.name)))
             self._bounce(fault, replica)
+        elif fault.kind == "split-majority":
+            replicas = self.followers(proc) if isinstance(proc, NodeProc) else []
+            kept = self.rng.sample(replicas, min(len(replicas), len(self.members()) // 2))
+            fault.other = ",".join(r.name for r in kept)
+            inside = [proc, *kept]
+            for node in inside:
+                for other in self.procs.values():
+                    if other not in inside and other is not self.client:
+                        self.blocked.add(frozenset((node.name, other.name)))
         elif fault.kind == "step":
             proc.step_wall(self.rng.choice((-1, 1)) * self.rng.randrange(100, 3000))
         elif fault.kind in ("join", "leave"):
@@ -1118,8 +1141,11 @@ class Sim:
 
     def _fault_end(self, fault: Fault) -> None:
         proc = self.procs[fault.target]
-        if fault.kind in ("partition", "partition-sentinels", "stale-sentinels", "flap", "minority-bounce"):
-            for name in (proc.name, fault.other) if fault.kind == "minority-bounce" else (proc.name,):
+        if fault.kind in ("partition", "partition-sentinels", "stale-sentinels", "flap", "minority-bounce",
+                          "split-majority"):
+            names = (proc.name, *fault.other.split(",")) if fault.kind in ("minority-bounce", "split-majority") else (
+                proc.name,)
+            for name in names:
                 for other in self.procs.values():
                     self.blocked.discard(frozenset((name, other.name)))
             self._heal()

@@ -4,6 +4,7 @@ driver.py): timings, payloads and decisions as Redis 7.2's sentinel.c has them."
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 
 from node.sentinel import selection
 from node.sentinel.instance import FAILOVER_NONE, FAILOVER_RECONF_SLAVES, S_DOWN
@@ -611,6 +612,116 @@ def test_a_node_known_under_two_addresses_is_one_member_and_counts_once_when_fen
              [1, 0, 10, node_id("10.0.1.1").encode()])
     d.tick()
     assert d.messages("+failover-state-wait-lease") == ["master mymaster 10.0.0.1 6379 2/3"]
+
+
+STRANDED = ("10.0.1.1", 6379)  # fenced at epoch 2 by a failover that then aborted
+FOLLOWING = ("10.0.1.2", 6379)
+
+
+def _stranded(d: Driver, *, fenced: bool, master_epochs: tuple[int, int, int] = (0, 0, 0)) -> Callable[[Driver], None]:
+    """A healthy master of epoch 0 (one sentinel, quorum 1) with a replica following it and
+    one fenced at epoch 2 that refuses it; returns the answerer that keeps it so."""
+    d.master.fenced = fenced
+    d.master.quorum = 1
+
+    def answer(d: Driver) -> None:
+        pong(d)
+        d.answer_all(MASTER, "INFO", info_master(RUN_A, [(FOLLOWING[0], 6379, 40)], fenced=(3, 1000, node_id(MASTER[0])),
+                                                 epochs=master_epochs))
+        d.answer_all(STRANDED, "INFO", info_replica("3" * 40, offset=30, link_up=False, down_since=5,
+                                                    fenced=(3, 1000, node_id(STRANDED[0])), epochs=(2, 0, 0)))
+        d.answer_all(FOLLOWING, "INFO", info_replica("4" * 40, offset=40, fenced=(3, 1000, node_id(FOLLOWING[0]))))
+
+    d.add_replica(1)
+    d.add_replica(2)
+    return answer
+
+
+def test_fenced_mode_re_tenures_a_healthy_master_whose_replicas_an_aborted_failover_fenced() -> None:
+    """docs/safety.md, bug 4: a replica fenced at epoch 2 by a failover that aborted refuses
+    the master of epoch 0 for good. Once that has lasted as long as a failover could take
+    (2 x failover-timeout + the lease wait), the sentinel is elected for a new epoch, fences
+    the replicas, then the master (last, once its reply completes a majority), waits the
+    lease out and gives the master the new epoch at the position of its FENCE reply, without
+    killing its clients; the master's INFO showing it leads that epoch ends the re-tenure."""
+    d = Driver(failover_timeout=3000)
+    answer = _stranded(d, fenced=True)
+    for _ in range(30):
+        if "+fenced-stranded" in d.types():
+            break
+        d.run(100, answer=answer)
+    assert d.messages("+fenced-stranded") == [
+        "master mymaster 10.0.0.1 6379 replicas fenced above the master's epoch 0: 10.0.1.1:6379@2"]
+    d.run(2 * 3000 + lease_wait_ms(1000, 50) - 200, answer=answer)
+    assert "+try-fenced-retenure" not in d.types()
+    d.run(1500, answer=answer)
+    assert "+try-failover" not in d.types()
+    assert d.types()[-4:] == ["+try-fenced-retenure", "+vote-for-leader", "+elected-leader", "+failover-state-fence"]
+    epoch = d.master.failover_epoch
+    assert epoch == 1 and d.master.retenure
+    fences = d.sent(None, "FENCE")
+    assert sorted(d.target(f) for f in fences) == [STRANDED, FOLLOWING]  # not the master yet
+    stranded = next(f for f in fences if d.target(f) == STRANDED)
+    d.answer(stranded, fence_reply(d, stranded, 2, 0, 30))  # fenced newer: does not count
+    following = next(f for f in fences if d.target(f) == FOLLOWING)
+    d.answer(following, fence_reply(d, following, epoch, 0, 40))
+    d.tick()
+    [master_fence] = d.sent(MASTER, "FENCE")
+    assert master_fence.argv == ("FENCE", str(epoch))
+    d.answer(master_fence, fence_reply(d, master_fence, epoch, 0, 45))
+    d.tick()
+    assert d.messages("+failover-state-wait-lease") == ["master mymaster 10.0.0.1 6379 2/3"]
+    d.run(lease_wait_ms(1000, 50) + 200, answer=lambda d: None)
+    assert d.messages("+fenced-retenure") == [f"master mymaster 10.0.0.1 6379 epoch {epoch} position 0 45"]
+    block = [s.argv for s in d.sent(MASTER) if s.argv[0] not in ("PING", "INFO", "PUBLISH")]
+    assert block == [("MULTI",), ("SLAVEOF", "NO", "ONE", "EPOCH", str(epoch), "POSITION", "0", "45"),
+                     ("CONFIG", "REWRITE"), ("EXEC",)]
+    d.discard()
+    # Still its old epoch: not over.
+    d.run(1100, answer=answer)
+    assert "+fenced-retenure-end" not in d.types()
+    d.run(1100, answer=lambda d: d.answer_all(MASTER, "INFO", info_master(
+        RUN_A, [], fenced=(3, 1000, node_id(MASTER[0])), epochs=(epoch, epoch, epoch))))
+    assert d.messages("+fenced-retenure-end") == [f"master mymaster 10.0.0.1 6379 epoch {epoch}"]
+    assert d.master.config_epoch == epoch and d.master.failover_state == FAILOVER_NONE and not d.master.retenure
+
+
+def test_a_re_tenure_that_fences_no_majority_leaves_the_master_unfenced() -> None:
+    d = Driver(failover_timeout=3000)
+    answer = _stranded(d, fenced=True)
+    d.run(2000 + 2 * 3000 + lease_wait_ms(1000, 50) + 200, answer=answer)
+    assert "+failover-state-fence" in d.types()
+    d.pending = [p for p in d.pending if p.argv[0] != "FENCE"]  # never answered
+    d.run(3500, answer=lambda d: d.discard())
+    assert "-failover-abort-fence-timeout" in d.types()
+    assert not any(a.argv[0] == "FENCE" for a in d.actions if isinstance(a, Send) and d.target(a) == MASTER)
+
+
+def test_a_re_tenure_promotes_a_replica_that_holds_more_than_the_master() -> None:
+    """The master is a candidate, not a given: a fenced replica whose log is further (a newer
+    epoch's) is promoted as in any failover, so no majority write of that epoch is lost."""
+    d = Driver(failover_timeout=3000)
+    answer = _stranded(d, fenced=True)
+    d.run(2000 + 2 * 3000 + lease_wait_ms(1000, 50) + 200, answer=answer)
+    epoch = d.master.failover_epoch
+    for f in d.sent(None, "FENCE"):
+        d.answer(f, fence_reply(d, f, epoch, 2, 31) if d.target(f) == STRANDED else fence_reply(d, f, epoch, 0, 40))
+    d.tick()
+    for f in d.sent(MASTER, "FENCE"):
+        d.answer(f, fence_reply(d, f, epoch, 0, 45))
+    d.run(lease_wait_ms(1000, 50) + 300, answer=lambda d: None)
+    assert d.messages("+selected-slave") == ["slave 10.0.1.1:6379 10.0.1.1 6379 @ mymaster 10.0.0.1 6379"]
+    assert "+fenced-retenure" not in d.types()
+    assert ("SLAVEOF", "NO", "ONE", "EPOCH", str(epoch), "POSITION", "2", "31") in [s.argv for s in d.sent(STRANDED)]
+
+
+def test_default_mode_never_re_tenures() -> None:
+    """Redis's behaviour stays: a healthy master is left alone whatever its replicas say."""
+    d = Driver(failover_timeout=3000)
+    answer = _stranded(d, fenced=False)
+    d.run(30_000, answer=answer)
+    assert not {"+fenced-stranded", "+try-fenced-retenure", "+try-failover"} & set(d.types())
+    assert not any(isinstance(a, Send) and a.argv[0] == "FENCE" for a in d.actions)
 
 
 def test_lease_wait_covers_the_lease_on_the_slowest_and_fastest_clocks() -> None:

@@ -22,7 +22,7 @@ import pytest
 from node.sentinel import election, fenced, policy, selection
 from tests.unit.sentinel import sim as sim_module
 from tests.unit.sentinel.invariants import Violation
-from tests.unit.sentinel.scenarios import run_seed, sweep, sweep_chunk
+from tests.unit.sentinel.scenarios import run_seed, split_seed, sweep, sweep_chunk
 
 SEEDS = int(os.environ.get("SENTINEL_SIM_SEEDS", "120"))
 # The fenced-mode sweep (scenarios.sweep_seed); `python -m tests.unit.sentinel.scenarios sweep`
@@ -171,6 +171,23 @@ def test_fenced_mode_promotes_no_replica_that_restarted_from_an_older_aof_during
     assert restarted >= SEEDS // 6
 
 
+def test_fenced_mode_brings_back_replicas_a_failover_fenced_before_aborting() -> None:
+    """The chaos lab's split-majority (docs/safety.md, *Bugs the lab found in Rill*, 4): the
+    master keeps ⌊N/2⌋ replicas and its clients; the sentinels, with the other replicas, fail
+    over, fence the replicas they reach (a minority), cannot fence a majority and abort at
+    failover-timeout; the split heals. The replicas fenced at the aborted epoch refuse the
+    master's older one: the sentinels must bring them back by themselves (a re-tenure of the
+    master at a newer epoch) and the whole replica set converge, G1 and G2 checked at every
+    step."""
+    stranded = 0
+    for seed in range(SEEDS // 2):
+        sim, _ = split_seed(seed)
+        stranded += any(e[2] == "-failover-abort-fence-timeout" for e in sim.events) and not any(
+            e[2] == "+promoted-slave" for e in sim.events)
+    # The schedules do strand replicas (a failover fenced some, then aborted, nothing promoted).
+    assert stranded >= SEEDS // 8
+
+
 def test_fenced_mode_refuses_to_fail_over_while_the_sentinels_know_fewer_replicas_than_the_set_has() -> None:
     """The master is cut off from the sentinels, which restart from configuration files that
     miss some of its replicas (a backup, or a file older than their discovery): a majority of
@@ -220,7 +237,9 @@ def test_fenced_mode_keeps_g1_and_g2_over_a_thousand_seeded_fault_schedules() ->
     over 1,000 seeds of every fault the simulator has: partitions, pauses, kills, resets,
     flapping links, wall-clock steps on any process and during the lease wait, a replica
     restarting every 0.5 s (alone, or cut off with the master), restarts from an older AOF,
-    sentinels restarted from files missing replicas, members joining and leaving."""
+    sentinels restarted from files missing replicas, members joining and leaving, a failover
+    that fenced a minority before aborting (one seed in ten then checked to converge: no
+    replica left refusing the master)."""
     result = sweep(range(SWEEP_SEEDS), jobs=min(2, os.cpu_count() or 1))
     assert not result["violations"], list(result["violations"].values())[:5]
     assert result["seeds"] == SWEEP_SEEDS
@@ -228,6 +247,7 @@ def test_fenced_mode_keeps_g1_and_g2_over_a_thousand_seeded_fault_schedules() ->
     for key, least in (("promotions", SWEEP_SEEDS // 2), ("wall_steps", SWEEP_SEEDS // 2),
                        ("restarts_from_old_aof", SWEEP_SEEDS // 20), ("membership_changes", SWEEP_SEEDS // 20),
                        ("forgotten_replicas", SWEEP_SEEDS // 10), ("refusals", SWEEP_SEEDS // 50),
+                       ("retenures", SWEEP_SEEDS // 50),
                        ("acknowledged", SWEEP_SEEDS * 100)):
         assert result[key] >= least, (key, result)
 
