@@ -130,6 +130,10 @@ def run_node(argv: list[str]) -> int:
         print(fatal_config_report(exc), file=sys.stderr)
         logging.getLogger("rill").error("%s", exc)
         return 1
+    except OSError as exc:  # settings that cannot work together (fenced mode without the AOF)
+        logging.getLogger("rill").error("Could not start: %s", exc)
+        print(f"Could not start: {exc}", file=sys.stderr)
+        return 1
     try:
         asyncio.run(node.serve())
     except OSError as exc:

@@ -74,6 +74,9 @@ def test_a_replica_replicates_as_a_user_that_may_only_replicate(primary: Proc) -
         with pytest.raises(redis.exceptions.NoPermissionError):
             app.config_get("masterauth")
         app.close()
+        # (The server may see that close after the kill below: wait for it, or it counts two.)
+        wait_until(lambda: all(c["user"] != "replica" for c in writer.client_list(_type="normal")), 30,
+                   "the server to see the client's close")
         # Its replica stream is a client of user `replica` for CLIENT KILL USER.
         assert writer.execute_command("CLIENT", "KILL", "USER", "replica") == 1
         # Without REPLCONF the next hello is refused: the link stays down, both sides say why.
