@@ -22,7 +22,7 @@ import pytest
 from chaos.topology import toxiproxy_binary
 from tests.deploy.base_image import ensure_base_image
 from tests.deploy.engine import Engine, docker_engine
-from tests.deploy.project import CHAOS_FILE, NODES, ROOT, SENTINELS, Project
+from tests.deploy.project import CHAOS_FILE, NODES, ROOT, SENTINELS, TLS_FILE, Project
 
 log = logging.getLogger("deploy")
 
@@ -102,3 +102,9 @@ def chaos_project(engine: Engine, base_image: str) -> Iterator[Project]:
     """The chaos lab's cluster: deploy/compose.chaos.yaml over compose.yaml, with the chaos
     profile's toxiproxies (every link of the cluster through them)."""
     yield from _up(engine, base_image, (CHAOS_FILE,), ("chaos",))
+
+
+@pytest.fixture(scope="module")
+def tls_project(engine: Engine, base_image: str) -> Iterator[Project]:
+    """The TLS profile: deploy/compose.yaml with deploy/compose.tls.yaml over it."""
+    yield from _up(engine, base_image, (TLS_FILE,))

@@ -20,6 +20,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 COMPOSE_FILE = os.path.join(ROOT, "deploy", "compose.yaml")
 # The chaos lab's cluster: every link through the chaos profile's proxies (an override of COMPOSE_FILE).
 CHAOS_FILE = os.path.join(ROOT, "deploy", "compose.chaos.yaml")
+# The TLS profile: an override of COMPOSE_FILE (deploy/compose.tls.yaml).
+TLS_FILE = os.path.join(ROOT, "deploy", "compose.tls.yaml")
 NODES = ("primary", "replica-1", "replica-2")
 SENTINELS = ("sentinel-1", "sentinel-2", "sentinel-3")
 PROFILES = ("chaos", "pipeline")
@@ -49,7 +51,7 @@ class Project:
     @classmethod
     def create(cls, engine: Engine, workdir: str, base_image: str, overrides: tuple[str, ...] = ()) -> Project:
         """A new project whose images are built from `base_image` and named after it;
-        `overrides`: compose files applied over deploy/compose.yaml (the chaos lab's cluster)."""
+        `overrides`: compose files applied over deploy/compose.yaml (the chaos lab's cluster, the TLS profile)."""
         project = cls(engine, f"rilltest{secrets.token_hex(4)}", os.path.join(workdir, "compose.env"),
                       secrets.token_urlsafe(24), (COMPOSE_FILE, *overrides))
         env = {"RILL_PASSWORD": project.password, **dict.fromkeys(_PORT_VARIABLES, "0"),
