@@ -1,9 +1,10 @@
 #!/bin/sh
 # rill-tls-certs DIR NAME...: the certificates of a TLS deployment (deploy/compose.tls.yaml),
 # made once: a CA, one certificate for the nodes and sentinels whose subject alternative names
-# are the service NAMEs (plus localhost and 127.0.0.1), and a client certificate, all signed by
-# the CA. Nothing is done when DIR/ca.crt exists, so a restart keeps the certificates (and the
-# clients that trust the CA). The keys are readable by their owner only.
+# are the NAMEs (plus localhost and 127.0.0.1; a NAME that is an IP address goes in as one, for
+# clients that reach the nodes by address: the chaos lab's --tls), and a client certificate,
+# all signed by the CA. Nothing is done when DIR/ca.crt exists, so a restart keeps the
+# certificates (and the clients that trust the CA). The keys are readable by their owner only.
 set -eu
 dir=$1
 shift
@@ -19,7 +20,13 @@ openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days "$day
     -subj "/CN=Rill deployment CA" -keyout "$tmp/ca.key" -out "$tmp/ca.crt" 2>/dev/null
 san="DNS:localhost,IP:127.0.0.1"
 for name in "$@"; do
-    san="$san,DNS:$name"
+    case $name in
+        *:*) kind=IP ;;  # IPv6: a host name has no colon
+        *[!0-9.]*) kind=DNS ;;
+        *.*.*.*) kind=IP ;;
+        *) kind=DNS ;;
+    esac
+    san="$san,$kind:$name"
 done
 sign() {  # sign NAME CN EXTENSIONS
     openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=$2" \

@@ -101,8 +101,8 @@ def test_the_health_check_speaks_tls_when_given_the_ca(tmp_path: object) -> None
 def test_tls_certs_makes_a_ca_signed_set_once(tmp_path: object) -> None:
     directory = str(tmp_path)
     script = os.path.join(ROOT, "deploy", "tls-certs.sh")
-    first = subprocess.run(["sh", script, directory, "primary", "sentinel-1"], capture_output=True, text=True,
-                           timeout=60)
+    first = subprocess.run(["sh", script, directory, "primary", "sentinel-1", "10.7.0.2"], capture_output=True,
+                           text=True, timeout=60)
     assert first.returncode == 0, first.stderr
     for name in ("node", "client"):
         verified = subprocess.run(["openssl", "verify", "-CAfile", os.path.join(directory, "ca.crt"),
@@ -111,6 +111,7 @@ def test_tls_certs_makes_a_ca_signed_set_once(tmp_path: object) -> None:
     text = subprocess.run(["openssl", "x509", "-noout", "-ext", "subjectAltName", "-in",
                            os.path.join(directory, "node.crt")], capture_output=True, text=True).stdout
     assert "DNS:primary" in text and "DNS:sentinel-1" in text and "IP Address:127.0.0.1" in text
+    assert "IP Address:10.7.0.2" in text  # an address name is an IP name (what a client checks an address against)
     assert not os.path.exists(os.path.join(directory, "ca.key"))  # nothing can sign more
     assert oct(os.stat(os.path.join(directory, "node.key")).st_mode & 0o777) == "0o600"
     with open(os.path.join(directory, "ca.crt")) as f:
