@@ -42,6 +42,8 @@ def _settings_flags(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--down-after-ms", type=int, help=OPTIONS["down_after_ms"])
     group.add_argument("--lease-ms", type=int, help=OPTIONS["lease_ms"])
     group.add_argument("--appendfsync", help=OPTIONS["appendfsync"])
+    group.add_argument("--tls", action="store_true", help="nodes and sentinels serve TLS only, every lab client "
+                       "uses TLS, with certificates made for the run (the setting tls = 1)")
 
 
 def _overrides(args: argparse.Namespace) -> dict[str, object]:
@@ -69,6 +71,8 @@ def _overrides(args: argparse.Namespace) -> dict[str, object]:
     for name in ("nodes", "down_after_ms", "lease_ms", "appendfsync"):
         if getattr(args, name) is not None:
             out[name] = getattr(args, name)
+    if args.tls:
+        out["tls"] = 1
     return out
 
 

@@ -21,10 +21,13 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 
 from chaos.clocks import Clock, shim_path
 from chaos.diskfs import DiskControl
 from chaos.targets import SERVICE, Settings, Target, node_argv, node_config, sentinel_argv, sentinel_config
+from chaos.tls import TlsFiles, make_tls_files
 from chaos.topology import Lab, LabError, Member
 
 ADMIN_TIMEOUT = 1.0
@@ -68,6 +71,7 @@ class Process:
     starts: int = 0
     clock: Clock | None = None  # its wall clock, when the lab controls it (the clock shim is built)
     disk: DiskControl | None = None  # its dir's filesystem, with the disk nemesis
+    tls: TlsFiles | None = None  # with --tls: it serves TLS only, and the lab's clients use these
 
     def start(self) -> None:
         """Starts the process, unless it is running: overlapping faults (a kill inside a host
@@ -104,10 +108,12 @@ class Process:
         self.paused = False
 
     def admin(self, timeout: float = ADMIN_TIMEOUT) -> redis.Redis:
-        """A client on the real address (around the proxies), for the lab's own use."""
+        """A client on the real address (around the proxies), for the lab's own use (with
+        --tls, a TLS one)."""
         self.lab.check_in_hub()
+        tls: dict[str, Any] = {"ssl": True, **self.tls.client_kwargs()} if self.tls else {}
         return redis.Redis(self.member.real_ip, self.member.ports[0], socket_timeout=timeout,
-                           socket_connect_timeout=timeout, decode_responses=True)
+                           socket_connect_timeout=timeout, decode_responses=True, **tls)
 
 
 class Cluster:
@@ -198,13 +204,22 @@ class LabCluster(Cluster):
         super().__init__(lab.members)
         self.lab, self.target, self.settings = lab, target, settings
         self._own: list[Process] = []
+        self.tls: TlsFiles | None = None
+        # with --tls: what a plaintext PING to each node's and sentinel's port got (it must fail)
+        self.plaintext_refused: dict[str, str] = {}
 
     def start(self, ready_timeout: float = 30.0) -> None:
         """Writes the configs, starts the nodes (n1 primary), waits until every replica is
-        in sync, starts the sentinels and waits until they know every replica and each other."""
+        in sync, starts the sentinels and waits until they know every replica and each other.
+        With --tls, the run's certificates first, and at the end the check that no process
+        answers a plaintext client."""
         members = self.lab.members.values()
         node_members = [m for m in members if m.kind == "node"]
         first = node_members[0]
+        if self.settings.tls:
+            servers = [m for m in members if m.kind in ("node", "sentinel")]
+            self.tls = make_tls_files(os.path.join(self.lab.workdir, "tls"),
+                                      sorted({ip for m in servers for ip in (m.real_ip, m.announced_ip)}))
         for member in node_members:
             workdir = self._workdir(member)
             conf = os.path.join(workdir, "node.conf")
@@ -215,17 +230,18 @@ class LabCluster(Cluster):
                                    os.path.join(workdir, "diskfs.log"))
             with open(conf, "w", encoding="utf-8") as f:
                 f.write(node_config(self.target, self.settings, member.real_ip, member.announced_ip, workdir, primary,
-                                    disk.mountpoint if disk else None))
-            self._own.append(Process(member, node_argv(self.target, conf), workdir, self.lab, disk=disk))
+                                    disk.mountpoint if disk else None, self.tls))
+            self._own.append(Process(member, node_argv(self.target, conf), workdir, self.lab, disk=disk,
+                                     tls=self.tls))
             self.nodes[member.name] = self._own[-1]
         for member in (m for m in members if m.kind == "sentinel"):
             workdir = self._workdir(member)
             conf = os.path.join(workdir, "sentinel.conf")
             with open(conf, "w", encoding="utf-8") as f:
                 f.write(sentinel_config(self.target, self.settings, member.real_ip, member.announced_ip, workdir,
-                                        first.address))
+                                        first.address, self.tls))
             shutil.copyfile(conf, f"{conf}.initial")  # what a sentinel restarted from a stale config gets
-            self._own.append(Process(member, sentinel_argv(self.target, conf), workdir, self.lab))
+            self._own.append(Process(member, sentinel_argv(self.target, conf), workdir, self.lab, tls=self.tls))
             self.sentinels[member.name] = self._own[-1]
         if shim_path() is not None:
             for proc in self._own:
@@ -246,6 +262,25 @@ class LabCluster(Cluster):
         for proc in sentinels:
             conf = proc.argv[-1]
             shutil.copyfile(conf, f"{conf}.ready")
+        if self.tls is not None:
+            self._check_tls_only()
+
+    def _check_tls_only(self) -> None:
+        """Every node and sentinel refuses a plaintext client on its port: what --tls
+        promises (the lab's own clients just reached them all over TLS)."""
+        for proc in self._own:
+            # once: redis-py's default retries a refused PING with backoff
+            client = redis.Redis(proc.member.real_ip, proc.member.ports[0], socket_timeout=ADMIN_TIMEOUT,
+                                 socket_connect_timeout=ADMIN_TIMEOUT, retry=Retry(NoBackoff(), 0))
+            try:
+                client.ping()
+            except (redis.RedisError, OSError) as exc:
+                self.plaintext_refused[proc.member.name] = f"{type(exc).__name__}: {exc}"
+                continue
+            finally:
+                client.close()
+            raise LabError(f"{proc.member.name} answered a plaintext PING on port {proc.member.ports[0]}: "
+                           "it does not serve TLS only")
 
     def _workdir(self, member: Member) -> str:
         path = os.path.join(self.lab.workdir, member.name)

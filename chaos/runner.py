@@ -142,6 +142,8 @@ def run(target_name: str, scenario_name: str, seed: int, duration: float, out: s
     try:
         report("setting up", 0.0)
         stage.set_up()
+        if not attached:
+            base.update(stage.info)  # what the lab's set-up found (with --tls: its plaintext check)
         first = _create_group(cluster, stage.key)
         timings["setup_s"] = round(time.monotonic() - started, 2)
         t0 = time.monotonic()
@@ -216,10 +218,13 @@ def _lab_stage(target: Target, settings: Settings, workdir: str, seed: int) -> S
     """The lab's own cluster: namespaces and toxiproxies, then the target's nodes and sentinels."""
     lab = build_lab(settings.nodes, SENTINELS, CLIENT_GROUPS, node_ports(target), SENTINEL_PORT, workdir, seed)
     cluster = LabCluster(lab, target, settings)
+    info: dict[str, Any] = {}
 
     def set_up() -> None:
         lab.create()  # also moves this process into the lab's hub namespace
         cluster.start()
+        if cluster.tls is not None:
+            info["tls"] = {"plaintext_refused": cluster.plaintext_refused}
 
     def tear_down() -> None:
         cluster.stop_all()
@@ -227,12 +232,13 @@ def _lab_stage(target: Target, settings: Settings, workdir: str, seed: int) -> S
 
     def spec(group: str) -> dict[str, Any]:
         return {"sentinels": [list(p.member.address) for p in cluster.sentinels.values()],
-                "nodes": {name: list(p.member.address) for name, p in cluster.nodes.items()}}
+                "nodes": {name: list(p.member.address) for name, p in cluster.nodes.items()},
+                "tls": cluster.tls.__dict__ if cluster.tls is not None else None}
 
     def worker_argv(group: str, argv: list[str]) -> list[str]:
         return lab.exec_argv(lab.members[group], argv)
 
-    return Stage(cluster, Links(lab), KEY, set_up, tear_down, worker_argv, spec)
+    return Stage(cluster, Links(lab), KEY, set_up, tear_down, worker_argv, spec, info=info)
 
 
 def _deployment_stage(target_name: str, where: dict[str, str], seed: int) -> Stage:

@@ -14,6 +14,8 @@ import shutil
 import sys
 from dataclasses import dataclass, replace
 
+from chaos.tls import TlsFiles
+
 SERVICE = "rill"  # the name sentinels monitor the primary under
 NODE_PORT = 6379  # every member has its own namespace, so the usual ports never clash
 SENTINEL_PORT = 26379
@@ -62,6 +64,7 @@ class Settings:
     lease_ms: int = 1000  # fenced mode: the nodes' and the sentinels' lease (they must be the same)
     clock_drift_permille: int = 50  # fenced mode: the sentinels' bound on clock rate errors
     disk_nemesis: int = 0  # 1: each node's dir on the disk nemesis' filesystem (chaos/diskfs.py)
+    tls: int = 0  # 1: nodes and sentinels serve TLS only, every lab client uses it (chaos/tls.py)
 
 
 # The settings a user may set, with what they mean (the CLI's flags and the options file's keys).
@@ -76,6 +79,7 @@ OPTIONS: dict[str, str] = {
     "lease_ms": "fenced mode: fenced-lease-milliseconds of the nodes and the sentinels",
     "clock_drift_permille": "fenced mode: sentinel fenced-clock-drift-permille",
     "disk_nemesis": "1: put each node's dir on the lab's FUSE filesystem (power loss, full disk, EIO)",
+    "tls": "1: nodes and sentinels serve TLS only (port 0 + tls-port, tls-replication); every lab client uses TLS",
 }
 
 
@@ -95,7 +99,8 @@ def settings_with(base: Settings, overrides: dict[str, object]) -> Settings:
             number = int(str(value))
         except ValueError:
             raise ValueError(f"{key} must be a whole number, not {value!r}") from None
-        if number < 0 or (name == "nodes" and not 3 <= number <= 9) or (name == "quorum" and not 1 <= number <= 3):
+        if number < 0 or (name == "nodes" and not 3 <= number <= 9) or (name == "quorum" and not 1 <= number <= 3) \
+                or (name == "tls" and number > 1):
             raise ValueError(f"{key} = {number} is out of range ({OPTIONS[name]})")
         values[name] = number
     return replace(base, **values)  # type: ignore[arg-type]
@@ -139,13 +144,18 @@ def _lines(pairs: list[tuple[str, str]]) -> str:
     return "".join(f"{name} {value}\n" for name, value in pairs)
 
 
+def _port(port: int, tls: TlsFiles | None) -> list[tuple[str, str]]:
+    """The RESP port: plain, or with `--tls` the same number as the only (TLS) port."""
+    return tls.server_directives(port) if tls is not None else [("port", str(port))]
+
+
 def node_config(target: Target, settings: Settings, real_ip: str, announced_ip: str, workdir: str,
-                primary: tuple[str, int] | None, data_dir: str | None = None) -> str:
+                primary: tuple[str, int] | None, data_dir: str | None = None, tls: TlsFiles | None = None) -> str:
     """A node's config file. It binds its real address (what the proxies forward to) and its
     announced one (a Rill node serves RESP and replication on both), and announces the
     latter to its primary so sentinels and replicas use the proxied path."""
     pairs = [
-        ("port", str(NODE_PORT)),
+        *_port(NODE_PORT, tls),
         ("bind", f"{real_ip} {announced_ip}"),
         ("dir", data_dir or workdir),
         ("logfile", os.path.join(workdir, "node.log")),
@@ -172,9 +182,9 @@ def node_config(target: Target, settings: Settings, real_ip: str, announced_ip: 
 
 
 def sentinel_config(target: Target, settings: Settings, real_ip: str, announced_ip: str, workdir: str,
-                    primary: tuple[str, int]) -> str:
+                    primary: tuple[str, int], tls: TlsFiles | None = None) -> str:
     pairs = [
-        ("port", str(SENTINEL_PORT)),
+        *_port(SENTINEL_PORT, tls),
         ("bind", f"{real_ip} {announced_ip}"),
         ("dir", workdir),
         ("logfile", os.path.join(workdir, "sentinel.log")),

@@ -34,11 +34,12 @@ from typing import Any
 
 import redis
 from redis.backoff import NoBackoff
-from redis.connection import Connection
+from redis.connection import Connection, SSLConnection
 from redis.retry import Retry
 from redis.sentinel import Sentinel
 
 from chaos.history import Recorder
+from chaos.tls import TlsFiles
 
 SERVICE = "rill"
 DEFAULT_GROUP = "g"
@@ -69,6 +70,7 @@ class Spec:
     routes: dict[str, list[Any]] | None = None  # "host:port" announced -> [host, port] to connect to
     password_env: str = ""  # the environment variable holding the nodes' password
     sentinel_password_env: str = ""
+    tls: dict[str, str] | None = None  # the lab's --tls: the CA and the client certificate (chaos.tls.TlsFiles)
 
     @staticmethod
     def load(path: str) -> Spec:
@@ -100,13 +102,18 @@ class Worker:
         """A connection to the node announced at host:port (through the group's route to it)."""
         host, port = (self.spec.routes or {}).get(f"{host}:{port}", (host, port))
         password = os.environ.get(self.spec.password_env) if self.spec.password_env else None
-        conn = Connection(host=host, port=port, socket_timeout=self.spec.op_timeout, socket_connect_timeout=0.5,
-                          retry=Retry(NoBackoff(), 0), decode_responses=True, password=password or None)
+        kind, tls = (SSLConnection, self.tls_kwargs()) if self.spec.tls else (Connection, {})
+        conn = kind(host=host, port=port, socket_timeout=self.spec.op_timeout, socket_connect_timeout=0.5,
+                    retry=Retry(NoBackoff(), 0), decode_responses=True, password=password or None, **tls)
         try:
             conn.connect()
         except (redis.ConnectionError, redis.TimeoutError, OSError) as exc:
             raise NotSent(f"connect {host}:{port}: {exc}") from None
         return conn
+
+    def tls_kwargs(self) -> dict[str, Any]:
+        """redis-py's TLS keywords of the spec's certificates (none without TLS)."""
+        return TlsFiles(**self.spec.tls).client_kwargs() if self.spec.tls else {}
 
     def op(self, process: str, f: str, call: Callable[[], dict[str, Any]], **fields: Any) -> dict[str, Any] | None:
         """Records `invoke`, runs `call`, records its completion; returns the ok fields."""
@@ -319,8 +326,9 @@ class PrimaryLink:
         quick: dict[str, Any] = {"socket_timeout": 0.5, "socket_connect_timeout": 0.5, "retry": Retry(NoBackoff(), 0)}
         env = worker.spec.sentinel_password_env
         password = os.environ.get(env) if env else None
-        self.sentinel = Sentinel(worker.spec.sentinels, sentinel_kwargs={**quick, "password": password or None},
-                                 **quick)
+        tls: dict[str, Any] = {"ssl": True, **worker.tls_kwargs()} if worker.spec.tls else {}
+        self.sentinel = Sentinel(worker.spec.sentinels,
+                                 sentinel_kwargs={**quick, "password": password or None, **tls}, **quick)
         self.conn: Connection | None = None
         self.node: str | None = None
 

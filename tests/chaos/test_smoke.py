@@ -44,9 +44,10 @@ DURATION = 20
 RUN_TIMEOUT = 150  # setup ~5 s + 20 s of workload + settle + drain + final reads, with room
 
 
-def _run(target: str, scenario: str, out: str) -> dict[str, object]:
+def _run(target: str, scenario: str, out: str, *flags: str) -> dict[str, object]:
+    """`rill chaos run` of a scenario (with `flags`), as a user runs it; its result."""
     proc = subprocess.Popen([sys.executable, "-m", "chaos", "run", "--target", target, "--scenario", scenario,
-                             "--seed", "1", "--duration", str(DURATION), "--out", out],
+                             "--seed", "1", "--duration", str(DURATION), "--out", out, *flags],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
     try:
         stdout, stderr = proc.communicate(timeout=RUN_TIMEOUT)
@@ -67,14 +68,10 @@ def _run(target: str, scenario: str, out: str) -> dict[str, object]:
     return result
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize(("target", "scenario"), RUNS)
-def test_a_scenario_runs_end_to_end_and_cleans_up(target: str, scenario: str, tmp_path: object) -> None:
-    out = os.path.join(str(tmp_path), "run")
-    result: dict = _run(target, scenario, out)  # type: ignore[type-arg]
+def assert_the_harness_worked(result: dict, out: str) -> list[dict]:  # type: ignore[type-arg]
+    """The fault ran and healed, the cluster settled, every node was read, the consumers
+    drained, every kind of producer was acknowledged; returns the run's history."""
     assert result["status"] == "done"
-
-    # the harness worked: the fault ran and healed, the cluster settled, all was read
     with open(os.path.join(out, "history.jsonl"), encoding="utf-8") as f:
         history = [json.loads(line) for line in f]
     planned = next(e for e in history if e["type"] == "meta" and e["f"] == "run")["steps"]
@@ -87,6 +84,15 @@ def test_a_scenario_runs_end_to_end_and_cleans_up(target: str, scenario: str, tm
     assert all(result["writes"]["by_mode"][mode]["ok"] > 0 for mode in ("nowait", "wait1", "waitmaj"))
     assert result["groups"]["deliveries"] > 0
     assert {"invoke", "ok", "nemesis", "monitor", "final", "meta"} <= {e["type"] for e in history}
+    return history
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("target", "scenario"), RUNS)
+def test_a_scenario_runs_end_to_end_and_cleans_up(target: str, scenario: str, tmp_path: object) -> None:
+    out = os.path.join(str(tmp_path), "run")
+    result: dict = _run(target, scenario, out)  # type: ignore[type-arg]
+    history = assert_the_harness_worked(result, out)
     fault = result["faults"][0]
     split = any(e["type"] == "monitor" and e["f"] == "-failover-abort-not-elected" for e in history)
     tilt = result["sentinels"]["tilt"]
