@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from chaos.cli import _overrides
+from chaos.cli import _overrides, _parser
 from chaos.soak import summarize
 from chaos.targets import Settings, settings_with
 
@@ -29,7 +29,7 @@ def test_without_the_extra_every_command_says_what_to_run(argv: list[str]) -> No
 
 def _args(**values: object) -> argparse.Namespace:
     base: dict[str, object] = {"options": None, "set": [], "nodes": None, "down_after_ms": None, "lease_ms": None,
-                               "appendfsync": None}
+                               "appendfsync": None, "tls": False}
     return argparse.Namespace(**{**base, **values})
 
 
@@ -46,8 +46,19 @@ def test_settings_from_a_file_then_set_then_flags(tmp_path: object) -> None:
             settings.min_replicas_to_write) == (3, 1500, "always", 3, 5000, 2)
 
 
+def test_tls_from_the_flag_or_the_options_file(tmp_path: object) -> None:
+    assert _overrides(_parser().parse_args(["run", "--target", "rill", "--scenario", "kill-primary", "--tls"])) \
+        == {"tls": 1}
+    path = os.path.join(str(tmp_path), "mine.conf")
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("tls 1\n")
+    assert settings_with(Settings(), _overrides(_args(options=path))).tls == 1
+    assert Settings().tls == 0
+
+
 @pytest.mark.parametrize(("overrides", "message"), [
     ({"nodes": 2}, "out of range"), ({"appendfsync": "sometimes"}, "always, everysec or no"),
+    ({"tls": 2}, "out of range"), ({"tls": "yes"}, "whole number"),
     ({"lease": 5}, "unknown setting 'lease'"), ({"quorum": "two"}, "whole number")])
 def test_bad_settings_get_a_clear_error(overrides: dict[str, object], message: str) -> None:
     with pytest.raises(ValueError, match=message):
