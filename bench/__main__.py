@@ -22,7 +22,7 @@ from bench.throughput import DEFAULT_TESTS, PIPELINED_SCALE, STREAM_READ_MAX_REQ
 DEFAULT_REQUESTS = 100_000
 QUICK_REQUESTS = 10_000
 SUITE_NAMES = ("throughput", "redis8", "scaling", "latency", "memory", "replication", "readscale", "spark",
-               "spark-committed", "failover", "sentinels")
+               "spark-committed", "failover", "sentinels", "security")
 
 
 def _parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -226,9 +226,17 @@ def _redis8(args: argparse.Namespace) -> int:
     return stream_redis8.main([*(["--quick"] if args.quick else []), "--out", os.path.join(args.out, "redis8")])
 
 
+def _security(args: argparse.Namespace) -> int:
+    # XADD over TLS and as a restricted ACL user, against redis-server the same way.
+    from bench import security
+
+    return security.main([*(["--quick"] if args.quick else []), "-c", str(args.clients),
+                          "--out", os.path.join(args.out, "security")])
+
+
 _SUITES = {"throughput": _throughput, "redis8": _redis8, "scaling": _scaling, "latency": _latency, "memory": _memory,
            "replication": _replication, "readscale": _readscale, "spark": _spark,
-           "spark-committed": _spark_committed, "failover": _failover, "sentinels": _sentinels}
+           "spark-committed": _spark_committed, "failover": _failover, "sentinels": _sentinels, "security": _security}
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -160,7 +161,7 @@ def _launch(kind: str, args: list[str], workdir: str, port: int, stop_signal: in
 
 
 def start_redis(*extra: str, copy_dump: str | None = None) -> Server:
-    """A redis-server with `extra` flags; `copy_dump`: an RDB file it starts from."""
+    """A redis-server with `extra` flags (--tls-port …); `copy_dump`: an RDB file it starts from."""
     binary = shutil.which("redis-server")
     if binary is None:
         raise BenchError("redis-server is not installed (`make bench` installs Debian's redis-server)")
@@ -173,9 +174,10 @@ def start_redis(*extra: str, copy_dump: str | None = None) -> Server:
     return _launch("redis", args, workdir, port, signal.SIGTERM)
 
 
-def start_rill(profile_path: str | None = None, copy_dump: str | None = None) -> Server:
+def start_rill(profile_path: str | None = None, copy_dump: str | None = None, extra: Sequence[str] = ()) -> Server:
     """A Rill node; with `profile_path` it runs under cProfile, which writes the profile when
-    the node exits after SIGINT; `copy_dump`: a (Redis or Rill) dump.rdb it starts from."""
+    the node exits after SIGINT; `copy_dump`: a (Redis or Rill) dump.rdb it starts from;
+    `extra`: more flags (--tls-port …)."""
     port = free_port()
     workdir = tempfile.mkdtemp(prefix="bench-rill-")
     if copy_dump is not None:
@@ -184,7 +186,7 @@ def start_rill(profile_path: str | None = None, copy_dump: str | None = None) ->
     if profile_path:
         python += ["-m", "cProfile", "-o", profile_path]
     args = [*python, "-m", "node.main", "node", "--port", str(port), "--dir", workdir,
-            "--logfile", os.path.join(workdir, "server.log")]
+            "--logfile", os.path.join(workdir, "server.log"), *extra]
     return _launch("rill", args, workdir, port, signal.SIGINT if profile_path else signal.SIGTERM)
 
 

@@ -511,6 +511,18 @@ def _gaps(times: Sequence[float]) -> list[float]:
     return [b - a for a, b in zip(times, times[1:])]
 
 
+def nemesis_record(history: Sequence[Event]) -> dict[str, Any]:
+    """How many faults were applied, and every fault (or scenario setting) the target could not
+    apply, with why: on a user's deployment a scenario may run only in part, and its result
+    must say so."""
+    nemesis = [e for e in history if e.get("type") == "nemesis"]
+    return {
+        "faults_applied": sum(e.get("f") == "start" for e in nemesis),
+        "not_applied": [{"name": e.get("name"), "fault": e.get("fault"), "why": e.get("why"),
+                         "time": round(float(e.get("time", 0.0)), 3)} for e in nemesis if e.get("f") == "not-applied"],
+    }
+
+
 def sentinel_events(history: Sequence[Event]) -> dict[str, Any]:
     """What the sentinels reported that explains a run: promotions announced, elections that
     split, and TILT (a sentinel whose timer jumped by more than 2 s: its process was starved
@@ -574,5 +586,6 @@ def check(history: Sequence[Event]) -> dict[str, Any]:
         "g2": g2,
         "nodes": divergence,
         "sentinels": sentinel_events(history),
+        **nemesis_record(history),
         **timing,
     }

@@ -1,10 +1,13 @@
-"""The cluster's processes: nodes and sentinels started in their namespaces from config files,
-and the process faults (SIGKILL and restart, SIGSTOP/SIGCONT). Every process it starts it stops,
-also on exceptions (`stop_all` is called by the runner's `finally`).
+"""The cluster as the lab sees and drives it (`Cluster`: its nodes and sentinels, who is
+primary, whether every node follows it in sync), and the lab's own cluster (`LabCluster`):
+nodes and sentinels started in their namespaces from config files, with the process faults
+(SIGKILL and restart, SIGSTOP/SIGCONT). Every process the lab starts it stops, also on
+exceptions (`stop_all` is called by the runner's `finally`). A user's deployment is a `Cluster`
+of processes the lab drives but did not start (`chaos.deployment`).
 
-Nodes start as n1 primary and the others its replicas; the sentinels then monitor n1. A node is
-restarted from the same config file, which Sentinel may have rewritten meanwhile (CONFIG
-REWRITE in its promotion block), so it comes back in the role Sentinel last gave it.
+In the lab, nodes start as n1 primary and the others its replicas; the sentinels then monitor
+n1. A node is restarted from the same config file, which Sentinel may have rewritten meanwhile
+(CONFIG REWRITE in its promotion block), so it comes back in the role Sentinel last gave it.
 """
 
 from __future__ import annotations
@@ -14,8 +17,8 @@ import shutil
 import signal
 import subprocess
 import time
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 import redis
 
@@ -25,6 +28,31 @@ from chaos.targets import SERVICE, Settings, Target, node_argv, node_config, sen
 from chaos.topology import Lab, LabError, Member
 
 ADMIN_TIMEOUT = 1.0
+
+
+class Proc(Protocol):
+    """A node or a sentinel as the nemesis, the monitor and the runner drive it."""
+
+    member: Member
+    paused: bool
+    clock: Clock | None  # its wall clock, when the lab controls it
+    disk: DiskControl | None  # its dir's filesystem, with the disk nemesis
+
+    def start(self) -> None: ...
+
+    def kill(self) -> None: ...
+
+    def pause(self) -> None: ...
+
+    def resume(self) -> None: ...
+
+    def alive(self) -> bool:
+        """Running, as far as the lab knows."""
+        ...
+
+    def admin(self, timeout: float = ADMIN_TIMEOUT) -> redis.Redis:
+        """A client for the lab's own use, around the proxies."""
+        ...
 
 
 @dataclass
@@ -82,83 +110,25 @@ class Process:
                            socket_connect_timeout=timeout, decode_responses=True)
 
 
-@dataclass
 class Cluster:
-    lab: Lab
-    target: Target
-    settings: Settings
-    nodes: dict[str, Process] = field(default_factory=dict)
-    sentinels: dict[str, Process] = field(default_factory=dict)
+    """Nodes and sentinels by member name, and what the lab reads of them. `members` names
+    every member by the address it announces; `service` is the name the sentinels monitor."""
 
-    def processes(self) -> list[Process]:
+    def __init__(self, members: dict[str, Member], service: str = SERVICE) -> None:
+        self.members = members
+        self.service = service
+        self.nodes: dict[str, Proc] = {}
+        self.sentinels: dict[str, Proc] = {}
+
+    def processes(self) -> list[Proc]:
         return [*self.nodes.values(), *self.sentinels.values()]
 
-    def start(self, ready_timeout: float = 30.0) -> None:
-        """Writes the configs, starts the nodes (n1 primary), waits until every replica is
-        in sync, starts the sentinels and waits until they know every replica and each other."""
-        members = self.lab.members.values()
-        node_members = [m for m in members if m.kind == "node"]
-        first = node_members[0]
-        for member in node_members:
-            workdir = self._workdir(member)
-            conf = os.path.join(workdir, "node.conf")
-            primary = None if member is first else first.address
-            disk = None
-            if self.settings.disk_nemesis:
-                disk = DiskControl(os.path.join(workdir, "backing"), os.path.join(workdir, "data"),
-                                   os.path.join(workdir, "diskfs.log"))
-            with open(conf, "w", encoding="utf-8") as f:
-                f.write(node_config(self.target, self.settings, member.real_ip, member.announced_ip, workdir, primary,
-                                    disk.mountpoint if disk else None))
-            self.nodes[member.name] = Process(member, node_argv(self.target, conf), workdir, self.lab, disk=disk)
-        for member in (m for m in members if m.kind == "sentinel"):
-            workdir = self._workdir(member)
-            conf = os.path.join(workdir, "sentinel.conf")
-            with open(conf, "w", encoding="utf-8") as f:
-                f.write(sentinel_config(self.target, self.settings, member.real_ip, member.announced_ip, workdir,
-                                        first.address))
-            shutil.copyfile(conf, f"{conf}.initial")  # what a sentinel restarted from a stale config gets
-            self.sentinels[member.name] = Process(member, sentinel_argv(self.target, conf), workdir, self.lab)
-        if shim_path() is not None:
-            for proc in self.processes():
-                proc.clock = Clock(os.path.join(proc.workdir, "clock"))
-        for proc in self.nodes.values():
-            proc.start()
-        deadline = time.monotonic() + ready_timeout
-        for proc in self.nodes.values():
-            self._wait_ping(proc, deadline)
-        self._wait(deadline, lambda: self.in_sync(first.name), "the replicas to sync with n1")
-        for proc in self.sentinels.values():
-            proc.start()
-        for proc in self.sentinels.values():
-            self._wait_ping(proc, deadline)
-        self._wait(deadline, self._sentinels_know_everyone, "the sentinels to discover replicas and each other")
-        for proc in self.sentinels.values():
-            conf = proc.argv[-1]
-            shutil.copyfile(conf, f"{conf}.ready")
-
-    def _workdir(self, member: Member) -> str:
-        path = os.path.join(self.lab.workdir, member.name)
-        os.makedirs(path, exist_ok=True)
-        return path
-
-    def _wait_ping(self, proc: Process, deadline: float) -> None:
-        def answers() -> bool:
-            if not proc.alive():
-                raise LabError(f"{proc.member.name} exited (code {proc.popen.returncode if proc.popen else '?'}); "
-                               f"see {proc.workdir}")
-            return self.try_call(proc, lambda c: c.ping()) is True
-
-        self._wait(deadline, answers, f"{proc.member.name} to answer PING")
-
-    def _wait(self, deadline: float, ready: Any, what: str) -> None:
-        while not ready():
-            if time.monotonic() > deadline:
-                raise LabError(f"timed out waiting for {what}")
-            time.sleep(0.1)
+    def unsupported(self, fault: str, victim: str) -> str | None:
+        """Why `fault` cannot be applied to `victim` here (None: it can; the lab can do them all)."""
+        return None
 
     @staticmethod
-    def try_call(proc: Process, call: Any) -> Any:
+    def try_call(proc: Proc, call: Any) -> Any:
         """call(client) on the process's admin client; None when it fails."""
         client = proc.admin()
         try:
@@ -168,19 +138,11 @@ class Cluster:
         finally:
             client.close()
 
-    def _sentinels_know_everyone(self) -> bool:
-        for proc in self.sentinels.values():
-            info = self.try_call(proc, lambda c: c.sentinel_master(SERVICE))
-            if not info or int(info.get("num-slaves", 0)) < len(self.nodes) - 1 \
-                    or int(info.get("num-other-sentinels", 0)) < len(self.sentinels) - 1:
-                return False
-        return True
-
     # -- what the cluster looks like -------------------------------------------------------
 
     def name_of(self, host: str, port: int) -> str | None:
         """The member announced at host:port."""
-        for member in self.lab.members.values():
+        for member in self.members.values():
             if member.announced_ip == host and port in member.ports:
                 return member.name
         return None
@@ -199,7 +161,7 @@ class Cluster:
         for proc in self.sentinels.values():
             if proc.paused or not proc.alive():
                 continue
-            addr = self.try_call(proc, lambda c: c.sentinel_get_master_addr_by_name(SERVICE))
+            addr = self.try_call(proc, lambda c: c.sentinel_get_master_addr_by_name(self.service))
             if addr:
                 name = self.name_of(str(addr[0]), int(addr[1]))
                 if name:
@@ -227,6 +189,91 @@ class Cluster:
         """The primary, once sentinels agree on it and every node follows it in sync."""
         primary = self.sentinel_primary()
         return primary if primary and self.in_sync(primary) else None
+
+
+class LabCluster(Cluster):
+    """The lab's own cluster: processes it starts from the target's programs and configs."""
+
+    def __init__(self, lab: Lab, target: Target, settings: Settings) -> None:
+        super().__init__(lab.members)
+        self.lab, self.target, self.settings = lab, target, settings
+        self._own: list[Process] = []
+
+    def start(self, ready_timeout: float = 30.0) -> None:
+        """Writes the configs, starts the nodes (n1 primary), waits until every replica is
+        in sync, starts the sentinels and waits until they know every replica and each other."""
+        members = self.lab.members.values()
+        node_members = [m for m in members if m.kind == "node"]
+        first = node_members[0]
+        for member in node_members:
+            workdir = self._workdir(member)
+            conf = os.path.join(workdir, "node.conf")
+            primary = None if member is first else first.address
+            disk = None
+            if self.settings.disk_nemesis:
+                disk = DiskControl(os.path.join(workdir, "backing"), os.path.join(workdir, "data"),
+                                   os.path.join(workdir, "diskfs.log"))
+            with open(conf, "w", encoding="utf-8") as f:
+                f.write(node_config(self.target, self.settings, member.real_ip, member.announced_ip, workdir, primary,
+                                    disk.mountpoint if disk else None))
+            self._own.append(Process(member, node_argv(self.target, conf), workdir, self.lab, disk=disk))
+            self.nodes[member.name] = self._own[-1]
+        for member in (m for m in members if m.kind == "sentinel"):
+            workdir = self._workdir(member)
+            conf = os.path.join(workdir, "sentinel.conf")
+            with open(conf, "w", encoding="utf-8") as f:
+                f.write(sentinel_config(self.target, self.settings, member.real_ip, member.announced_ip, workdir,
+                                        first.address))
+            shutil.copyfile(conf, f"{conf}.initial")  # what a sentinel restarted from a stale config gets
+            self._own.append(Process(member, sentinel_argv(self.target, conf), workdir, self.lab))
+            self.sentinels[member.name] = self._own[-1]
+        if shim_path() is not None:
+            for proc in self._own:
+                proc.clock = Clock(os.path.join(proc.workdir, "clock"))
+        nodes = [p for p in self._own if p.member.kind == "node"]
+        sentinels = [p for p in self._own if p.member.kind == "sentinel"]
+        for proc in nodes:
+            proc.start()
+        deadline = time.monotonic() + ready_timeout
+        for proc in nodes:
+            self._wait_ping(proc, deadline)
+        self._wait(deadline, lambda: self.in_sync(first.name), "the replicas to sync with n1")
+        for proc in sentinels:
+            proc.start()
+        for proc in sentinels:
+            self._wait_ping(proc, deadline)
+        self._wait(deadline, self._sentinels_know_everyone, "the sentinels to discover replicas and each other")
+        for proc in sentinels:
+            conf = proc.argv[-1]
+            shutil.copyfile(conf, f"{conf}.ready")
+
+    def _workdir(self, member: Member) -> str:
+        path = os.path.join(self.lab.workdir, member.name)
+        os.makedirs(path, exist_ok=True)
+        return path
+
+    def _wait_ping(self, proc: Process, deadline: float) -> None:
+        def answers() -> bool:
+            if not proc.alive():
+                raise LabError(f"{proc.member.name} exited (code {proc.popen.returncode if proc.popen else '?'}); "
+                               f"see {proc.workdir}")
+            return self.try_call(proc, lambda c: c.ping()) is True
+
+        self._wait(deadline, answers, f"{proc.member.name} to answer PING")
+
+    def _wait(self, deadline: float, ready: Any, what: str) -> None:
+        while not ready():
+            if time.monotonic() > deadline:
+                raise LabError(f"timed out waiting for {what}")
+            time.sleep(0.1)
+
+    def _sentinels_know_everyone(self) -> bool:
+        for proc in self.sentinels.values():
+            info = self.try_call(proc, lambda c: c.sentinel_master(self.service))
+            if not info or int(info.get("num-slaves", 0)) < len(self.nodes) - 1 \
+                    or int(info.get("num-other-sentinels", 0)) < len(self.sentinels) - 1:
+                return False
+        return True
 
     def stop_all(self) -> None:
         for proc in self.processes():

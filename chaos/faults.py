@@ -1,7 +1,13 @@
-"""Link faults through the members' toxiproxies (driven with toxiproxy-python), per directed
-link (see `topology`): a blackhole (a partition: data stops, connections stay open), refused
+"""Link faults through toxiproxy servers (driven with toxiproxy-python), per directed link (see
+`topology`): a blackhole (a partition: data stops, connections stay open), refused
 connections, latency, a bandwidth cap, a stall (one direction stops passing data without
 closing), and a flapping link.
+
+Which proxies carry a link is the network's business (`Network`): in the lab, the source's own
+toxiproxy has one proxy per link and port, so any set of links can be cut; on a user's
+deployment (`chaos.deployment`) one proxy in front of a node carries the links of many sources,
+and a set of links that its proxies cannot separate from the links to keep raises
+`NotApplicable` (the nemesis records the fault as not applied).
 
 Healing a blackhole or a stall also drops the connections that crossed it: toxiproxy's timeout
 toxic *discards* what it holds, so a connection that lived through it would resume with bytes
@@ -14,113 +20,161 @@ from __future__ import annotations
 import contextlib
 import re
 import threading
-from collections.abc import Iterator, Sequence
-from typing import Any
+from collections.abc import Collection, Iterator, Sequence
+from typing import Any, Protocol
 
 from toxiproxy.api import APIConsumer  # type: ignore[import-untyped]
+from toxiproxy.exceptions import NotFound  # type: ignore[import-untyped]
 from toxiproxy.server import Toxiproxy  # type: ignore[import-untyped]
 
-from chaos.topology import TOXIPROXY_API_PORT, Lab, Link
+from chaos.topology import Link, Member, Proxy
 
-# toxiproxy-python keeps the server's address in a class attribute: calls to the members'
-# servers take turns.
+# toxiproxy-python keeps the server's address in a class attribute: calls to the servers take
+# turns.
 _API_LOCK = threading.Lock()
 
 
+class NotApplicable(Exception):
+    """A fault this cluster cannot apply as the scenario means it (its proxies do not separate
+    the links to cut from the links to keep, no control over a process, no clock or disk
+    control): the nemesis records it as not applied; it is not an error of the run."""
+
+
+class Network(Protocol):
+    """The members and the proxies between them, as `Links` needs them."""
+
+    members: dict[str, Member]
+
+    def links(self) -> list[Link]:
+        """Every directed link the cluster can use."""
+        ...
+
+    def proxies(self, links: Sequence[Link], idle: Collection[str] = ()) -> list[Proxy]:
+        """The proxies to act on to cut exactly these links (raises NotApplicable when that
+        cannot be done). `idle`: members whose links to other nodes carry nothing now (a
+        primary replicates from nobody), which may be cut or kept."""
+        ...
+
+    def own_servers(self) -> list[tuple[str, int]]:
+        """The toxiproxy servers the lab started, which it may reset wholesale."""
+        ...
+
+    def describe(self, proxies: Sequence[Proxy]) -> str:
+        """What a fault's record says about where it acted ("" where every link has its own)."""
+        ...
+
+    def check(self) -> None:
+        """Refuses to go on when the proxies' APIs cannot be reached from here."""
+        ...
+
+
 @contextlib.contextmanager
-def _server(lab: Lab, host: str) -> Iterator[Any]:
-    lab.check_in_hub()
+def _server(net: Network, api: tuple[str, int]) -> Iterator[Any]:
+    net.check()
     with _API_LOCK:
-        APIConsumer.host, APIConsumer.port = host, TOXIPROXY_API_PORT
+        APIConsumer.host, APIConsumer.port = api
         yield Toxiproxy()
 
 
 class Links:
-    """The proxies of a lab, addressed by directed link."""
+    """The proxies of a network, addressed by directed link. What it changed is recorded, so
+    that a fault heals by its name and `heal_all` undoes exactly what the lab did (on a user's
+    deployment, nothing else is touched)."""
 
-    def __init__(self, lab: Lab) -> None:
-        self.lab = lab
-        self._toxics: dict[tuple[str, str], str] = {}  # (proxy, toxic name) -> the member whose server has it
-
-    def proxies(self, links: Sequence[Link]) -> list[tuple[str, str]]:
-        """(member whose toxiproxy holds it, proxy name) of every proxy of these links."""
-        out = []
-        for link in links:
-            for port in self.lab.members[link.dst].ports:
-                out.append((link.src, self.lab.proxy_name(link, port)))
-        return out
+    def __init__(self, net: Network) -> None:
+        self.net = net
+        self._toxics: dict[tuple[Proxy, str], str] = {}  # (proxy, toxic name) -> the fault's name
+        self._disabled: set[Proxy] = set()
 
     def between(self, side_a: Sequence[str], side_b: Sequence[str]) -> list[Link]:
         """Every existing link from a member of one side to a member of the other, both ways."""
-        existing = set(self.lab.links())
+        existing = set(self.net.links())
         pairs = [Link(a, b) for a in side_a for b in side_b] + [Link(b, a) for a in side_a for b in side_b]
         return [link for link in dict.fromkeys(pairs) if link in existing]  # once each, if the sides overlap
 
+    def check(self, links: Sequence[Link], idle: Collection[str] = ()) -> None:
+        """Raises NotApplicable unless these links can be cut (nothing is changed)."""
+        self.net.proxies(links, idle)
+
     def add_toxic(self, links: Sequence[Link], name: str, kind: str, attributes: dict[str, int],
-                  streams: Sequence[str] = ("upstream", "downstream")) -> None:
-        for member, proxy_name in self.proxies(links):
-            with _server(self.lab, self.lab.members[member].real_ip) as server:
-                proxy = server.get_proxy(proxy_name)
+                  streams: Sequence[str] = ("upstream", "downstream"), idle: Collection[str] = ()) -> str:
+        """Adds the toxic; returns where it acted, as `Network.describe` says."""
+        proxies = self.net.proxies(links, idle)
+        for proxy in proxies:
+            with _server(self.net, proxy.api) as server:
+                found = server.get_proxy(proxy.name)
                 for stream in streams:
                     toxic = f"{_safe(name)}-{stream}"
-                    proxy.add_toxic(type=kind, name=toxic, stream=stream, attributes=attributes)
-                    self._toxics[(proxy_name, toxic)] = member
+                    found.add_toxic(type=kind, name=toxic, stream=stream, attributes=attributes)
+                    self._toxics[(proxy, toxic)] = name
+        return self.net.describe(proxies)
 
-    def remove_toxics(self, links: Sequence[Link], name: str, reset: bool) -> None:
-        """Removes the toxics called `name` from these links; with `reset`, drops the
-        connections through them (see the module docstring)."""
-        for member, proxy_name in self.proxies(links):
-            with _server(self.lab, self.lab.members[member].real_ip) as server:
-                proxy = server.get_proxy(proxy_name)
-                for key in [k for k in self._toxics if k[0] == proxy_name and k[1].startswith(f"{_safe(name)}-")]:
-                    proxy.destroy_toxic(key[1])
+    def heal(self, name: str, reset: bool) -> None:
+        """Removes the toxics the fault called `name` added; with `reset`, drops the connections
+        through them (see the module docstring)."""
+        mine = [key for key, fault in self._toxics.items() if fault == name]
+        for proxy in dict.fromkeys(p for p, _ in mine):
+            with _server(self.net, proxy.api) as server:
+                found = server.get_proxy(proxy.name)
+                for key in [k for k in mine if k[0] == proxy]:
+                    found.destroy_toxic(key[1])
                     del self._toxics[key]
                 if reset:
-                    proxy.disable()
-                    proxy.enable()
+                    found.disable()
+                    found.enable()
 
-    def set_enabled(self, links: Sequence[Link], enabled: bool) -> None:
+    def set_enabled(self, links: Sequence[Link], enabled: bool, idle: Collection[str] = ()) -> None:
         """A disabled proxy closes its connections and refuses new ones (connection refused)."""
-        for member, proxy_name in self.proxies(links):
-            with _server(self.lab, self.lab.members[member].real_ip) as server:
-                proxy = server.get_proxy(proxy_name)
+        for proxy in self.net.proxies(links, idle):
+            with _server(self.net, proxy.api) as server:
+                found = server.get_proxy(proxy.name)
                 if enabled:
-                    proxy.enable()
+                    found.enable()
+                    self._disabled.discard(proxy)
                 else:
-                    proxy.disable()
+                    found.disable()
+                    self._disabled.add(proxy)
 
     # -- the faults ------------------------------------------------------------------------
 
-    def blackhole(self, links: Sequence[Link], name: str) -> None:
+    def blackhole(self, links: Sequence[Link], name: str, idle: Collection[str] = ()) -> str:
         """Nothing passes either way; connections stay open (toxiproxy's timeout toxic with
         timeout 0), so peers see silence, not an error, as in a real partition."""
-        self.add_toxic(links, name, "timeout", {"timeout": 0})
+        return self.add_toxic(links, name, "timeout", {"timeout": 0}, idle=idle)
 
-    def stall(self, links: Sequence[Link], name: str, stream: str = "downstream") -> None:
+    def stall(self, links: Sequence[Link], name: str, stream: str = "downstream", idle: Collection[str] = ()) -> str:
         """One direction stops passing data without closing (the other still flows)."""
-        self.add_toxic(links, name, "timeout", {"timeout": 0}, streams=(stream,))
+        return self.add_toxic(links, name, "timeout", {"timeout": 0}, streams=(stream,), idle=idle)
 
-    def latency(self, links: Sequence[Link], name: str, ms: int, jitter_ms: int) -> None:
-        self.add_toxic(links, name, "latency", {"latency": ms, "jitter": jitter_ms})
+    def latency(self, links: Sequence[Link], name: str, ms: int, jitter_ms: int, idle: Collection[str] = ()) -> str:
+        return self.add_toxic(links, name, "latency", {"latency": ms, "jitter": jitter_ms}, idle=idle)
 
-    def bandwidth(self, links: Sequence[Link], name: str, kb_per_s: int) -> None:
-        self.add_toxic(links, name, "bandwidth", {"rate": kb_per_s})
-
-    def heal(self, links: Sequence[Link], name: str, reset: bool) -> None:
-        self.remove_toxics(links, name, reset)
+    def bandwidth(self, links: Sequence[Link], name: str, kb_per_s: int, idle: Collection[str] = ()) -> str:
+        return self.add_toxic(links, name, "bandwidth", {"rate": kb_per_s}, idle=idle)
 
     def heal_all(self) -> None:
-        """Removes every toxic (dropping the connections through them) and enables every proxy:
-        the end of a run, before the final reads."""
-        pending = {proxy for proxy, _ in self._toxics}
-        for member in self.lab.members.values():
-            with _server(self.lab, member.real_ip) as server:
-                for proxy_name in pending:
-                    proxy = server.get_proxy(proxy_name)
-                    if proxy is not None:
-                        proxy.disable()
+        """Removes every toxic the lab added (dropping the connections through them) and enables
+        every proxy it disabled: the end of a run, before the final reads. The lab's own
+        servers are also reset wholesale."""
+        touched = dict.fromkeys([*(p for p, _ in self._toxics), *self._disabled])
+        owned = set(self.net.own_servers())
+        for proxy in touched:
+            with _server(self.net, proxy.api) as server:
+                found = server.get_proxy(proxy.name)
+                if found is None:
+                    continue
+                if proxy.api not in owned:
+                    for _, toxic in [k for k in self._toxics if k[0] == proxy]:
+                        # gone already if a fault still healing in its thread got there first
+                        with contextlib.suppress(NotFound):
+                            found.destroy_toxic(toxic)
+                found.disable()
+                found.enable()
+        for api in owned:
+            with _server(self.net, api) as server:
                 server.reset()  # every proxy enabled, every toxic removed
         self._toxics.clear()
+        self._disabled.clear()
 
 
 def _safe(name: str) -> str:
@@ -132,8 +186,8 @@ class Flapper:
     """A link that goes down and up every `period` seconds (connections refused while down),
     in a thread, until stopped. The schedule is fixed by the period, not by chance."""
 
-    def __init__(self, links: Links, targets: Sequence[Link], period: float) -> None:
-        self.links, self.targets, self.period = links, list(targets), period
+    def __init__(self, links: Links, targets: Sequence[Link], period: float, idle: Collection[str] = ()) -> None:
+        self.links, self.targets, self.period, self.idle = links, list(targets), period, tuple(idle)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="flapper", daemon=True)
 
@@ -144,8 +198,8 @@ class Flapper:
         up = True
         while not self._stop.wait(self.period):
             up = not up
-            self.links.set_enabled(self.targets, up)
-        self.links.set_enabled(self.targets, True)
+            self.links.set_enabled(self.targets, up, self.idle)
+        self.links.set_enabled(self.targets, True, self.idle)
 
     def stop(self) -> None:
         self._stop.set()

@@ -7,8 +7,9 @@
   (`epoch`, and `leads_epoch` on a primary; absent elsewhere): the role/epoch timeline the
   report marks and the G2 checker reads.
 
-It connects to real addresses from the hub namespace, around the proxies, so faults never
-blind it (a paused process just stops answering).
+It connects to each process's admin address (in the lab, its real address from the hub
+namespace), around the proxies, so faults never blind it (a paused process just stops
+answering).
 """
 
 from __future__ import annotations
@@ -95,9 +96,7 @@ class Monitor:
     def _events(self, sentinel: str) -> None:
         proc = self.cluster.sentinels[sentinel]
         while not self._stop.is_set():
-            self.cluster.lab.check_in_hub()
-            client = redis.Redis(proc.member.real_ip, proc.member.ports[0], socket_timeout=1.0,
-                                 socket_connect_timeout=0.5, decode_responses=True)
+            client = proc.admin(timeout=1.0)
             pubsub = client.pubsub(ignore_subscribe_messages=True)
             try:
                 pubsub.psubscribe("*")

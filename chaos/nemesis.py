@@ -6,6 +6,11 @@ Victims named by role are resolved when the step starts. Steps with a trigger wa
 sentinel event seen by the monitor (`Monitor.wait_for`): that is how a fault lands inside a
 failover phase — the chosen replica killed during the lease wait, the leader partitioned
 mid-failover — whatever the timing of the run.
+
+A fault the cluster cannot apply as the scenario means it (on a user's deployment: links its
+proxies cannot separate, a process it has no control over, clocks and disks) is recorded as a
+`not-applied` nemesis event with the reason, before anything is changed, and the run goes on
+without it.
 """
 
 from __future__ import annotations
@@ -16,8 +21,8 @@ import threading
 import time
 from collections.abc import Callable
 
-from chaos.cluster import Cluster, Process
-from chaos.faults import Flapper, Links
+from chaos.cluster import Cluster, Proc, Process
+from chaos.faults import Flapper, Links, NotApplicable
 from chaos.history import Event, Recorder
 from chaos.monitor import Monitor
 from chaos.steps import Step
@@ -31,7 +36,7 @@ class Bouncer:
     would, on a loaded machine, kill a process still importing its modules: a process that never
     comes back is a different fault (`kill`)."""
 
-    def __init__(self, proc: Process, period: float) -> None:
+    def __init__(self, proc: Proc, period: float) -> None:
         self.proc, self.period = proc, period
         self.restarts = 0
         self._stop = threading.Event()
@@ -83,6 +88,10 @@ class Nemesis:
         """Ends every fault now (the steps heal what they did)."""
         self._abort.set()
 
+    def running(self) -> bool:
+        """A step is still applying or healing its fault."""
+        return any(thread.is_alive() for thread in self._threads)
+
     # -- who -------------------------------------------------------------------------------
 
     def _primary(self) -> str:
@@ -131,7 +140,7 @@ class Nemesis:
         return max(offsets, key=lambda n: (offsets[n], n)) if offsets else \
             sorted(n for n in self.cluster.nodes if n != primary)[0]
 
-    def _proc(self, name: str) -> Process:
+    def _proc(self, name: str) -> Proc:
         return self.cluster.nodes[name] if name in self.cluster.nodes else self.cluster.sentinels[name]
 
     # -- when ------------------------------------------------------------------------------
@@ -139,6 +148,7 @@ class Nemesis:
     def _run(self, index: int, step: Step) -> None:
         if self._abort.wait(max(0.0, step.at - self.rec.now())):
             return
+        victim, name = step.target, f"{step.fault} {step.target}#{index}"
         try:
             trigger: Event | None = None
             if step.trigger:
@@ -153,6 +163,10 @@ class Nemesis:
                     return
             victim = self._resolve(step, trigger)
             name = f"{step.fault} {victim}#{index}"
+            why = self._why_not(step, victim)
+            if why is not None:
+                self._not_applied(step, victim, name, why)
+                return
             # Recorded before the fault is applied (a partition takes a few hundred ms of API
             # calls): a write acknowledged after this mark may be affected by it.
             start: Event = {"type": "nemesis", "f": "start", "name": name, "fault": step.fault, "node": victim}
@@ -164,8 +178,58 @@ class Nemesis:
             detail = heal() or detail
             self.rec.record({"type": "nemesis", "f": "stop", "name": name, "fault": step.fault, "node": victim,
                              "detail": detail})
+        except NotApplicable as exc:  # _why_not finds these before anything is changed
+            self._not_applied(step, victim, name, str(exc))
         except Exception as exc:  # recorded, and the runner fails the run: a broken harness
             self.errors.append(f"{step.fault}: {type(exc).__name__}: {exc}")
+
+    def _not_applied(self, step: Step, victim: str, name: str, why: str) -> None:
+        self.rec.record({"type": "nemesis", "f": "not-applied", "name": name, "fault": step.fault, "node": victim,
+                         "why": why})
+
+    def _why_not(self, step: Step, victim: str) -> str | None:
+        """Why this step cannot be applied here (None: it can), found before anything changes:
+        a member this cluster does not have, a fault it cannot do, links it cannot cut alone."""
+        if victim not in ("all", *self.cluster.nodes, *self.cluster.sentinels):
+            return f"no member {victim} here ({len(self.cluster.nodes)} nodes, {len(self.cluster.sentinels)} sentinels)"
+        why = self.cluster.unsupported(step.fault, victim)
+        if why is None:
+            try:
+                for cut in self._links_of(step, victim):
+                    self.links.check(cut, self._idle(step, victim))
+            except NotApplicable as exc:
+                why = str(exc)
+        return why
+
+    def _idle(self, step: Step, victim: str) -> tuple[str, ...]:
+        """The member whose links to other nodes carry nothing during this fault: the primary
+        it is aimed at (a primary replicates from nobody). A deployment's proxies need not
+        separate those links; the lab's cut them anyway."""
+        return (victim,) if step.target == "primary" and victim in self.cluster.nodes else ()
+
+    def _links_of(self, step: Step, victim: str) -> list[list[Link]]:
+        """The sets of links the fault cuts or slows (each set in one go)."""
+        links = self.links
+        members = list(links.net.members)
+        others = [m for m in members if m != victim]
+        if step.fault == "crash":
+            return [links.between([victim], others)]
+        if step.fault == "power-loss" and not step.params.get("sudden"):
+            victims = list(self.cluster.nodes) if victim == "all" else [victim]
+            return [links.between(victims, [m for m in members if m not in victims])]
+        if step.fault == "one-way":
+            src, dst = list(step.params["src"]), list(step.params["dst"])
+            existing = set(links.net.links())
+            return [[Link(a, b) for a in src for b in dst if Link(a, b) in existing],
+                    [Link(b, a) for a in src for b in dst if Link(b, a) in existing]]
+        if step.fault == "slow-links":
+            nodes = list(self.cluster.nodes)
+            return [links.between(nodes, nodes)]
+        if step.fault == "slow-member":
+            return [links.between([victim], others)]
+        if step.fault in _CUTS:
+            return [self._cut(step, victim, list(self.cluster.nodes), list(self.cluster.sentinels))[0]]
+        return []
 
     # -- what ------------------------------------------------------------------------------
 
@@ -173,9 +237,8 @@ class Nemesis:
         """Starts the fault; returns what ends it (which may return a fuller description) and
         a description of what was done."""
         cluster, links = self.cluster, self.links
-        nodes = list(cluster.nodes)
-        sentinels = list(cluster.sentinels)
-        members = list(links.lab.members)
+        idle = self._idle(step, victim)
+        cuts = self._links_of(step, victim)
         if step.fault == "kill":
             proc = self._proc(victim)
             proc.kill()
@@ -187,12 +250,12 @@ class Nemesis:
             # dropped), then killed.
             proc = self._proc(victim)
             proc.pause()
-            crashed = links.between([victim], [m for m in members if m != victim])
-            links.blackhole(crashed, name)
+            crashed = cuts[0]
+            links.blackhole(crashed, name, idle)
             proc.kill()
 
             def reboot() -> None:
-                links.heal(crashed, name, reset=True)
+                links.heal(name, reset=True)
                 proc.start()
             return _then(reboot), f"{victim}'s host crashed ({len(crashed)} links cut, SIGKILL), back after {step.length}s"
         if step.fault == "power-loss":
@@ -205,8 +268,8 @@ class Nemesis:
             if not sudden:
                 for who in victims:
                     cluster.nodes[who].pause()
-                cut = links.between(victims, [m for m in members if m not in victims])
-                links.blackhole(cut, name)
+                cut = cuts[0]
+                links.blackhole(cut, name, idle)
             undone = {}
             for who in victims:
                 proc = cluster.nodes[who]
@@ -217,7 +280,7 @@ class Nemesis:
 
             def power_back() -> None:
                 if cut:
-                    links.heal(cut, name, reset=True)
+                    links.heal(name, reset=True)
                 for who in victims:
                     cluster.nodes[who].start()
             lost = ", ".join(f"{who} {n} B" for who, n in undone.items())
@@ -265,36 +328,32 @@ class Nemesis:
         if step.fault == "stale-sentinel":
             return self._stale_sentinel(step, victim)
         if step.fault == "slow-links":
-            between = links.between(nodes, nodes)
-            return self._slow(step, between, name, f"on {len(between)} node links")
+            return self._slow(step, cuts[0], name, f"on {len(cuts[0])} node links", idle)
         if step.fault == "slow-member":
-            around = links.between([victim], [m for m in members if m != victim])
-            return self._slow(step, around, name, f"on {len(around)} links of {victim}")
+            return self._slow(step, cuts[0], name, f"on {len(cuts[0])} links of {victim}", idle)
         if step.fault == "one-way":
             # Data from `src` to `dst` stops, the other way still flows: a connection opened
             # by src stalls upstream, one opened by dst downstream.
             src, dst = list(step.params["src"]), list(step.params["dst"])
-            existing = set(links.lab.links())
-            out = [Link(a, b) for a in src for b in dst if Link(a, b) in existing]
-            back = [Link(b, a) for a in src for b in dst if Link(b, a) in existing]
-            links.stall(out, name + "-out", "upstream")
-            links.stall(back, name + "-back", "downstream")
+            out, back = cuts
+            links.stall(out, name + "-out", "upstream", idle)
+            links.stall(back, name + "-back", "downstream", idle)
 
             def heal_one_way() -> None:
-                links.heal(out, name + "-out", reset=True)
-                links.heal(back, name + "-back", reset=True)
+                links.heal(name + "-out", reset=True)
+                links.heal(name + "-back", reset=True)
             return _then(heal_one_way), f"one-way: nothing from {','.join(src)} reaches {','.join(dst)}"
-        if step.fault in ("partition", "isolate", "stall", "flap", "split-majority", "partition-bounce", "halves",
-                          "bridge", "hide-from-sentinels"):
-            cut, what = self._cut(step, victim, nodes, sentinels)
+        if step.fault in _CUTS:
+            nodes = list(cluster.nodes)
+            cut, what = self._cut(step, victim, nodes, list(cluster.sentinels))
             if step.fault == "flap":
-                flapper = Flapper(links, cut, float(step.params["period"]))
+                flapper = Flapper(links, cut, float(step.params["period"]), idle)
                 flapper.start()
                 return _then(flapper.stop), f"{len(cut)} links of {victim} flapping every {step.params['period']}s"
             if step.fault == "stall":
-                links.stall(cut, name)
+                where = links.stall(cut, name, idle=idle)
             else:
-                links.blackhole(cut, name)
+                where = links.blackhole(cut, name, idle)
             crash_loop: Bouncer | None = None
             if step.fault == "partition-bounce":
                 crash_loop = Bouncer(cluster.nodes[_buddy(step, victim, nodes)], float(step.params.get("period", 0.5)))
@@ -303,23 +362,26 @@ class Nemesis:
             def heal() -> str | None:
                 if crash_loop is not None:
                     crash_loop.stop()
-                links.heal(cut, name, reset=True)
+                links.heal(name, reset=True)
                 if crash_loop is not None:
                     return f"{what}; {crash_loop.proc.member.name} restarted {crash_loop.restarts} times"
                 return None
-            return heal, f"{what}: {len(cut)} links cut ({_describe(cut)})"
+            if where and idle:  # a deployment's proxies: the primary's own links were left
+                where = f", {victim}'s links to the other nodes left (it replicates from nobody),{where}"
+            return heal, f"{what}: {len(cut)} links cut ({_describe(cut)}){where}"
         raise ValueError(f"unknown fault {step.fault!r}")
 
-    def _slow(self, step: Step, where: list[Link], name: str, what: str) -> tuple[Callable[[], str | None], str]:
+    def _slow(self, step: Step, where: list[Link], name: str, what: str,
+              idle: tuple[str, ...]) -> tuple[Callable[[], str | None], str]:
         links = self.links
-        links.latency(where, name + "-lat", int(step.params["latency_ms"]), int(step.params["jitter_ms"]))
+        links.latency(where, name + "-lat", int(step.params["latency_ms"]), int(step.params["jitter_ms"]), idle)
         if step.params.get("kb_per_s"):
-            links.bandwidth(where, name + "-bw", int(step.params["kb_per_s"]))
+            links.bandwidth(where, name + "-bw", int(step.params["kb_per_s"]), idle)
 
         def fast() -> None:
-            links.heal(where, name + "-lat", reset=False)
+            links.heal(name + "-lat", reset=False)
             if step.params.get("kb_per_s"):
-                links.heal(where, name + "-bw", reset=False)
+                links.heal(name + "-bw", reset=False)
         rate = f" and {step.params['kb_per_s']} KB/s" if step.params.get("kb_per_s") else ""
         return _then(fast), f"{step.params['latency_ms']}±{step.params['jitter_ms']} ms{rate} {what}"
 
@@ -328,6 +390,8 @@ class Nemesis:
         cluster was ready (`ready`: it knew every replica and sentinel, the first primary and
         epoch) or as first written (`initial`: it knew only the primary)."""
         proc = self.cluster.sentinels[victim]
+        if not isinstance(proc, Process):
+            raise NotApplicable("a sentinel restarted from a stale config needs the lab's own sentinel")
         which = str(step.params.get("config", "ready"))
         conf = proc.argv[-1]
         proc.kill()
@@ -341,7 +405,7 @@ class Nemesis:
     def _cut(self, step: Step, victim: str, nodes: list[str], sentinels: list[str]) -> tuple[list[Link], str]:
         """The links a partition-like fault cuts, and what the two sides are."""
         links = self.links
-        members = list(links.lab.members)
+        members = list(links.net.members)
         if step.fault in ("partition", "partition-bounce"):
             # The classic minority-primary case: the primary keeps a replica, a sentinel and
             # some clients on its side; the majority side can elect a new primary.
@@ -372,6 +436,11 @@ class Nemesis:
             return [Link(p, victim) for p in peers], f"{victim}'s links from its peers"
         rest = [m for m in members if m not in side]
         return links.between(side, rest), f"{','.join(side)} | {','.join(rest)}"
+
+
+# The faults that cut links between two sides (`Nemesis._cut` says which).
+_CUTS = frozenset({"partition", "isolate", "stall", "flap", "split-majority", "partition-bounce", "halves", "bridge",
+                   "hide-from-sentinels"})
 
 
 def _buddy(step: Step, victim: str, nodes: list[str]) -> str:

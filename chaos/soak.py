@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import sys
 import time
@@ -20,14 +21,19 @@ from typing import Any
 
 from chaos.report import summary_row, write_report
 
+# The flags that say where a deployment target is (`runner.run`'s `deployment`).
+_WHERE_FLAGS = {"compose_project": "--compose-project", "file": "--deployment", "password_env": "--password-env"}
 
-def rerun_command(target: str, scenario: str, seed: int, duration: float, overrides: dict[str, object]) -> str:
+
+def rerun_command(target: str, scenario: str, seed: int, duration: float, overrides: dict[str, object],
+                  where: dict[str, str] | None = None) -> str:
     flags = "".join(f" --set {k}={v}" for k, v in sorted(overrides.items()))
+    flags += "".join(f" {_WHERE_FLAGS[k]} {shlex.quote(v)}" for k, v in sorted((where or {}).items()))
     return f"rill chaos run --target {target} --scenario {scenario} --seed {seed} --duration {duration:g}{flags}"
 
 
 def summarize(target: str, scenario: str, duration: float, overrides: dict[str, object],
-              results: list[dict[str, Any]]) -> dict[str, Any]:
+              results: list[dict[str, Any]], where: dict[str, str] | None = None) -> dict[str, Any]:
     """The soak's verdict from its runs' results (pure: `rill chaos report` can redo it)."""
     done = [r for r in results if r.get("status") == "done"]
     broken = [r for r in results if r.get("status") != "done"]
@@ -53,7 +59,7 @@ def summarize(target: str, scenario: str, duration: float, overrides: dict[str, 
                    for k in ("lost", "lost_wait_majority", "g2", "redelivered_after_durable_ack")},
         "tilt_runs": sum(1 for r in done if r.get("sentinels", {}).get("tilt")),
         "failing": [{"seed": r.get("seed"), "why": r.get("unsafe_because") or [r.get("status"), r.get("reason")],
-                     "rerun": rerun_command(target, scenario, int(r.get("seed", 0)), duration, overrides)}
+                     "rerun": rerun_command(target, scenario, int(r.get("seed", 0)), duration, overrides, where)}
                     for r in [*unsafe, *broken]],
         "per_seed": [{"seed": r.get("seed"), "status": r.get("status"), "safe": r.get("safe"),
                       "lost": r.get("anomalies", {}).get("lost"),
@@ -63,7 +69,8 @@ def summarize(target: str, scenario: str, duration: float, overrides: dict[str, 
 
 
 def run_soak(target: str, scenario: str, seeds: list[int], duration: float, out: str,
-             overrides: dict[str, object] | None = None, keep: bool = False) -> dict[str, Any]:
+             overrides: dict[str, object] | None = None, keep: bool = False,
+             where: dict[str, str] | None = None) -> dict[str, Any]:
     from chaos.matrix import Bar
     from chaos.runner import run
 
@@ -76,7 +83,7 @@ def run_soak(target: str, scenario: str, seeds: list[int], duration: float, out:
         run_dir = os.path.join(out, str(seed))
         bar.label = f"{target} {scenario} seed {seed}"
         try:
-            result = run(target, scenario, seed, duration, run_dir, bar.show, overrides)
+            result = run(target, scenario, seed, duration, run_dir, bar.show, overrides, where)
         except Exception as exc:  # one broken run must not lose the others' results
             result = {"target": target, "scenario": scenario, "seed": seed, "duration": duration,
                       "status": "error", "reason": f"{type(exc).__name__}: {exc}"}
@@ -95,7 +102,7 @@ def run_soak(target: str, scenario: str, seeds: list[int], duration: float, out:
         bar.show("", 0.0)
     if sys.stderr.isatty():
         print(file=sys.stderr)
-    summary = summarize(target, scenario, duration, overrides, results)
+    summary = summarize(target, scenario, duration, overrides, results, where)
     summary["wall_s"] = round(time.monotonic() - started, 1)
     summary["rows"] = [summary_row(r) for r in results]
     with open(os.path.join(out, "summary.json"), "w", encoding="utf-8") as f:

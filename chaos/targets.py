@@ -37,6 +37,14 @@ TARGETS: dict[str, Target] = {
 }
 
 
+# Targets the lab does not start: a deployment the user brought up (chaos.deployment), driven
+# where the lab can reach it; the faults it cannot apply there are reported as not applied.
+DEPLOYMENT_TARGETS: dict[str, str] = {
+    "compose": "your compose cluster (deploy/)",
+    "deployment": "your deployment (--deployment FILE)",
+}
+
+
 @dataclass(frozen=True)
 class Settings:
     """The cluster's knobs: a scenario sets some, a user any (`rill chaos run --options FILE`

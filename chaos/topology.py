@@ -42,7 +42,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 
 PREFIX = "rillchaos"
@@ -82,6 +82,29 @@ class Link:
     dst: str
 
 
+def member_links(members: dict[str, Member]) -> list[Link]:
+    """Every directed link a cluster can use: any node may replicate from any other; sentinels
+    watch every node and talk to each other; clients reach every node and every sentinel.
+    Nobody connects to a client group, and nodes never connect to sentinels."""
+    out = []
+    for src in members.values():
+        for dst in members.values():
+            if src.name == dst.name or dst.kind == "client":
+                continue
+            if src.kind == "node" and dst.kind == "sentinel":
+                continue
+            out.append(Link(src.name, dst.name))
+    return out
+
+
+@dataclass(frozen=True)
+class Proxy:
+    """One toxiproxy proxy: the API (host, port) of the server that holds it, and its name there."""
+
+    api: tuple[str, int]
+    name: str
+
+
 @dataclass
 class Lab:
     """The namespaces, addresses and toxiproxies of one run."""
@@ -99,21 +122,25 @@ class Lab:
         return f"{PREFIX}-{self.pid}-hub"
 
     def links(self) -> list[Link]:
-        """Every directed link the cluster can use: any node may replicate from any other;
-        sentinels watch every node and talk to each other; clients reach every node and every
-        sentinel. Nobody connects to a client group, and nodes never connect to sentinels."""
-        out = []
-        for src in self.members.values():
-            for dst in self.members.values():
-                if src.name == dst.name or dst.kind == "client":
-                    continue
-                if src.kind == "node" and dst.kind == "sentinel":
-                    continue
-                out.append(Link(src.name, dst.name))
-        return out
+        return member_links(self.members)
 
     def proxy_name(self, link: Link, port: int) -> str:
         return f"{link.src}>{link.dst}:{port}"
+
+    def proxies(self, links: Sequence[Link], idle: Collection[str] = ()) -> list[Proxy]:
+        """Each link's own proxies (one per port of its destination) in its source's toxiproxy:
+        any set of links can be cut exactly here (`idle` changes nothing)."""
+        return [Proxy((self.members[link.src].real_ip, TOXIPROXY_API_PORT), self.proxy_name(link, port))
+                for link in links for port in self.members[link.dst].ports]
+
+    def own_servers(self) -> list[tuple[str, int]]:
+        return [(member.real_ip, TOXIPROXY_API_PORT) for member in self.members.values()]
+
+    def describe(self, proxies: Sequence[Proxy]) -> str:
+        return ""  # each link has its own proxies: the links say it all
+
+    def check(self) -> None:
+        self.check_in_hub()
 
     # -- set-up and tear-down --------------------------------------------------------------
 

@@ -1,5 +1,6 @@
-"""A client group's workload, run as its own process inside the group's namespace
-(`python -m chaos.workload SPEC.json`), recording every operation to its history file.
+"""A client group's workload, run as its own process inside the group's namespace (on a user's
+deployment, on this machine: `python -m chaos.workload SPEC.json`), recording every operation
+to its history file.
 
 - Producers XADD unique values (`<process>-<n>`), each followed by no WAIT, `WAIT 1` or `WAIT`
   for a majority of the nodes; each value is sent at most once (no client retries), so a
@@ -11,7 +12,9 @@
 - Readers tail one node each (replicas, mostly) with XREAD BLOCK.
 
 Producers and consumers find the primary through Sentinel (redis-py's `Sentinel`), as an
-application would, and keep one connection until an error. Outcomes: a refused connection or
+application would, and keep one connection until an error. On a deployment, `routes` says
+where the group connects for each announced address (its own proxy in front of that node), and
+the password comes from the environment variable the spec names. Outcomes: a refused connection or
 an error reply is `fail` (the command did not run); a timeout or a connection lost after the
 command was sent is `info` (it may have run).
 """
@@ -62,6 +65,10 @@ class Spec:
     op_timeout: float = 2.0
     wait_timeout_ms: int = 1000
     majority_wait: int = 0  # replicas a consumer's WAIT after its XACKs asks for (0: no WAIT)
+    service: str = SERVICE  # the name the sentinels monitor
+    routes: dict[str, list[Any]] | None = None  # "host:port" announced -> [host, port] to connect to
+    password_env: str = ""  # the environment variable holding the nodes' password
+    sentinel_password_env: str = ""
 
     @staticmethod
     def load(path: str) -> Spec:
@@ -90,8 +97,11 @@ class Worker:
         return os.path.exists(self.spec.drain_flag) or self.now() > self.spec.deadline
 
     def connect(self, host: str, port: int) -> Connection:
+        """A connection to the node announced at host:port (through the group's route to it)."""
+        host, port = (self.spec.routes or {}).get(f"{host}:{port}", (host, port))
+        password = os.environ.get(self.spec.password_env) if self.spec.password_env else None
         conn = Connection(host=host, port=port, socket_timeout=self.spec.op_timeout, socket_connect_timeout=0.5,
-                          retry=Retry(NoBackoff(), 0), decode_responses=True)
+                          retry=Retry(NoBackoff(), 0), decode_responses=True, password=password or None)
         try:
             conn.connect()
         except (redis.ConnectionError, redis.TimeoutError, OSError) as exc:
@@ -306,15 +316,18 @@ class PrimaryLink:
         # No retries anywhere (redis-py's default retries a sentinel query 3 times with backoff
         # up to 10 s): a sentinel that does not answer within 0.5 s is skipped for the next one,
         # so what the history shows is the cluster's availability, not a client's retry policy.
-        quick = {"socket_timeout": 0.5, "socket_connect_timeout": 0.5, "retry": Retry(NoBackoff(), 0)}
-        self.sentinel = Sentinel(worker.spec.sentinels, sentinel_kwargs=quick, **quick)
+        quick: dict[str, Any] = {"socket_timeout": 0.5, "socket_connect_timeout": 0.5, "retry": Retry(NoBackoff(), 0)}
+        env = worker.spec.sentinel_password_env
+        password = os.environ.get(env) if env else None
+        self.sentinel = Sentinel(worker.spec.sentinels, sentinel_kwargs={**quick, "password": password or None},
+                                 **quick)
         self.conn: Connection | None = None
         self.node: str | None = None
 
     def get(self) -> tuple[Connection, str]:
         if self.conn is None:
             try:
-                host, port = self.sentinel.discover_master(SERVICE)
+                host, port = self.sentinel.discover_master(self.worker.spec.service)
             except redis.RedisError as exc:
                 raise NotSent(f"no primary: {exc}") from None
             self.conn = self.worker.connect(host, int(port))

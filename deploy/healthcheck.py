@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """`rill-healthcheck [--port PORT] [--sentinel]`: the container health check of a Rill node or
-sentinel.
+sentinel, over TLS when `RILL_TLS_CA_CERT_FILE` names the CA (deploy/compose.tls.yaml).
 
 Healthy (exit 0) when the server on 127.0.0.1:PORT answers PING and, for a node that is a
 replica, its link to the primary is up (`master_link_status:up`): a replica that lost its
@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import os
 import socket
+import ssl
 import sys
 
 
@@ -48,9 +49,18 @@ class _Replies:
         raise RuntimeError(f"unexpected reply {line!r}")
 
 
-def check(port: int, password: str, timeout: float, sentinel: bool = False) -> str:
+def _connect(port: int, timeout: float, ca_file: str) -> socket.socket:
+    raw = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+    if not ca_file:
+        return raw
+    context = ssl.create_default_context(cafile=ca_file)
+    context.check_hostname = False  # 127.0.0.1; the certificate must still be the CA's
+    return context.wrap_socket(raw)
+
+
+def check(port: int, password: str, timeout: float, sentinel: bool = False, ca_file: str = "") -> str:
     """'' when healthy, otherwise why not."""
-    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as sock:
+    with _connect(port, timeout, ca_file) as sock:
         commands = [_command("AUTH", password)] if password else []
         commands += [_command("PING")] if sentinel else [_command("PING"), _command("INFO", "replication")]
         sock.sendall(b"".join(commands))
@@ -74,7 +84,8 @@ def main() -> int:
     parser.add_argument("--sentinel", action="store_true", help="a sentinel: PING only")
     args = parser.parse_args()
     try:
-        problem = check(args.port, os.environ.get("RILL_PASSWORD", ""), args.timeout, args.sentinel)
+        problem = check(args.port, os.environ.get("RILL_PASSWORD", ""), args.timeout, args.sentinel,
+                        os.environ.get("RILL_TLS_CA_CERT_FILE", ""))
     except (OSError, RuntimeError) as exc:
         problem = str(exc) or type(exc).__name__
     if problem:

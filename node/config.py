@@ -54,6 +54,13 @@ _DIRECTIVES: Final[tuple[Directive, ...]] = (
     Directive("bind", "127.0.0.1", "string", mutable=False),
     Directive("requirepass", "", "string"),
     Directive("masterauth", "", "string"),
+    # The ACL user a replica authenticates as to its primary (with masterauth), as in Redis.
+    Directive("masteruser", "", "string"),
+    # ACL (node/commands/acl_users.py): the ACL file (ACL LOAD/SAVE; excludes `user` lines),
+    # the ACL LOG's length, the channels a new user starts with.
+    Directive("aclfile", "", "string", mutable=False),
+    Directive("acllog-max-len", "128", "int", minimum=0, maximum=_LLONG_MAX),
+    Directive("acl-pubsub-default", "resetchannels", "enum", choices=("allchannels", "resetchannels")),
     Directive("dir", ".", "string", mutable=False, protected=True),
     Directive("databases", "16", "int", mutable=False, minimum=1, maximum=_INT_MAX),
     Directive("maxclients", "10000", "int", minimum=1, maximum=(1 << 32) - 1),
@@ -156,6 +163,30 @@ _DIRECTIVES: Final[tuple[Directive, ...]] = (
     Directive("fenced-mode", "no", "bool", mutable=False),
     Directive("fenced-replica-set-size", "0", "int", mutable=False, minimum=0, maximum=1000),
     Directive("fenced-lease-milliseconds", "1000", "int", mutable=False, minimum=10, maximum=3_600_000),
+    # Client TLS (node/server/tls.py), with Redis's names and defaults: a TLS port beside
+    # `port` (or alone with `port 0`); certificates, keys and CAs are read again whenever one
+    # of them is set (CONFIG SET of the same path reloads it). tls-replication: replicas reach
+    # their primary (RESP and the gRPC link) over TLS, sentinels reach the nodes so.
+    Directive("tls-port", "0", "int", mutable=False, minimum=0, maximum=65535),
+    Directive("tls-cert-file", "", "string"),
+    Directive("tls-key-file", "", "string"),
+    Directive("tls-key-file-pass", "", "string"),
+    Directive("tls-client-cert-file", "", "string"),
+    Directive("tls-client-key-file", "", "string"),
+    Directive("tls-client-key-file-pass", "", "string"),
+    Directive("tls-dh-params-file", "", "string"),
+    Directive("tls-ca-cert-file", "", "string"),
+    Directive("tls-ca-cert-dir", "", "string"),
+    Directive("tls-auth-clients", "yes", "enum", choices=("no", "yes", "optional")),
+    Directive("tls-protocols", "", "string"),
+    Directive("tls-ciphers", "", "string"),
+    Directive("tls-ciphersuites", "", "string"),
+    Directive("tls-prefer-server-ciphers", "no", "bool"),
+    Directive("tls-session-caching", "yes", "bool"),
+    Directive("tls-session-cache-size", "20480", "int", minimum=0, maximum=_INT_MAX),
+    Directive("tls-session-cache-timeout", "300", "int", minimum=0, maximum=_INT_MAX),
+    Directive("tls-replication", "no", "bool"),
+    Directive("tls-cluster", "no", "bool"),
     # Rill's Prometheus metrics over HTTP on the bind addresses (node/app/metrics.py); 0 = off.
     Directive("metrics-port", "0", "int", mutable=False, minimum=0, maximum=65535),
 )
@@ -169,6 +200,11 @@ def canonical_name(name: str) -> str | None:
     if name in DIRECTIVES:
         return name
     return ALIASES.get(name)
+
+
+def _rewrite_option(name: str) -> str | None:
+    """The option a line of the old file rewrites under: a directive, or `user`."""
+    return "user" if name == "user" else canonical_name(name)
 
 
 def _normalize(d: Directive, raw: str, current: str | None = None) -> str:
@@ -282,6 +318,13 @@ class Config:
         self._values: dict[str, str] = {d.name: _normalize(d, d.default) if d.kind != "special" or d.default else d.default for d in _DIRECTIVES}
         self.config_file: str | None = None
         self._listeners: list[Callable[[str, str], None]] = []
+        # Directives whose new values must be applied before CONFIG SET succeeds (TLS
+        # material): name -> a function returning Redis's error text, or None when applied.
+        self._appliers: dict[str, Callable[[], str | None]] = {}
+        # `user` lines (words after `user`, where, the line), for the ACL to load at start-up.
+        self.user_lines: list[tuple[list[str], str, str]] = []
+        # The ACL's `user` lines for CONFIG REWRITE (set by the server once its users exist).
+        self.user_config_lines: Callable[[], list[str]] | None = None
         # Vetoes of CONFIG SET values: (name, canonical value) -> why not, or None.
         self._validators: list[Callable[[str, str], str | None]] = []
         self._refresh_cache()
@@ -352,9 +395,24 @@ class Config:
                 values.append((d.name, value))
             except ConfigError as exc:
                 raise ConfigError(f"CONFIG SET failed (possibly related to argument '{given}') - {exc}") from None
+        old = {canon: self._values[canon] for canon, _ in values}
         for canon, value in values:
             self._values[canon] = value
         self._refresh_cache()
+        applied: list[Callable[[], str | None]] = []
+        for canon, _ in values:
+            apply = self._appliers.get(canon)
+            if apply is None or apply in applied:
+                continue
+            applied.append(apply)
+            error = apply()
+            if error is not None:
+                # restoreBackupConfig: the old values, applied again.
+                self._values.update(old)
+                self._refresh_cache()
+                for again in applied:
+                    again()
+                raise ConfigError(f"CONFIG SET failed (possibly related to argument '{canon}') - {error}")
         for canon, value in values:
             for listener in self._listeners:
                 listener(canon, value)
@@ -362,6 +420,11 @@ class Config:
     def on_change(self, listener: Callable[[str, str], None]) -> None:
         self._listeners.append(listener)
 
+    def on_apply(self, names: tuple[str, ...], apply: Callable[[], str | None]) -> None:
+        """`apply` runs when CONFIG SET changes one of `names` (once per CONFIG SET); an error
+        text it returns makes the CONFIG SET fail with every value restored."""
+        for name in names:
+            self._appliers[name] = apply
     def add_validator(self, validator: Callable[[str, str], str | None]) -> None:
         """A rule CONFIG SET values must pass: it returns why a (name, value) is refused."""
         self._validators.append(validator)
@@ -376,6 +439,9 @@ class Config:
                     raise ConfigError("Unbalanced quotes in configuration line", where, line.strip())
                 if not words:
                     continue
+                if words[0].lower() == "user" and len(words) >= 2:
+                    self.user_lines.append((words[1:], where, line.strip()))
+                    continue
                 try:
                     self.apply_directive(words[0], words[1:])
                 except ConfigError as exc:
@@ -384,6 +450,9 @@ class Config:
         self.config_file = os.path.abspath(path)
 
     def apply_directive(self, name: str, args: list[str]) -> None:
+        if name.lower() == "user" and args and args != [""]:
+            self.user_lines.append((args, "the command line", " ".join(["user", *args])))
+            return
         canon = canonical_name(name)
         if canon is None:
             raise ConfigError("Bad directive or wrong number of arguments")
@@ -400,9 +469,14 @@ class Config:
         directives now at their default (or unset) go."""
         if self.config_file is None:
             raise ConfigError("The server is running without a config file")
-        state = RewriteState(read_old(self.config_file), canonical_name)
+        state = RewriteState(read_old(self.config_file), _rewrite_option)
         for d in _DIRECTIVES:
             self._rewrite_directive(state, d)
+        # rewriteConfigUserOption: with an ACL file the users live there and `user` lines go.
+        if not self._values["aclfile"] and self.user_config_lines is not None:
+            for line in self.user_config_lines():
+                state.rewrite_line("user", line, True)
+        state.mark("user")
         state.remove_orphaned()
         overwrite_file(self.config_file, state.content())
 
@@ -451,4 +525,9 @@ class Config:
 
 
 # Redis's EMPTY_STRING_IS_NULL strings: "" means unset, and an unset one has no line.
-_UNSET_WHEN_EMPTY: Final = frozenset({"requirepass", "masterauth", "pidfile", "replica-announce-ip"})
+_UNSET_WHEN_EMPTY: Final = frozenset({
+    "requirepass", "masterauth", "masteruser", "pidfile", "replica-announce-ip", "aclfile",
+    "tls-cert-file", "tls-key-file", "tls-key-file-pass", "tls-client-cert-file", "tls-client-key-file",
+    "tls-client-key-file-pass", "tls-dh-params-file", "tls-ca-cert-file", "tls-ca-cert-dir", "tls-protocols",
+    "tls-ciphers", "tls-ciphersuites",
+})

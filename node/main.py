@@ -104,6 +104,10 @@ def run_node(argv: list[str]) -> int:
     except OSError as exc:
         print(f"Can't open the log file: {exc.strerror}", file=sys.stderr)
         return 1
+    if not config.get_int("port") and not config.get_int("tls-port"):
+        logging.getLogger("rill").error("Configured to not listen anywhere, exiting.")
+        print("Configured to not listen anywhere, exiting.", file=sys.stderr)
+        return 1
     try:
         import uvloop
 
@@ -121,9 +125,20 @@ def run_node(argv: list[str]) -> int:
     from node.persistence.loading import PersistenceError
 
     try:
-        asyncio.run(RillNode(config).serve())
+        node = RillNode(config)
+    except ConfigError as exc:  # a `user` line, or the ACL file
+        print(fatal_config_report(exc), file=sys.stderr)
+        logging.getLogger("rill").error("%s", exc)
+        return 1
+    except OSError as exc:  # settings that cannot work together (fenced mode without the AOF)
+        logging.getLogger("rill").error("Could not start: %s", exc)
+        print(f"Could not start: {exc}", file=sys.stderr)
+        return 1
+    try:
+        asyncio.run(node.serve())
     except OSError as exc:
         logging.getLogger("rill").error("Could not start: %s", exc)
+        print(f"Could not start: {exc}", file=sys.stderr)
         return 1
     except PersistenceError as exc:
         # The data on disk cannot be loaded: refuse to start rather than serve without it.

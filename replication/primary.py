@@ -68,8 +68,9 @@ class _Refusal:
 class _Session:
     """One connected replica's stream: where it is in the log and how it is doing."""
 
-    def __init__(self, replica_id: str, peer: str, host: str, port: int, start: int) -> None:
+    def __init__(self, replica_id: str, peer: str, host: str, port: int, start: int, user: str = "default") -> None:
         self.replica_id = replica_id
+        self.user = user  # the user the replica authenticated as (CLIENT KILL USER)
         self.peer = peer
         self.host = host
         self.port = port
@@ -206,10 +207,12 @@ class Primary:
         self._update_floor()
         return True
 
-    def disconnect_all(self, reason: str) -> int:
-        """Closes every replica's stream (CLIENT KILL TYPE replica, shutdown); they reconnect.
-        Returns how many there were."""
-        open_sessions = [session for session in self._sessions.values() if not session.closed]
+    def disconnect_all(self, reason: str, user: str | None = None) -> int:
+        """Closes every replica's stream (CLIENT KILL TYPE replica, shutdown), or those of
+        the replicas authenticated as `user`; they reconnect. Returns how many there were."""
+        open_sessions = [
+            session for session in self._sessions.values() if not session.closed and user in (None, session.user)
+        ]
         for session in open_sessions:
             session.close(_Refusal(grpc.StatusCode.UNAVAILABLE, reason))
         self._update_floor()
@@ -303,7 +306,7 @@ class Primary:
             log.warning("refused replica %s: %s", peer, refusal.message)
             await context.abort(refusal.code, refusal.message)
         host = hello.announce_host or _peer_host(peer)
-        session = _Session(hello.replica_id, peer, host, hello.announce_port, hello.offset)
+        session = _Session(hello.replica_id, peer, host, hello.announce_port, hello.offset, hello.user or "default")
         previous = self._sessions.get(session.replica_id)
         if previous is not None:
             previous.close(_Refusal(grpc.StatusCode.ABORTED, "superseded by a newer link from the same replica"))
@@ -351,17 +354,23 @@ class Primary:
             return None, _Refusal(grpc.StatusCode.INVALID_ARGUMENT, f"the hello is not a valid message: {exc}")
         if not isinstance(message, pb.ReplicaMessage) or message.WhichOneof("kind") != "hello":
             return None, _Refusal(grpc.StatusCode.INVALID_ARGUMENT, "the first message must be a hello")
-        return message.hello, self._check_hello(message.hello)
+        return message.hello, self._check_hello(message.hello, context.peer())
 
-    def _check_hello(self, hello: pb.Hello) -> _Refusal | None:
+    def _check_hello(self, hello: pb.Hello, peer: str) -> _Refusal | None:
         invalid = grpc.StatusCode.INVALID_ARGUMENT
         if hello.protocol_version != PROTOCOL_VERSION:
             return _Refusal(
                 grpc.StatusCode.FAILED_PRECONDITION,
                 f"protocol version {hello.protocol_version} is not supported (this primary speaks {PROTOCOL_VERSION})",
             )
+        authenticate = self.settings.authenticate
+        if authenticate is not None:
+            refusal = authenticate(hello.user, hello.auth, peer)
+            if refusal is not None:
+                return _Refusal(grpc.StatusCode.UNAUTHENTICATED if not refusal.startswith("NOPERM")
+                                else grpc.StatusCode.PERMISSION_DENIED, refusal)
         secret = self.settings.requirepass
-        if secret:
+        if secret and authenticate is None:
             if not hello.auth:
                 return _Refusal(grpc.StatusCode.UNAUTHENTICATED, "NOAUTH Authentication required.")
             if not hmac.compare_digest(hello.auth.encode(), secret.encode()):

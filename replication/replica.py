@@ -369,6 +369,7 @@ class ReplicaLink:
             announce_host=self.announce_host,
             announce_port=self.announce_port,
             auth=self.settings.masterauth or "",
+            user=self.settings.masteruser or "",
             fence_epoch=fence.fence_epoch if fence is not None else 0,
             log_epoch=fence.log_epoch(backlog.end) if fence is not None else 0,
             failover=self.failover,

@@ -6,6 +6,7 @@ so tests can use sub-second values.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 MiB = 1024 * 1024
@@ -31,6 +32,10 @@ class PrimarySettings:
     """The primary side: auth, heartbeats, timeouts, flow control and message sizes."""
 
     requirepass: str | None = None  # shared secret replicas must present; None = open
+    # Who may replicate, when the owner decides (a node asks its ACL users): (user, password,
+    # peer) as the replica's hello gives them ("" user: the default one) -> None to admit it,
+    # or the refusal's text. Replaces the requirepass check when set.
+    authenticate: Callable[[str, str, str], str | None] | None = None
     ping_period: float = 10.0  # repl-ping-replica-period: heartbeat when idle this long
     timeout: float = 60.0  # repl-timeout: drop a replica silent (no ack / stuck write) this long
     output_buffer_limit: OutputBufferLimit = OutputBufferLimit()
@@ -49,6 +54,7 @@ class ReplicaSettings:
     """The replica side: auth, liveness, acks and reconnection backoff."""
 
     masterauth: str | None = None  # secret sent in the handshake
+    masteruser: str | None = None  # the user that secret belongs to (None: the default user)
     timeout: float = 60.0  # repl-timeout: the primary is dead after this long without a message
     ack_period: float = 1.0  # acks go after every batch and at least this often
     backoff_initial: float = 0.1  # first reconnect delay; doubles per failed attempt

@@ -63,6 +63,7 @@ class RillNode:
         self.effects = EffectLog()
         self.server = Server(config, self.keyspace, self.effects, self.clock)
         self.server.node = self
+        self.acl = self.server.acl
         self.persistence = Persistence(self.server)
         self.replication = ReplicationNode(self.server, self.persistence)
         add_node_sections(self.server.info_sections, self)

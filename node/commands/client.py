@@ -137,7 +137,7 @@ def client_line(session: Session, now_ms: int) -> str:
         f"name={_text(session.name)} age={age} idle={idle} flags={_flag_string(session)} "
         f"db={session.db_index} sub={sub} psub={psub} ssub={ssub} multi={multi} qbuf=0 qbuf-free=0 argv-mem=0 "
         f"multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem={omem} tot-mem={omem} events={events} "
-        f"cmd={session.last_command} user={session.user} redir=-1 resp={session.proto} "
+        f"cmd={session.last_command} user={_text(session.user.name)} redir=-1 resp={session.proto} "
         f"lib-name={_text(session.lib_name)} lib-ver={_text(session.lib_ver)}"
     )
 
@@ -237,7 +237,8 @@ def _parse_type(raw: bytes) -> str:
 @subcommand("client", "kill", -3, "admin noscript loading stale", summary="Terminates open connections.")
 def client_kill(ctx: Session, argv: list[bytes]) -> Any:
     old_form = len(argv) == 3
-    addr = laddr = user = wanted_type = None
+    addr = laddr = wanted_type = None
+    user: bytes | None = None
     wanted_id = 0
     # The old form (CLIENT KILL addr) may kill the caller itself; filters skip it by default.
     skipme = not old_form
@@ -262,10 +263,9 @@ def client_kill(ctx: Session, argv: list[bytes]) -> Any:
             elif option == b"laddr":
                 laddr = text
             elif option == b"user":
-                # Rill has the default user only (no ACL).
-                if text != "default":
+                if value not in ctx.node.acl.users:
                     raise CommandError("ERR No such user '%s'" % text)
-                user = text
+                user = value
             elif option == b"skipme":
                 low = value.lower()
                 if low not in (b"yes", b"no"):
@@ -284,7 +284,7 @@ def client_kill(ctx: Session, argv: list[bytes]) -> Any:
             continue
         if wanted_id and session.id != wanted_id:
             continue
-        if user is not None and session.user != user:
+        if user is not None and session.user.name != user:
             continue
         if session is ctx:
             if skipme:
@@ -296,13 +296,14 @@ def client_kill(ctx: Session, argv: list[bytes]) -> Any:
     # The replication links are gRPC streams, not RESP clients, but Redis lists them as
     # clients of type master (on a replica) and slave (on a primary): a filter that only
     # names a type (or nothing) kills them too. They have no address or client id; the
-    # link to a primary has no user (Redis's master client has none).
+    # link to a primary has no user (Redis's master client has none), a replica's stream
+    # has the user its replica authenticated as.
     if addr is None and laddr is None and not wanted_id:
         links = ctx.node.replication
         if wanted_type in (None, "master") and user is None:
             killed += links.kill_links("master")
         if wanted_type in (None, "slave"):
-            killed += links.kill_links("slave")
+            killed += links.kill_links("slave", user)
     if old_form:
         if not killed:
             raise CommandError("ERR No such client")

@@ -8,6 +8,8 @@ from __future__ import annotations
 from typing import Any, Final
 
 from node import reported_version
+from node.commands.acl import MULTI, TOPLEVEL, log_denial
+from node.commands.acl_rules import DENIED_AUTH
 from node.commands.args import parse_int
 from node.commands.context import Session
 from node.commands.reply import OK, CommandError, Raw
@@ -48,13 +50,18 @@ def select(ctx: Session, argv: list[bytes]) -> Any:
     return OK
 
 
-def _check_password(ctx: Session, user: bytes, password: bytes) -> None:
-    # Without requirepass the default user is "nopass": any password is accepted (Redis 7
-    # answers OK to AUTH default <anything> and HELLO ... AUTH default <anything>).
-    required = ctx.node.config.requirepass
-    if user != b"default" or (required and password != required.encode()):
-        raise CommandError("WRONGPASS invalid username-password pair or user is disabled.")
+_WRONGPASS: Final = "WRONGPASS invalid username-password pair or user is disabled."
+
+
+def _authenticate(ctx: Session, argv0: bytes, username: bytes, password: bytes) -> None:
+    """checkPasswordBasedAuth: the client becomes the user, or the failure is logged (as an
+    `auth` entry naming the command as sent) and WRONGPASS raised."""
+    user = ctx.node.acl.authenticate(username, password)
+    if user is None:
+        log_denial(ctx, DENIED_AUTH, MULTI if ctx.multi is not None or ctx.in_exec else TOPLEVEL, argv0, username)
+        raise CommandError(_WRONGPASS)
     ctx.authenticated = True
+    ctx.user = user
 
 
 @command("auth", -2, "noscript loading stale fast no_auth allow_busy", group="connection",
@@ -63,14 +70,14 @@ def auth(ctx: Session, argv: list[bytes]) -> Any:
     if len(argv) > 3:
         raise CommandError("ERR syntax error")
     if len(argv) == 2:
-        if not ctx.node.config.requirepass:
+        if ctx.node.acl.default.nopass:
             raise CommandError(
                 "ERR AUTH <password> called without any password configured for the default user. "
                 "Are you sure your configuration is correct?"
             )
-        _check_password(ctx, b"default", argv[1])
+        _authenticate(ctx, argv[0], b"default", argv[1])
     else:
-        _check_password(ctx, argv[1], argv[2])
+        _authenticate(ctx, argv[0], argv[1], argv[2])
     return OK
 
 
@@ -86,11 +93,12 @@ def hello(ctx: Session, argv: list[bytes]) -> Any:
         proto = ver
         i = 2
     setname: bytes | None = None
+    credentials: tuple[bytes, bytes] | None = None
     while i < len(argv):
         opt = argv[i].lower()
         more = len(argv) - i - 1
         if opt == b"auth" and more >= 2:
-            _check_password(ctx, argv[i + 1], argv[i + 2])
+            credentials = (argv[i + 1], argv[i + 2])  # the last AUTH option counts
             i += 3
         elif opt == b"setname" and more >= 1:
             setname = argv[i + 1]
@@ -99,6 +107,8 @@ def hello(ctx: Session, argv: list[bytes]) -> Any:
             i += 2
         else:
             raise CommandError("ERR Syntax error in HELLO option '%s'" % argv[i].decode("utf-8", "replace"))
+    if credentials is not None:
+        _authenticate(ctx, argv[0], *credentials)
     if not ctx.authenticated:
         raise CommandError("NOAUTH HELLO must be called with the client already authenticated, "
                            "otherwise the HELLO <proto> AUTH <user> <pass> option can be used to "
@@ -133,5 +143,8 @@ def reset(ctx: Session, argv: list[bytes]) -> Any:
     ctx.reply_mode = "on"
     ctx.no_evict = False
     ctx.no_touch = False
-    ctx.authenticated = not ctx.node.config.requirepass
+    # clientSetDefaultAuth
+    acl = ctx.node.acl
+    ctx.user = acl.default
+    ctx.authenticated = acl.default.nopass and acl.default.enabled
     return Raw(b"+RESET\r\n")

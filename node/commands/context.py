@@ -17,10 +17,12 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Protocol, cast
 
+from node.commands.acl_rules import INTERNAL_USER, User
 from node.engine.expires import Expires
 from node.engine.keyspace import Database, Keyspace
 
 if TYPE_CHECKING:
+    from node.commands.acl_users import AclUsers
     from node.commands.expiry import Expiry
     from node.commands.persistence_cmds import PersistenceControl
     from node.commands.replication_cmds import ReplicationControl, Waits
@@ -89,6 +91,7 @@ class Core(Protocol):
 
     config: Config
     clock: Callable[[], int]  # wall-clock milliseconds (now_ms), injectable for tests
+    acl: AclUsers  # the server's ACL users, log and counters
 
     @property
     def commands(self) -> CommandTable: ...  # what this server runs (COMMAND lists it)
@@ -210,7 +213,11 @@ class Session:
         self.name: bytes = b""
         self.lib_name: bytes = b""
         self.lib_ver: bytes = b""
-        self.authenticated = not node.config.requirepass
+        # Redis's c->authenticated and c->user. A session made by the server itself (an AOF
+        # replay, the link to a primary) runs anything, as Redis's clients without a user;
+        # the server gives a client connection the default user (ServerCore.register).
+        self.authenticated = True
+        self.user: User = INTERNAL_USER
         self.multi: list[list[bytes]] | None = None  # queued commands while in MULTI
         self.multi_error = False  # a command failed to queue: EXEC must abort
         # (db, key) watched -> whether it was logically expired when watched (Redis's
@@ -229,7 +236,6 @@ class Session:
         self.closing = False  # close after the pending replies are written
         self.no_evict = False
         self.no_touch = False
-        self.user = "default"
         self.effects_in_command = 0
         self.blocked_on: Block | None = None
         self.output_size = 0

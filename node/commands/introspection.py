@@ -1,22 +1,20 @@
 """COMMAND: the command table as clients see it (COMMAND, COUNT, INFO, DOCS, LIST, GETKEYS,
 GETKEYSANDFLAGS, HELP), in Redis 7's reply shapes.
 
-Everything is derived from `node.commands.table`: flags are listed in Redis's order, ACL
-categories follow Redis's implicit rules (write → @write, not fast → @slow, admin →
-@admin @dangerous, …) plus the docs group's category, and key specs are built from the
-first/last/step key positions. Commands whose keys follow a keyword (XREAD's STREAMS) are
-described here, since the table's positions cannot express them.
+Names, arities and flags come from `node.commands.table` (flags listed in Redis's order); ACL
+categories, key specs and tips from `node.commands.keyspecs` (Redis 7.2's command JSON), which
+also finds the keys GETKEYS returns.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Any, Final
 
 from node.commands.context import Session
 from node.commands.glob import glob_match
 from node.commands.helptext import help_reply
+from node.commands.keyspecs import CATEGORY_BITS, category_names, describe, find_keys, key_flag_names
 from node.commands.reply import CommandError, RSet
 from node.commands.table import CommandSpec, CommandTable, command, subcommand
 
@@ -26,36 +24,6 @@ _FLAG_ORDER: Final = (
     "stale", "skip_monitor", "skip_slowlog", "asking", "fast", "no_auth", "no_mandatory_keys",
     "no_async_loading", "no_multi", "movablekeys", "allow_busy",
 )
-
-# ACL categories in Redis's bit order, which is the order COMMAND lists them in.
-_CATEGORY_ORDER: Final = (
-    "keyspace", "read", "write", "set", "sortedset", "list", "hash", "string", "bitmap",
-    "hyperloglog", "geo", "stream", "pubsub", "admin", "fast", "slow", "blocking", "dangerous",
-    "connection", "transaction", "scripting",
-)
-
-# The category a docs group implies (Redis's command JSON files give each command the
-# category of its family). Pub/Sub's comes from the `pubsub` flag alone (PUBSUB HELP has none).
-_GROUP_CATEGORY: Final = {
-    "generic": "keyspace", "string": "string", "stream": "stream", "connection": "connection",
-    "transactions": "transaction", "scripting": "scripting", "list": "list",
-    "hash": "hash", "set": "set", "sorted-set": "sortedset", "bitmap": "bitmap", "geo": "geo",
-    "hyperloglog": "hyperloglog",
-}
-
-# Categories Redis's JSON gives explicitly beyond what flags and group imply.
-_EXTRA_CATEGORIES: Final = {
-    "command": ("connection",),
-    "dbsize": ("keyspace",),
-    "flushall": ("keyspace", "dangerous"),
-    "flushdb": ("keyspace", "dangerous"),
-    "swapdb": ("keyspace", "dangerous"),
-    "info": ("dangerous",),
-    "lastsave": ("admin", "dangerous"),
-    "role": ("admin", "dangerous"),
-    "keys": ("dangerous",),
-    "restore": ("dangerous",),
-}
 
 # The Redis version that introduced each command (COMMAND DOCS "since").
 _SINCE: Final = {
@@ -103,14 +71,9 @@ _SINCE: Final = {
     "publish": "2.0.0", "ssubscribe": "7.0.0", "sunsubscribe": "7.0.0", "spublish": "7.0.0",
     "pubsub": "2.8.0", "pubsub|channels": "2.8.0", "pubsub|numsub": "2.8.0", "pubsub|numpat": "2.8.0",
     "pubsub|shardchannels": "7.0.0", "pubsub|shardnumsub": "7.0.0", "pubsub|help": "6.2.0",
-}
-
-# Key-spec flags Redis's command JSON gives where the coarse rule (write: RW update, else RO
-# access) would not: Redis 8's stream commands, for the ACL key permissions built on them.
-_KEY_FLAGS: Final = {
-    "xdelex": ("RW", "delete"),
-    "xackdel": ("RW", "update", "delete"),
-    "xnack": ("RW", "update"),
+    "acl": "6.0.0", "acl|cat": "6.0.0", "acl|deluser": "6.0.0", "acl|dryrun": "7.0.0", "acl|genpass": "6.0.0",
+    "acl|getuser": "6.0.0", "acl|help": "6.0.0", "acl|list": "6.0.0", "acl|load": "6.0.0", "acl|log": "6.0.0",
+    "acl|save": "6.0.0", "acl|setuser": "6.0.0", "acl|users": "6.0.0", "acl|whoami": "6.0.0",
 }
 
 # COMMAND DOCS "history" of the stream commands Redis 8 extended (Redis's command JSON).
@@ -129,24 +92,6 @@ _HISTORY: Final = {
         ("8.4.0", "Added the `CLAIM` option."),
         ("8.10.0", "Added the `MAXCOUNT` and `MAXSIZE` options."),
     ),
-}
-
-# Commands whose "keys" are shard channels: cluster routes them by slot, but they name no key.
-_NOT_KEYS: Final = frozenset({"spublish", "ssubscribe", "sunsubscribe"})
-
-
-@dataclass(frozen=True, slots=True)
-class _KeywordKeys:
-    """Keys that follow a keyword: the first half of the arguments after it (XREAD STREAMS)."""
-
-    keyword: bytes
-    start: int  # where the search for the keyword begins
-    flags: tuple[str, ...]
-
-
-_KEYWORD_KEYS: Final = {
-    "xread": _KeywordKeys(b"streams", 1, ("RO", "access")),
-    "xreadgroup": _KeywordKeys(b"streams", 4, ("RW", "update")),
 }
 
 _HELP: Final = (
@@ -180,64 +125,39 @@ def _parent_name(spec: CommandSpec) -> str:
 
 def command_flags(spec: CommandSpec) -> list[str]:
     flags = set(spec.flags)
-    if spec.name in _KEYWORD_KEYS:
+    # populateCommandMovableKeys: a key spec that is not index + range makes keys movable.
+    if any(k.begin != "index" or k.find != "range" for k in describe(spec).specs):
         flags.add("movablekeys")
     return [f for f in _FLAG_ORDER if f in flags]
 
 
 def acl_categories(spec: CommandSpec) -> list[str]:
-    """Redis's setImplicitACLCategories plus the family's category."""
-    cats: set[str] = set(_EXTRA_CATEGORIES.get(_parent_name(spec), ()))
-    group_cat = _GROUP_CATEGORY.get(spec.group)
-    # A pure container (CONFIG, XGROUP) has no category of its own beyond @slow.
-    if group_cat is not None and spec.handler is not None:
-        cats.add(group_cat)
-    flags = spec.flags
-    if "write" in flags:
-        cats.add("write")
-    if "readonly" in flags and "scripting" not in cats:
-        cats.add("read")
-    if "admin" in flags:
-        cats.update(("admin", "dangerous"))
-    if "pubsub" in flags:
-        cats.add("pubsub")
-    if "fast" in flags:
-        cats.add("fast")
-    if "blocking" in flags:
-        cats.add("blocking")
-    if "fast" not in cats:
-        cats.add("slow")
-    return ["@" + c for c in _CATEGORY_ORDER if c in cats]
-
-
-def _key_flags(spec: CommandSpec) -> tuple[str, ...]:
-    if spec.name in _KEY_FLAGS:
-        return _KEY_FLAGS[spec.name]
-    if spec.name in _KEYWORD_KEYS:
-        return _KEYWORD_KEYS[spec.name].flags
-    if spec.name in _NOT_KEYS:
-        return ("not_key",)
-    if "write" in spec.flags:
-        return ("RW", "update")
-    return ("RO", "access")
+    return ["@" + name for name in category_names(spec)]
 
 
 def key_specs(spec: CommandSpec) -> list[dict[bytes, Any]]:
-    keyword = _KEYWORD_KEYS.get(spec.name)
-    if keyword is not None:
-        return [{
-            b"flags": RSet(keyword.flags),
-            b"begin_search": {b"type": b"keyword", b"spec": {b"keyword": keyword.keyword.upper(), b"startfrom": keyword.start}},
-            b"find_keys": {b"type": b"range", b"spec": {b"lastkey": -1, b"keystep": 1, b"limit": 2}},
-        }]
-    if spec.first_key <= 0:
-        return []
-    last = spec.last_key - spec.first_key if spec.last_key >= 0 else spec.last_key
-    return [{
-        b"flags": RSet(_key_flags(spec)),
-        b"begin_search": {b"type": b"index", b"spec": {b"index": spec.first_key}},
-        b"find_keys": {b"type": b"range", b"spec": {b"lastkey": last, b"keystep": spec.key_step or 1, b"limit": 0}},
-    }]
+    """addReplyCommandKeySpecs."""
+    out: list[dict[bytes, Any]] = []
+    for ks in describe(spec).specs:
+        entry: dict[bytes, Any] = {}
+        if ks.notes:
+            entry[b"notes"] = ks.notes.encode()
+        entry[b"flags"] = RSet(key_flag_names(ks.flags))
+        if ks.begin == "index":
+            entry[b"begin_search"] = {b"type": b"index", b"spec": {b"index": ks.index}}
+        elif ks.begin == "keyword":
+            entry[b"begin_search"] = {b"type": b"keyword", b"spec": {
+                b"keyword": ks.keyword_shown.encode(), b"startfrom": ks.index}}
+        else:
+            entry[b"begin_search"] = {b"type": b"unknown", b"spec": {}}
+        if ks.find == "range":
+            entry[b"find_keys"] = {b"type": b"range", b"spec": {b"lastkey": ks.a, b"keystep": ks.b, b"limit": ks.c}}
+        elif ks.find == "keynum":
+            entry[b"find_keys"] = {b"type": b"keynum", b"spec": {b"keynumidx": ks.a, b"firstkey": ks.b, b"keystep": ks.c}}
+        else:
+            entry[b"find_keys"] = {b"type": b"unknown", b"spec": {}}
+        out.append(entry)
+    return out
 
 
 def command_info(spec: CommandSpec) -> list[Any]:
@@ -249,7 +169,7 @@ def command_info(spec: CommandSpec) -> list[Any]:
         spec.last_key,
         spec.key_step,
         RSet(acl_categories(spec)),
-        RSet(),
+        RSet(describe(spec).tips),
         RSet(key_specs(spec)),
         RSet(command_info(sub) for sub in spec.subcommands.values()),
     ]
@@ -299,31 +219,24 @@ def _spec_for_argv(table: CommandTable, argv: list[bytes]) -> CommandSpec | None
 
 
 def key_positions(spec: CommandSpec, argv: list[bytes]) -> list[int] | None:
-    """Indexes of the key arguments of argv, or None when its keys cannot be located."""
-    keyword = _KEYWORD_KEYS.get(spec.name)
-    if keyword is not None:
-        for i in range(keyword.start, len(argv)):
-            if argv[i].lower() == keyword.keyword:
-                rest = len(argv) - i - 1
-                return list(range(i + 1, i + 1 + rest // 2)) or None
-        return None
-    last = spec.last_key if spec.last_key >= 0 else len(argv) + spec.last_key
-    return list(range(spec.first_key, min(last, len(argv) - 1) + 1, spec.key_step or 1))
+    """Indexes of the key arguments of argv, or None when it names none."""
+    return [pos for pos, _flags in find_keys(spec, argv)] or None
 
 
-def _getkeys(table: CommandTable, argv: list[bytes]) -> tuple[CommandSpec, list[bytes], list[int]]:
+def _getkeys(table: CommandTable, argv: list[bytes]) -> tuple[CommandSpec, list[bytes], list[tuple[int, int]]]:
+    """getKeysSubcommandImpl's checks; the command, its argv and its keys with their flags."""
     target = argv[2:]
     spec = _spec_for_argv(table, target)
     if spec is None:
         raise CommandError("ERR Invalid command specified")
-    if spec.first_key <= 0 and spec.name not in _KEYWORD_KEYS:
+    if not describe(spec).has_keys:
         raise CommandError("ERR The command has no key arguments")
     if not spec.arity_ok(len(target)):
         raise CommandError("ERR Invalid number of arguments specified for command")
-    positions = key_positions(spec, target)
-    if positions is None:
+    keys = find_keys(spec, target)
+    if not keys and "no_mandatory_keys" not in spec.flags:
         raise CommandError("ERR Invalid arguments specified for command")
-    return spec, target, positions
+    return spec, target, keys
 
 
 # -- handlers -------------------------------------------------------------------------------
@@ -377,24 +290,23 @@ def command_list(ctx: Session, argv: list[bytes]) -> Any:
     if kind == b"module":
         return []  # Rill loads no modules
     if kind == b"aclcat":
-        category = "@" + value.decode("utf-8", "replace").lower()
-        return [spec.name.encode() for spec in _all_specs(table) if category in acl_categories(spec)]
+        bit = CATEGORY_BITS.get(value.decode("utf-8", "replace").lower(), 0)
+        return [spec.name.encode() for spec in _all_specs(table) if describe(spec).categories & bit]
     if kind == b"pattern":
         return [name for name in names if glob_match(value, name, nocase=True)]
     raise CommandError("ERR syntax error")
 
 
-@subcommand("command", "getkeys", -4, "loading stale", summary="Extracts the key names from an arbitrary command.")
+@subcommand("command", "getkeys", -3, "loading stale", summary="Extracts the key names from an arbitrary command.")
 def command_getkeys(ctx: Session, argv: list[bytes]) -> Any:
-    _spec, target, positions = _getkeys(ctx.node.commands, argv)
-    return [target[i] for i in positions]
+    _spec, target, keys = _getkeys(ctx.node.commands, argv)
+    return [target[pos] for pos, _flags in keys]
 
 
-@subcommand("command", "getkeysandflags", -4, "loading stale", summary="Extracts the key names and access flags for an arbitrary command.")
+@subcommand("command", "getkeysandflags", -3, "loading stale", summary="Extracts the key names and access flags for an arbitrary command.")
 def command_getkeysandflags(ctx: Session, argv: list[bytes]) -> Any:
-    spec, target, positions = _getkeys(ctx.node.commands, argv)
-    flags = RSet(_key_flags(spec))
-    return [[target[i], flags] for i in positions]
+    _spec, target, keys = _getkeys(ctx.node.commands, argv)
+    return [[target[pos], RSet(key_flag_names(flags))] for pos, flags in keys]
 
 
 @subcommand("command", "help", 2, "loading stale", summary="Returns helpful text about the different subcommands.")

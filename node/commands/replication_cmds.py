@@ -30,7 +30,8 @@ class ReplicationControl(Protocol):
     def promote(self, session: Session | None, epoch: int | None = None, why: str = "user request",
                 position: tuple[int, int] | None = None) -> Any: ...
     def role_reply(self) -> list[Any]: ...
-    def kill_links(self, kind: str) -> int: ...  # CLIENT KILL TYPE master ("master") / replica ("slave")
+    # CLIENT KILL TYPE master ("master") / replica ("slave"), of replicas authenticated as `user`.
+    def kill_links(self, kind: str, user: bytes | None = None) -> int: ...
     def fence(self, epoch: int) -> Any: ...
     # Redis replicas of this node (node/commands/psync.py): REPLCONF, and PSYNC or SYNC.
     def replconf(self, session: Session, argv: list[bytes]) -> Any: ...
@@ -85,7 +86,7 @@ def replicaof(ctx: Session, argv: list[bytes]) -> Any:
     return ctx.node.replication.replicaof(ctx, argv[1].decode("utf-8", "replace"), port)
 
 
-@command("wait", 3, "noscript", group="connection",
+@command("wait", 3, "", group="connection",
          summary="Blocks until the asynchronous replication of all preceding write commands sent by the "
                  "connection is completed.")
 def wait(ctx: Session, argv: list[bytes]) -> Any:

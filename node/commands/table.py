@@ -44,6 +44,9 @@ class CommandSpec:
     # Argument counts accepted besides the Redis arity, for Rill's extensions of a command
     # (SLAVEOF NO ONE EPOCH e); COMMAND INFO shows the Redis arity.
     extra_argc: frozenset[int] = frozenset()
+    # Its bit in ACL selectors' command bitmaps (node.commands.acl_rules numbers every command
+    # of a server's table by name, as Redis's ACLGetCommandID); -1 until then.
+    acl_id: int = -1
 
     @property
     def is_write(self) -> bool:
@@ -141,7 +144,8 @@ def restricted_table(allowed: dict[str, tuple[str, ...] | None], source: Command
         if subcommands is not None:
             spec = CommandSpec(
                 spec.name, spec.arity, spec.flags, spec.first_key, spec.last_key, spec.key_step, spec.handler,
-                spec.group, spec.summary, {sub: spec.subcommands[sub] for sub in subcommands},
+                spec.group, spec.summary, {sub: spec.subcommands[sub] for sub in subcommands}, spec.extra_argc,
+                spec.acl_id,
             )
         out[name.encode()] = spec
     return out

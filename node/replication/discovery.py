@@ -1,13 +1,15 @@
 """Where a primary's replication port is. A node listens for replication on `repl-port`, or
 on its RESP port + 10000 when that is 0 (an OS-chosen port if that exceeds 65535), and reports
 it as `repl_grpc_port` in INFO replication. `REPLICAOF host port` names the primary's RESP
-port; the replica reads that field from the primary's RESP port (after AUTH with masterauth)
-and connects there, so no replica needs to know how its primary was configured.
+port; the replica reads that field from the primary's RESP port (after AUTH with masteruser
+and masterauth, over TLS with tls-replication) and connects there, so no replica needs to
+know how its primary was configured.
 """
 
 from __future__ import annotations
 
 import asyncio
+import ssl
 from typing import Final
 
 import hiredis
@@ -37,14 +39,17 @@ class RedisPrimary(Exception):
     node replicates from it over Redis's own protocol (node/replication/redis_link.py)."""
 
 
-async def discover_repl_port(host: str, port: int, masterauth: str, timeout: float) -> int:
+async def discover_repl_port(
+    host: str, port: int, masterauth: str, timeout: float, user: str = "", tls: ssl.SSLContext | None = None
+) -> int:
     """The replication gRPC port of the node whose RESP port is host:port, read from its
     INFO replication (`repl_grpc_port`)."""
-    reader, writer = await asyncio.wait_for(asyncio.open_connection(host, port), timeout)
+    reader, writer = await asyncio.wait_for(asyncio.open_connection(host, port, ssl=tls), timeout)
     try:
         commands: list[list[bytes]] = []
         if masterauth:
-            commands.append([b"AUTH", masterauth.encode()])
+            credentials = [user.encode(), masterauth.encode()] if user else [masterauth.encode()]
+            commands.append([b"AUTH", *credentials])
         commands.append([b"INFO", b"replication"])
         writer.write(b"".join(encode_command(c) for c in commands))
         parser = hiredis.Reader()

@@ -304,7 +304,9 @@ class RedisReplicaLink:
     async def _connect_once(self) -> None:
         timeout = self.settings.timeout
         log.info("Connecting to MASTER %s:%d (Redis replication protocol)", self.host, self.port)
-        reader, writer = await asyncio.wait_for(asyncio.open_connection(self.host, self.port), timeout)
+        # tls-replication: the primary's TLS port, as for a Rill primary (node/server/tls.py).
+        tls = self.server.tls.client_context()
+        reader, writer = await asyncio.wait_for(asyncio.open_connection(self.host, self.port, ssl=tls), timeout)
         self._writer = writer
         self._kill = asyncio.Event()
         await self._handshake(reader, writer, timeout)
@@ -339,7 +341,8 @@ class RedisReplicaLink:
             raise LinkDown(f"error reply to PING from the primary: {pong.decode('utf-8', 'replace')}")
         commands: list[list[bytes]] = []
         if self.settings.masterauth:
-            commands.append([b"AUTH", self.settings.masterauth.encode()])
+            user = [self.settings.masteruser.encode()] if self.settings.masteruser else []
+            commands.append([b"AUTH", *user, self.settings.masterauth.encode()])
         commands.append([b"REPLCONF", b"listening-port", b"%d" % (self.announce_port or self.server.port)])
         if self.announce_host:
             commands.append([b"REPLCONF", b"ip-address", self.announce_host.encode()])

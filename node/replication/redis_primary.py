@@ -191,7 +191,8 @@ class RedisReplicas:
             rdb = self._rdb(start)
             log.info("Full resync requested by Redis replica %s: RDB of %d bytes built in %.3f seconds at offset %d",
                      session.addr, len(rdb), time.monotonic() - started, start)
-        replica = RedisReplicaSession(self, conn, replica_id, start, conf.rdb_only)
+        replica = RedisReplicaSession(self, conn, replica_id, start, conf.rdb_only,
+                                      session.user.name.decode("utf-8", "surrogateescape"))
         primary.registry.add(replica_id, host, conf.listening_port, STATE_SEND_BULK if rdb else STATE_ONLINE, start)
         self.sessions[replica_id] = replica
         # The connection becomes the replica's once the replies already produced went out.
@@ -243,8 +244,9 @@ class RedisReplicas:
         through replid2 when they can)."""
         self.disconnect_all("the replication id changed")
 
-    def disconnect_all(self, reason: str) -> int:
-        replicas = list(self.sessions.values())
+    def disconnect_all(self, reason: str, user: str | None = None) -> int:
+        """Closes every Redis replica's stream, or those authenticated as `user`."""
+        replicas = [replica for replica in self.sessions.values() if user in (None, replica.user)]
         for replica in replicas:
             replica.close(reason)
         return len(replicas)
@@ -260,8 +262,10 @@ class RedisReplicas:
 class RedisReplicaSession(asyncio.Protocol):
     """One Redis replica's connection once it sent PSYNC or SYNC."""
 
-    def __init__(self, owner: RedisReplicas, conn: ClientConnection, replica_id: str, start: int, rdb_only: bool) -> None:
+    def __init__(self, owner: RedisReplicas, conn: ClientConnection, replica_id: str, start: int, rdb_only: bool,
+                 user: str) -> None:
         self.owner = owner
+        self.user = user  # the ACL user it authenticated as (CLIENT KILL USER)
         self.conn = conn
         self.replica_id = replica_id
         self.position = start  # the next log offset to send

@@ -28,6 +28,7 @@ from node.commands.context import Session
 from node.commands.reply import OK, ReplyError
 from node.persistence.service import AOF_ON, Persistence
 from node.persistence.snapshot import SnapshotMeta, dump
+from node.replication.access import replica_access
 from node.replication.backlog_feed import BacklogFeed
 from node.replication.discovery import DiscoveryError, RedisPrimary, discover_repl_port, listen_port
 from node.replication.failover import Failover
@@ -74,6 +75,8 @@ class ReplicationNode:
         self.server = server
         self.persistence = persistence
         self.config = server.config
+        # Who may replicate from this node: ACL users allowed PSYNC and REPLCONF.
+        self._access = replica_access(server.acl, server.now_ms)
         self.backlog: Backlog | None = None
         self.primary: Primary | None = None
         self.link: ReplicaLink | RedisReplicaLink | None = None
@@ -117,7 +120,7 @@ class ReplicationNode:
         self.backlog.add_listener(self)
         self.feed.attach(self.backlog)
         self.primary = Primary(
-            self.backlog, self.snapshot, primary_settings(self.config), before_resync=self.feed.record,
+            self.backlog, self.snapshot, primary_settings(self.config, self._access), before_resync=self.feed.record,
             fence=self.fencing.fence, lease=self.fencing.lease, failover_handler=self._psync_failover,
             commit=self.commit,
         )
@@ -145,7 +148,8 @@ class ReplicationNode:
         # On every bind address, as RESP: a replica dials the host it was given for the RESP
         # port (REPLICAOF host port), whichever of them that is.
         hosts = self.config.get("bind").split() or ["127.0.0.1"]
-        self.repl_port = await self.primary.start(hosts, listen_port(self.config, self.server.port), tls=server_tls(self.config))
+        self.repl_port = await self.primary.start(hosts, listen_port(self.config, self.server.port or self.server.tls_port),
+                                                 tls=server_tls(self.config))
         target = self.config.get("replicaof").split()
         if len(target) == 2:
             self._become_replica(target[0], int(target[1]), "the configuration")
@@ -326,7 +330,8 @@ class ReplicationNode:
         while True:
             try:
                 repl_port = await discover_repl_port(
-                    host, port, self.config.get("masterauth"), float(self.config.get_int("repl-timeout"))
+                    host, port, self.config.get("masterauth"), float(self.config.get_int("repl-timeout")),
+                    user=self.config.get("masteruser"), tls=self.server.tls.client_context(),
                 )
                 break
             except RedisPrimary:
@@ -369,8 +374,11 @@ class ReplicationNode:
     def _announced(self) -> tuple[str, int]:
         """The address this replica gives its primary (Redis's REPLCONF ip-address and
         listening-port): replica-announce-ip (empty: the primary uses the connection's source
-        address) and replica-announce-port, else the RESP port."""
-        return self.config.get("replica-announce-ip"), self.config.get_int("replica-announce-port") or self.server.port
+        address) and replica-announce-port, else the RESP port (the TLS one with
+        tls-replication, as Redis's listening-port)."""
+        server = self.server
+        port = server.tls_port if self.config.get("tls-replication") == "yes" and server.tls_port else server.port
+        return self.config.get("replica-announce-ip"), self.config.get_int("replica-announce-port") or port
 
     def _handshake_done(self, error: ReplicationError | None) -> None:
         self.failover.handshake_done(error)
@@ -451,9 +459,9 @@ class ReplicationNode:
         if name == "repl-backlog-size" and self.backlog is not None:
             self.backlog.resize(int(value))
         elif name in ("repl-timeout", "repl-ping-replica-period", "requirepass", "client-output-buffer-limit", "masterauth",
-                      "repl-apply-slice-time"):
+                      "masteruser", "repl-apply-slice-time"):
             if self.primary is not None:
-                self.primary.update_settings(primary_settings(self.config))
+                self.primary.update_settings(primary_settings(self.config, self._access))
             if self.link is not None:
                 self.link.settings = replica_settings(self.config)
         elif name in ("min-replicas-to-write", "min-replicas-max-lag"):
@@ -464,14 +472,17 @@ class ReplicationNode:
 
     # -- CLIENT KILL -------------------------------------------------------------------------
 
-    def kill_links(self, kind: str) -> int:
+    def kill_links(self, kind: str, user: bytes | None = None) -> int:
         """CLIENT KILL of the replication links, which Redis lists as clients: "master" drops
-        this replica's link to its primary, "slave" every replica's stream from this node.
-        They reconnect at once and continue from their offsets. Returns how many closed."""
+        this replica's link to its primary, "slave" every replica's stream from this node
+        (those authenticated as `user`, when given). They reconnect at once and continue
+        from their offsets. Returns how many closed."""
         if kind == "master":
             return 1 if self.link is not None and self.link.disconnect() else 0
-        killed = self.redis_replicas.disconnect_all("connection killed by CLIENT KILL")
-        return killed + (self.primary.disconnect_all("connection killed by CLIENT KILL") if self.primary is not None else 0)
+        name = None if user is None else user.decode("utf-8", "surrogateescape")
+        reason = "connection killed by CLIENT KILL"
+        killed = self.redis_replicas.disconnect_all(reason, name)
+        return killed + (self.primary.disconnect_all(reason, name) if self.primary is not None else 0)
 
     # -- Redis replicas: REPLCONF, PSYNC, SYNC on the RESP port -------------------------------
 

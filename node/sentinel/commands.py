@@ -23,12 +23,14 @@ from node.commands.args import parse_int, to_int
 from node.commands.glob import glob_match
 from node.commands.helptext import help_reply
 from node.commands.reply import OK, CommandError
+from node.commands.table import CommandSpec, CommandTable, add_command
 from node.sentinel import replies
 from node.sentinel.instance import Instance
 from node.sentinel.messages import WARNING
 from node.sentinel.policy import SentinelError
 from node.sentinel.runner import Runner
 from node.sentinel.settings import HELLO_CHANNEL, SIMFAILURE_CRASH_AFTER_ELECTION, SIMFAILURE_CRASH_AFTER_PROMOTION
+from node.server.sentinel_mode import sentinel_commands
 
 FLUSH_FAILED: Final = "ERR Failed to save config file. Check server logs."
 NO_SUCH_MASTER: Final = "ERR No such master with that name"
@@ -548,3 +550,22 @@ def publish(runner: Runner, argv: list[bytes]) -> Any:
     runner.execute(runner.sentinel.take_actions())
     return 1
 
+
+
+def command_table(bind: Callable[[Handler], Any]) -> CommandTable:
+    """A sentinel's command table: the commands it shares with a node, SENTINEL with its
+    subcommands, and its own ROLE and PUBLISH; `bind` turns a handler into the table's
+    (session, argv) form (the shell binds them to its runner)."""
+    table = sentinel_commands()
+    sentinel = CommandSpec("sentinel", -2, frozenset({"admin"}), 0, 0, 0, None, "sentinel",
+                           "A container for Redis Sentinel commands.")
+    for sub in SUBCOMMANDS.values():
+        sentinel.subcommands[sub.name] = CommandSpec(
+            f"sentinel|{sub.name}", sub.arity, frozenset({"admin"}), 0, 0, 0, bind(sub.handler), "sentinel", sub.summary,
+        )
+    add_command(table, sentinel)
+    add_command(table, CommandSpec("role", 1, frozenset({"noscript", "loading", "stale", "fast"}), 0, 0, 0,
+                                   bind(role), "server", "Returns the replication role."))
+    add_command(table, CommandSpec("publish", 3, frozenset({"pubsub", "loading", "stale", "fast"}), 0, 0, 0,
+                                   bind(publish), "pubsub", "Posts a message to a channel."))
+    return table

@@ -23,13 +23,17 @@ cannot read back); `include` and `loadmodule` are refused.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import random
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Final
 
 from node import SENTINEL_REDIS_VERSION
+from node.commands.acl_users import AclUsers
+from node.config import DIRECTIVES
+from node.config import Config as NodeConfig
+from node.config import ConfigError as NodeConfigError
 from node.config_rewrite import REWRITE_SIGNATURE as REWRITE_SIGNATURE  # re-exported: tests read it here
 from node.config_rewrite import RewriteState as _RewriteState
 from node.config_rewrite import sdscatrepr
@@ -108,6 +112,14 @@ _PRE_MONITOR: Final = frozenset(
      "myid", "resolve-hostnames", "announce-hostnames", "fenced-clock-drift-permille")
 )
 _LOGLEVELS: Final = ("debug", "verbose", "notice", "warning", "nothing")
+# Server directives a sentinel's server core applies as a node's (node/config.py checks them).
+CORE_DIRECTIVES: Final = frozenset({
+    "aclfile", "acllog-max-len", "acl-pubsub-default", "tls-port", "tls-cert-file", "tls-key-file",
+    "tls-key-file-pass", "tls-client-cert-file", "tls-client-key-file", "tls-client-key-file-pass",
+    "tls-dh-params-file", "tls-ca-cert-file", "tls-ca-cert-dir", "tls-auth-clients", "tls-protocols", "tls-ciphers",
+    "tls-ciphersuites", "tls-prefer-server-ciphers", "tls-session-caching", "tls-session-cache-size",
+    "tls-session-cache-timeout", "tls-replication", "tls-cluster",
+})
 # Rill's own server directive (Redis has none): the port of the Prometheus metrics.
 _METRICS_PORT: Final = "metrics-port"
 _DEFAULT_PERCENTILES: Final = "50 99 99.9"
@@ -144,7 +156,15 @@ class ServerOptions:
     loglevel: str = "notice"
     protected_mode: bool = False  # a sentinel must be reachable: Redis forces it off
     latency_percentiles: str = _DEFAULT_PERCENTILES
-    other_users: list[list[str]] = field(default_factory=list)  # `user` lines other than default
+    # `user` lines (the words after `user`), in order, for the ACL (node/commands/acl_users.py).
+    users: list[list[str]] = field(default_factory=list)
+    users_at: list[tuple[int, str]] = field(default_factory=list)  # each one's line number and text
+    # Directives the sentinel's server core takes as a node does (TLS, the ACL file, the ACL
+    # LOG's length, acl-pubsub-default): name -> its words, checked when read.
+    core_directives: dict[str, list[str]] = field(default_factory=dict)
+    # The running sentinel's ACL users as `user` lines (set by the shell once its server
+    # exists); a rewrite before that (the first start's) describes the file's users.
+    acl_lines: Callable[[], list[str]] | None = None
     metrics_port: int = 0  # Rill's own: Prometheus metrics over HTTP (node/sentinel/metrics.py); 0 = off
 
 
@@ -185,8 +205,14 @@ def _server_directive(options: ServerOptions, name: str, args: list[str]) -> Non
     if name == "user":
         if not args:
             raise ConfigError("Bad directive or wrong number of arguments")
-        if args[0] != "default":
-            options.other_users.append(args)
+        options.users.append(args)
+        return
+    if name in CORE_DIRECTIVES:
+        try:
+            NodeConfig().apply_directive(name, args)
+        except NodeConfigError as exc:
+            raise ConfigError(str(exc)) from None
+        options.core_directives[name] = args
         return
     if name in ("include", "loadmodule", "rename-command"):
         raise ConfigError("Bad directive or wrong number of arguments")
@@ -257,7 +283,19 @@ def parse(text: str) -> tuple[ServerOptions, list[_Queued]]:
             _server_directive(options, name, words[1:])
         except ConfigError as exc:
             raise ConfigError(exc.message, lineno, line) from None
+        if name == "user":
+            options.users_at.append((lineno, line))
+    _check_users(options)
     return options, pre + monitors + post
+
+
+def _check_users(options: ServerOptions) -> None:
+    """The `user` lines (and an ACL file) load, as Redis checks them at start-up."""
+    try:
+        _acl_lines(options)
+    except NodeConfigError as exc:
+        lineno = int(exc.where.rsplit(" ", 1)[-1]) if exc.where.startswith("the configuration file, at line") else 0
+        raise ConfigError(str(exc), lineno, exc.line) from None
 
 
 def _master(sentinel: Sentinel, name: str) -> Instance:
@@ -384,7 +422,7 @@ def load(
     if overrides:
         text = text + "\n" + "\n".join(" ".join(_word(w) for w in words) for words in overrides)
     options, queued = parse(text)
-    sentinel = Sentinel("", now=now, rng=rng, port=options.port, timings=timings)
+    sentinel = Sentinel("", now=now, rng=rng, port=announced_port(options), timings=timings)
     sentinel.requirepass = options.requirepass
     for entry in queued:
         try:
@@ -459,24 +497,68 @@ def _rewrite_server(state: _RewriteState, options: ServerOptions, cwd: str) -> N
     )
     state.rewrite_line("dir", "dir " + sdscatrepr(cwd), True)
     state.rewrite_line(_METRICS_PORT, f"{_METRICS_PORT} {options.metrics_port}", options.metrics_port != 0)
+    # TLS and ACL settings, from the file or the command line: kept, as Redis writes every
+    # setting that differs from its default.
+    defaults = NodeConfig()
+    for name, args in sorted(options.core_directives.items()):
+        config = NodeConfig()
+        config.apply_directive(name, args)
+        value = config.get(name)
+        shown = sdscatrepr(value) if DIRECTIVES[name].kind == "string" else value
+        state.rewrite_line(name, f"{name} {shown}", value != defaults.get(name))
     state.mark("save")  # a sentinel saves no data: its save lines go
 
 
-def _default_user(options: ServerOptions) -> str:
-    """ACLDescribeUser of the default user: requirepass replaces `nopass` with the SHA-256
-    of the password."""
+def announced_port(options: ServerOptions) -> int:
+    """The port a sentinel tells its peers in hello messages: its TLS port when its links
+    are TLS (sentinelSendHello), else its port."""
+    tls_port = options.core_directives.get("tls-port", ["0"])[0]
+    tls_links = options.core_directives.get("tls-replication", ["no"])[0].lower() == "yes"
+    return int(tls_port) if tls_links and tls_port.isdigit() and int(tls_port) else options.port
+
+
+def core_config(options: ServerOptions) -> NodeConfig:
+    """The settings of the sentinel's server core: where it listens, its password, its ACL
+    users and TLS."""
+    config = NodeConfig()
+    config.set("port", str(options.port), startup=True)
+    # No bind line: every IPv4 interface, as Redis's default ("* -::*") for a sentinel,
+    # which must be reachable by its peers (Redis also turns protected mode off).
+    config.set("bind", " ".join(options.bind) if options.bind else "0.0.0.0", startup=True)
     if options.requirepass:
-        secret = "#" + hashlib.sha256(options.requirepass.encode()).hexdigest()
-    else:
-        secret = "nopass"
-    return f"user default on {secret} ~* &* +@all"
+        config.set("requirepass", options.requirepass, startup=True)
+    config.set("loglevel", options.loglevel, startup=True)
+    config.set("logfile", options.logfile, startup=True)
+    for name, args in options.core_directives.items():
+        config.apply_directive(name, args)
+    config.user_lines = [(args, f"the configuration file, at line {lineno}", line)
+                         for args, (lineno, line) in zip(options.users, options.users_at)]
+    return config
+
+
+def _acl_lines(options: ServerOptions) -> list[str]:
+    """The `user` lines a rewrite writes: the running sentinel's users, or before it runs,
+    those its file and requirepass describe."""
+    if options.acl_lines is not None:
+        return options.acl_lines()
+    from node.sentinel.commands import command_table  # it imports this module (through the runner)
+
+    config = core_config(options)
+    acl = AclUsers(command_table(_unbound), config)
+    acl.load_config(config)
+    return acl.config_lines()
+
+
+def _unbound(handler: object) -> None:
+    """A handler for a table only ACL rules read (no command runs)."""
+    return None
 
 
 def _rewrite_users(state: _RewriteState, options: ServerOptions) -> None:
-    users = [("default", _default_user(options))]
-    users += [(args[0], "user " + " ".join(_word(a) for a in args)) for args in options.other_users]
-    for _, line in sorted(users):
-        state.rewrite_line("user", line, True)
+    """rewriteConfigUserOption: every ACL user (none when an ACL file holds them)."""
+    if "aclfile" not in options.core_directives:
+        for line in _acl_lines(options):
+            state.rewrite_line("user", line, True)
     state.mark("user")
 
 

@@ -9,13 +9,15 @@ written before the connection is established wait in the transport's buffer, as 
 buffers them. On a Pub/Sub connection an array beginning with `message` is a published
 message and answers no request. A connection that fails to open, breaks, or sends bytes that
 are not RESP is reported closed once; its pending requests never get a reply. Closing a
-connection on the policy's request reports nothing (the policy already forgot it).
+connection on the policy's request reports nothing (the policy already forgot it). With
+`tls-replication yes` the connections are TLS.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import ssl
 from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Protocol, cast
@@ -129,6 +131,9 @@ class Links:
 
     def __init__(self, events: LinkEvents, connect_timeout: float | None = None) -> None:
         self.events = events
+        # With `tls-replication yes` every link (to nodes and to other sentinels) is TLS, as
+        # redis-sentinel's are: the shell sets the client context here.
+        self.tls: ssl.SSLContext | None = None
         self._conns: dict[int, _Connection] = {}
         # None: as hiredis's async connect in sentinel.c, no timeout of its own (the policy
         # closes a link that does not answer PING).
@@ -146,7 +151,7 @@ class Links:
         loop = asyncio.get_running_loop()
         factory: Callable[[], asyncio.Protocol] = lambda: connection  # noqa: E731
         try:
-            opening = loop.create_connection(factory, host, port)
+            opening = loop.create_connection(factory, host, port, ssl=self.tls)
             if self._connect_timeout is not None:
                 await asyncio.wait_for(opening, self._connect_timeout)
             else:

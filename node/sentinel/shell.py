@@ -17,17 +17,17 @@ import time
 from typing import Any, Final
 
 from node.commands.context import Session
-from node.commands.table import CommandSpec, CommandTable, add_command
+from node.commands.table import CommandTable
 from node.config import Config
 from node.metrics.exporter import MetricsExporter
 from node.sentinel import commands, replies
+from node.sentinel import config as sentinel_config
 from node.sentinel.clock import wall_clock_ms
 from node.sentinel.metrics import start_metrics
 from node.sentinel.runner import Runner
 from node.sentinel.startup import Loaded, StartupError, ensure_id, load, setup_logging
 from node.server.core import ServerCore
 from node.server.info import Fields
-from node.server.sentinel_mode import sentinel_commands
 
 log = logging.getLogger("rill.sentinel")
 
@@ -36,17 +36,9 @@ _CLOSE_TIMEOUT: Final = 2.0
 
 
 def server_config(loaded: Loaded) -> Config:
-    """The core's settings from the sentinel's file: where to listen and the password."""
-    options = loaded.options
-    config = Config()
-    config.set("port", str(options.port), startup=True)
-    # No bind line: every IPv4 interface, as Redis's default ("* -::*") for a sentinel,
-    # which must be reachable by its peers (Redis also turns protected mode off).
-    config.set("bind", " ".join(options.bind) if options.bind else "0.0.0.0", startup=True)
-    if options.requirepass:
-        config.set("requirepass", options.requirepass, startup=True)
-    config.set("loglevel", options.loglevel, startup=True)
-    config.set("logfile", options.logfile, startup=True)
+    """The core's settings from the sentinel's file: where to listen, the password, the ACL
+    users, TLS."""
+    config = sentinel_config.core_config(loaded.options)
     config.config_file = loaded.config_path
     return config
 
@@ -58,6 +50,8 @@ class SentinelShell:
         self.loaded = loaded
         self.runner = Runner(loaded.sentinel, loaded.options, loaded.config_path)
         self.core = ServerCore(server_config(loaded), self._table(), wall_clock_ms, mode="sentinel")
+        # Rewrites of sentinel.conf write the running sentinel's ACL users.
+        loaded.options.acl_lines = self.core.acl.config_lines
         self.core.info_sections.add("sentinel", "Sentinel", self._info_fields)
         self.core.shutdown_requested = self._shutdown_requested
         self.runner.publish = self.core.pubsub.publish
@@ -73,20 +67,7 @@ class SentinelShell:
         return run
 
     def _table(self) -> CommandTable:
-        table = sentinel_commands()
-        sentinel = CommandSpec("sentinel", -2, frozenset({"admin"}), 0, 0, 0, None, "sentinel",
-                               "A container for Redis Sentinel commands.")
-        for sub in commands.SUBCOMMANDS.values():
-            sentinel.subcommands[sub.name] = CommandSpec(
-                f"sentinel|{sub.name}", sub.arity, frozenset({"admin"}), 0, 0, 0, self._bind(sub.handler), "sentinel",
-                sub.summary,
-            )
-        add_command(table, sentinel)
-        add_command(table, CommandSpec("role", 1, frozenset({"noscript", "loading", "stale", "fast"}), 0, 0, 0,
-                                       self._bind(commands.role), "server", "Returns the replication role."))
-        add_command(table, CommandSpec("publish", 3, frozenset({"pubsub", "loading", "stale", "fast"}), 0, 0, 0,
-                                       self._bind(commands.publish), "pubsub", "Posts a message to a channel."))
-        return table
+        return commands.command_table(self._bind)
 
     def _info_fields(self) -> Fields:
         return replies.info_fields(self.runner.sentinel, self.runner.now())
@@ -104,6 +85,7 @@ class SentinelShell:
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, self._signal, sig)
         await self.core.listen()
+        self.runner.links.tls = self.core.tls.client_context()
         try:
             self.metrics_exporter = await start_metrics(self)
         except OSError:

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import ssl
 import time
 from collections import deque
 from typing import TYPE_CHECKING, Any, Final, cast
@@ -42,6 +43,7 @@ from node.server.blocking import REPROCESS, Waiter
 from node.server.dispatch import ProtocolViolation
 from node.server.request_parser import RequestParser
 from node.server.resp import encode, encode_error
+from node.server.tls import begin_server_tls
 
 if TYPE_CHECKING:
     from node.server.core import ServerCore
@@ -56,19 +58,24 @@ _FLOW_HIGH: Final = 4 * 1024 * 1024
 # Stop reading from a backed-up client once this much of its input waits unparsed.
 _HELD_HIGH: Final = 16 * 1024 * 1024
 _NO_LIMIT: Final = 1 << 62
+# No deadline of its own for a TLS handshake (asyncio's default is 60 s): a client that does
+# not complete it is an idle client, closed by `timeout` as a plaintext one is (ServerCore).
+_HANDSHAKE_TIMEOUT: Final = 365 * 86400.0
 # Output queued below this is not compared with the limits on every push.
 _PUSH_CHECK: Final = 16 * 1024
 
 
 class ClientConnection(asyncio.Protocol):
     __slots__ = (
-        "server", "session", "parser", "transport", "pending", "waiter", "_writing_paused",
+        "server", "session", "parser", "transport", "pending", "waiter", "_writing_paused", "tls",
         "_soft_since", "_closed", "output_class", "unsent", "_unsent_size", "_buffered",
         "_backed_up", "_held_input", "_held_size", "_resume_scheduled", "_reading_paused",
     )
 
-    def __init__(self, server: ServerCore) -> None:
+    def __init__(self, server: ServerCore, tls: ssl.SSLContext | None = None) -> None:
         self.server = server
+        # The TLS context of a client of the TLS port, until its connection is made.
+        self.tls = tls
         self.transport: asyncio.Transport | None = None
         self.parser = RequestParser(server.config.proto_max_bulk_len)
         self.session: Session | None = None
@@ -94,19 +101,28 @@ class ClientConnection(asyncio.Protocol):
     # -- asyncio callbacks ---------------------------------------------------------------
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        # uvloop's transports are not asyncio.Transport subclasses but have the same API.
-        self.transport = cast(asyncio.Transport, transport)
-        self.transport.set_write_buffer_limits(high=_WRITE_HIGH, low=_WRITE_LOW)
         peer = transport.get_extra_info("peername")
         sock = transport.get_extra_info("sockname")
         sockobj = transport.get_extra_info("socket")
+        tls = self.tls
+        if tls is not None:
+            # The TLS layer goes between the socket and this client before anything is read
+            # (node/server/tls.py); a client's writes wait in it until the handshake is done.
+            transport = begin_server_tls(transport, self, tls, _HANDSHAKE_TIMEOUT)
+            self.tls = None
+        # uvloop's transports are not asyncio.Transport subclasses but have the same API.
+        self.transport = cast(asyncio.Transport, transport)
+        self.transport.set_write_buffer_limits(high=_WRITE_HIGH, low=_WRITE_LOW)
+        # A TLS client is a client from its TCP connection on, as in Redis: it counts against
+        # maxclients and is closed like any idle client while its handshake is pending.
         self.session = self.server.register(
-            self, _addr(peer), _addr(sock), sockobj.fileno() if sockobj is not None else -1
+            self, _addr(peer), _addr(sock), sockobj.fileno() if sockobj is not None else -1, tls is not None
         )
         if self.session is None:
             return  # refused (maxclients): the server already wrote the error and closed
         self.parser.authenticated = self.session.authenticated
         self.session.send = self.push
+
     def connection_lost(self, exc: Exception | None) -> None:
         self._closed = True
         if self.waiter is not None:
@@ -153,8 +169,9 @@ class ClientConnection(asyncio.Protocol):
             return
         if commands:
             self._run(commands, out)
-            # AUTH/HELLO may have authenticated the client: lift the parser's pre-AUTH limits.
-            self.parser.authenticated = session.authenticated
+            # AUTH/HELLO may have authenticated the client: lift the parser's pre-AUTH limits
+            # (Redis's authRequired: also when the default user needs no password any more).
+            self.parser.authenticated = session.authenticated or not self.server.acl.auth_required()
             # Before AUTH the parser hands out one request at a time.
             while (
                 error is None and self.parser.has_unparsed() and self.waiter is None
@@ -162,7 +179,7 @@ class ClientConnection(asyncio.Protocol):
             ):
                 commands, error = self.parser.feed(b"")
                 self._run(commands, out)
-                self.parser.authenticated = session.authenticated
+                self.parser.authenticated = session.authenticated or not self.server.acl.auth_required()
         if error is not None:
             out.append(encode_error("ERR " + error))
             session.closing = True

@@ -27,6 +27,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Final
 
+from node.commands.acl_users import AclUsers
 from node.commands.context import Core, Session
 from node.commands.table import CommandTable
 from node.config import Config
@@ -39,6 +40,7 @@ from node.server.pause import ALL, CLIENT, WRITE, ClientPause
 from node.server.pubsub import PubSubRegistry
 from node.server.reply_gate import ReplyGate
 from node.server.resp import encode_error
+from node.server.tls import TLS_DIRECTIVES, TlsConfigError, TlsContexts
 
 log = logging.getLogger("rill.server")
 
@@ -58,6 +60,12 @@ class ServerCore:
         # Milliseconds since the epoch; tests drive the server with a fake clock.
         self.clock = clock
         self.commands = commands
+        # The ACL users of this server: the `user` lines of the configuration (or its aclfile)
+        # are loaded now, so a bad one stops the start-up (ConfigError, as Redis exits).
+        self.acl = AclUsers(commands, config)
+        self.acl.sessions = self.sessions
+        self.acl.close = self.close_session
+        self.acl.load_config(config)
         self.mode = mode
         # A node's replication role ("master" or "slave"); a sentinel's is "sentinel".
         self.role = "sentinel" if mode == "sentinel" else "master"
@@ -85,8 +93,14 @@ class ServerCore:
         self._output_pending: list[ClientConnection] = []
         self._next_client_id = 1
         self._server: asyncio.AbstractServer | None = None
+        self._tls_server: asyncio.AbstractServer | None = None
+        self._idle_timer: asyncio.TimerHandle | None = None
+        # Client TLS (node/server/tls.py): rebuilt when CONFIG SET changes a tls-* directive.
+        self.tls = TlsContexts(config)
+        config.on_apply(TLS_DIRECTIVES, self.tls.apply)
         self.start_time = time.time()
         self.port = 0
+        self.tls_port = 0
         self.stats_connections = 0
         self.stats_rejected_connections = 0
         self.stats_net_input = 0
@@ -204,6 +218,7 @@ class ServerCore:
         self.stats_keyspace_hits = 0
         self.stats_keyspace_misses = 0
         self.dispatcher.total_commands = 0
+        self.acl.reset_stats()
 
     def request_shutdown(self, session: Session | None, flags: frozenset[str] = frozenset()) -> None:
         if self.shutdown_requested is not None:
@@ -264,17 +279,21 @@ class ServerCore:
 
     # -- clients ---------------------------------------------------------------------------
 
-    def register(self, conn: ClientConnection, addr: str, laddr: str, fd: int) -> Session | None:
+    def register(self, conn: ClientConnection, addr: str, laddr: str, fd: int, tls: bool = False) -> Session | None:
         self.stats_connections += 1
         if len(self.connections) >= self.config.get_int("maxclients"):
             self.stats_rejected_connections += 1
             assert conn.transport is not None
-            conn.transport.write(encode_error("ERR max number of clients reached"))
+            if not tls:  # a TLS client cannot read a reply before its handshake
+                conn.transport.write(encode_error("ERR max number of clients reached"))
             conn.transport.close()
             return None
         client_id = self._next_client_id
         self._next_client_id += 1
         session = Session(self.node, client_id, addr, laddr, fd)
+        # createClient: the default user, authenticated when it needs no password.
+        session.user = self.acl.default
+        session.authenticated = not self.acl.auth_required()
         self.connections[client_id] = conn
         return session
 
@@ -287,21 +306,63 @@ class ServerCore:
     # -- listening ---------------------------------------------------------------------------
 
     async def listen(self) -> None:
-        """Accepts clients on the configured addresses (`port` is then the bound port)."""
+        """Accepts clients on the configured addresses: plain TCP on `port` and TLS on
+        `tls-port` (either may be 0, not both); `port` and `tls_port` are then the bound ports.
+        A TLS configuration that does not load stops the start-up (OSError with the reason)."""
         loop = asyncio.get_running_loop()
-        binds = self.config.get("bind").split() or ["127.0.0.1"]
-        self._server = await loop.create_server(
-            lambda: ClientConnection(self),
-            host=binds,
-            port=self.config.get_int("port"),
-            backlog=self.config.get_int("tcp-backlog"),
-            reuse_address=True,
-        )
-        # uvloop returns a list where typeshed says tuple, and compiled code checks declared
-        # types: read it untyped.
-        sock = getattr(self._server, "sockets")[0]  # noqa: B009
-        self.port = sock.getsockname()[1]
+        config = self.config
+        binds = config.get("bind").split() or ["127.0.0.1"]
+        port, tls_port = config.get_int("port"), config.get_int("tls-port")
+        if not port and not tls_port:
+            raise OSError("Configured to not listen anywhere, exiting.")
+        if self.tls.wanted:
+            try:
+                self.tls.configure()
+            except TlsConfigError as exc:
+                raise OSError(f"Failed to configure TLS: {exc}") from None
+        if port:
+            self._server = await loop.create_server(
+                lambda: ClientConnection(self),
+                host=binds, port=port, backlog=config.get_int("tcp-backlog"), reuse_address=True,
+            )
+            self.port = _bound_port(self._server)
+        if tls_port:
+            try:
+                self._tls_server = await loop.create_server(
+                    self._tls_connection,
+                    host=binds, port=tls_port, backlog=config.get_int("tcp-backlog"), reuse_address=True,
+                )
+            except OSError:
+                if self._server is not None:
+                    self._server.close()
+                raise
+            self.tls_port = _bound_port(self._tls_server)
         self.metrics.start(loop, self._metric_counters)
+        self._idle_timer = loop.call_later(1.0, self._close_idle_clients)
+
+    def _close_idle_clients(self) -> None:
+        """clientsCronHandleTimeout, once a second: with `timeout` set, a client idle longer
+        (a TLS one whose handshake never completed included) is closed, unless it is blocked,
+        subscribed or a monitor."""
+        self._idle_timer = asyncio.get_running_loop().call_later(1.0, self._close_idle_clients)
+        limit = self.config.get_int("timeout")
+        if not limit:
+            return
+        now = self.now_ms()
+        for conn in list(self.connections.values()):
+            session = conn.session
+            if (
+                session is None or session.subscriptions is not None or "monitor" in session.flags
+                or "blocked" in session.flags or now - session.last_interaction_ms <= limit * 1000
+            ):
+                continue
+            log.debug("Closing idle client id=%d addr=%s", session.id, session.addr)
+            conn.close()
+
+    def _tls_connection(self) -> ClientConnection:
+        # The context current when the client connects: a reload (CONFIG SET) serves the
+        # clients that connect after it.
+        return ClientConnection(self, self.tls.server)
 
     def _metric_counters(self) -> dict[str, int]:
         return {
@@ -312,8 +373,11 @@ class ServerCore:
 
     def stop_listening(self) -> None:
         self.metrics.stop()
-        if self._server is not None:
-            self._server.close()
+        if self._idle_timer is not None:
+            self._idle_timer.cancel()
+        for server in (self._server, self._tls_server):
+            if server is not None:
+                server.close()
 
     async def close_clients(self, deadline: float) -> tuple[int, int]:
         """Closes every client once the replies already produced are written (blocked clients
@@ -329,8 +393,9 @@ class ServerCore:
         dropped = len(self.connections)
         for conn in list(self.connections.values()):
             conn.abort()
-        if self._server is not None:
-            await self._server.wait_closed()
+        for server in (self._server, self._tls_server):
+            if server is not None:
+                await server.wait_closed()
         return clients, dropped
 
     def _on_config_change(self, name: str, value: str) -> None:
@@ -338,13 +403,17 @@ class ServerCore:
             # New connections read the limit when created; live ones are updated here.
             for conn in self.connections.values():
                 conn.parser.max_bulk = self.config.proto_max_bulk_len
-        elif name == "requirepass" and not value:
-            # With no password the default user needs no AUTH: clients that connected while
-            # one was required are let in (Redis checks the user's nopass flag per command).
-            for conn in self.connections.values():
-                if conn.session is not None:
-                    conn.session.authenticated = True
-                conn.parser.authenticated = True
+        elif name == "requirepass":
+            # updateRequirePass: the default user's password. Clients that connected while
+            # one was required need no AUTH once it is gone (the dispatcher asks the ACL).
+            self.acl.update_default_password(value)
+
+
+def _bound_port(server: asyncio.AbstractServer) -> int:
+    # uvloop returns a list where typeshed says tuple, and compiled code checks declared
+    # types: read it untyped.
+    sock = getattr(server, "sockets")[0]  # noqa: B009
+    return int(sock.getsockname()[1])
 
 
 def _refresh_output_class(conn: ClientConnection, session: Session) -> None:

@@ -1,6 +1,12 @@
-"""Executing one command for one client: table lookup, arity, authentication, maxmemory,
-MULTI queueing, read-only replicas, the handler call, error texts and per-command
-statistics. While maxmemory is set, every write is measured (node.engine.memory).
+"""Executing one command for one client: table lookup, arity, authentication, ACL
+permissions, maxmemory, MULTI queueing, read-only replicas, the handler call, error texts and
+per-command statistics. While maxmemory is set, every write is measured (node.engine.memory).
+
+The ACL check (node/commands/acl.py) runs only for a client whose user is restricted: the
+fast path requires `session.user.unrestricted` (the default user's case: a server without
+ACL rules pays one attribute read per command) or, for a restricted user, that its
+precomputed plan for the command allows it (`User.permits`: a dict lookup and a pattern match
+per key); anything else takes the full path, where the refusal gets its reason.
 
 The rules and texts are Redis 7.2's (server.c processCommand/call).
 """
@@ -11,6 +17,7 @@ import time
 from collections.abc import Callable
 from typing import Any, Final
 
+from node.commands.acl import check_command, check_queued_command
 from node.commands.context import Block, Session
 from node.commands.expiry import Hidden, command_keys, expire_before_retry, expire_command_keys, restore_hidden
 from node.commands.reply import QUEUED, CommandError, ReplyError
@@ -227,6 +234,7 @@ class Dispatcher:
             if (
                 low <= len(argv) <= high
                 and session.authenticated
+                and (session.user.unrestricted or session.user.permits(spec, argv))
                 and session.multi is None
                 and session.subscriptions is None
                 and (not gated or (self.writes_unchecked and role == "master"))
@@ -276,8 +284,20 @@ class Dispatcher:
             return self.reject(session, spec, error)
         assert spec is not None
         flags = spec.flags
-        if not session.authenticated and "no_auth" not in flags:
+        if not session.authenticated and "no_auth" not in flags and session.node.acl.auth_required():
             return self.reject(session, spec, "NOAUTH Authentication required.")
+        if session.multi is not None and "no_multi" in flags and argv[0].lower() not in _MULTI_IMMEDIATE:
+            return self.reject(session, spec, "ERR Command not allowed inside a transaction")
+        if not session.user.unrestricted:
+            if session.in_exec:
+                denial = check_queued_command(session, spec, argv)
+                if denial is not None:
+                    self.count_error(denial)
+                    return ReplyError(denial)
+            else:
+                denial = check_command(session, spec, argv)
+                if denial is not None:
+                    return self.reject(session, spec, denial)
         if self._memory_full is not None and role == "master" and self._refuses_for_memory(session, spec):
             return self.reject(session, spec, OOM_ERROR)
         if (
@@ -322,8 +342,6 @@ class Dispatcher:
             session.last_command = spec.name
             return Block([], 0, _never_ready, postponed=argv)
         if session.multi is not None and argv[0].lower() not in _MULTI_IMMEDIATE:
-            if "no_multi" in flags:
-                return self.reject(session, spec, "ERR Command not allowed inside a transaction")
             session.multi.append(argv)
             return QUEUED
         return self.call(session, spec, argv)
@@ -358,7 +376,8 @@ class Dispatcher:
         return self._run(session, spec, st, argv, unit)
 
     def _run(self, session: Session, spec: CommandSpec, st: CommandStats, argv: list[bytes], unit: bool) -> Any:
-        session.last_command = spec.name
+        if not session.in_exec:  # inside EXEC, CLIENT LIST and the ACL log say cmd=exec, as Redis
+            session.last_command = spec.name
         handler = spec.handler
         assert handler is not None
         mark = self._mark
@@ -401,6 +420,8 @@ class Dispatcher:
                     meter.seen = self._effects.offset
         if type(reply) is Block:
             expire_before_retry(reply)
+            if not session.user.unrestricted:
+                reply.retry = _PermittedRetry(spec, argv, reply.retry)
         end = time.perf_counter_ns()
         if mark:
             self._mark = end
@@ -442,6 +463,25 @@ def _may_replicate(spec: CommandSpec, session: Session) -> bool:
             if queued is not None and (queued.is_write or "may_replicate" in queued.flags):
                 return True
     return False
+
+
+class _PermittedRetry:
+    """A blocked command of a restricted user, checked again before each retry (Redis 7.2
+    reprocesses a woken command through processCommand): rules changed meanwhile end the
+    wait with the NOPERM error."""
+
+    __slots__ = ("spec", "argv", "retry")
+
+    def __init__(self, spec: CommandSpec, argv: list[bytes], retry: Callable[[Session], Any]) -> None:
+        self.spec = spec
+        self.argv = argv
+        self.retry = retry
+
+    def __call__(self, session: Session) -> Any:
+        denial = check_command(session, self.spec, self.argv)
+        if denial is not None:
+            raise CommandError(denial)
+        return self.retry(session)
 
 
 def _never_ready(session: Session) -> None:

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
 from node import __version__, reported_version
+from node.commands.acl_rules import DENIED_AUTH, DENIED_CHANNEL, DENIED_CMD, DENIED_KEY
 
 if TYPE_CHECKING:
     from node.server.core import ServerCore
@@ -173,9 +174,21 @@ def server_fields(core: ServerCore) -> Fields:
         ("executable", os.path.abspath(sys.argv[0]) if sys.argv and sys.argv[0] else ""),
         ("config_file", os.path.abspath(config_file) if config_file else ""),
         ("io_threads_active", 0),
-        ("listener0", "name=tcp," + ",".join(f"bind={b}" for b in binds) + f",port={core.port}"),
+        *_listeners(binds, core.port, core.tls_port),
         ("rill_version", __version__),
     ]
+
+
+def _listeners(binds: list[str], port: int, tls_port: int) -> Fields:
+    """Redis 7.2's listener lines: indexed by connection type (0 tcp, 2 tls), each shown when
+    it listens."""
+    bound = ",".join(f"bind={b}" for b in binds)
+    out: Fields = []
+    if port:
+        out.append(("listener0", f"name=tcp,{bound},port={port}"))
+    if tls_port:
+        out.append(("listener2", f"name=tls,{bound},port={tls_port}"))
+    return out
 
 
 def clients_fields(core: ServerCore) -> Fields:
@@ -201,6 +214,7 @@ def stats_fields(core: ServerCore) -> Fields:
     metrics = core.metrics
     dispatcher = core.dispatcher
     pubsub = core.pubsub
+    denied = core.acl.denied
     return [
         ("total_connections_received", core.stats_connections),
         ("total_commands_processed", dispatcher.total_commands),
@@ -254,10 +268,10 @@ def stats_fields(core: ServerCore) -> Fields:
         ("eventloop_duration_cmd_sum", 0),
         ("instantaneous_eventloop_cycles_per_sec", 0),
         ("instantaneous_eventloop_duration_usec", 0),
-        ("acl_access_denied_auth", 0),
-        ("acl_access_denied_cmd", 0),
-        ("acl_access_denied_key", 0),
-        ("acl_access_denied_channel", 0),
+        ("acl_access_denied_auth", denied[DENIED_AUTH]),
+        ("acl_access_denied_cmd", denied[DENIED_CMD]),
+        ("acl_access_denied_key", denied[DENIED_KEY]),
+        ("acl_access_denied_channel", denied[DENIED_CHANNEL]),
     ]
 
 

@@ -3,7 +3,6 @@ and in sentinel mode every other command is unknown (`-ERR unknown command ...`)
 built on the server core starts from this table and adds its own: SENTINEL, ROLE, and its
 PUBLISH (which only takes `__sentinel__:hello`), replacing the node's.
 
-Redis 7.2's sentinel also has ACL, which Rill does not implement.
 """
 
 from __future__ import annotations
@@ -15,6 +14,7 @@ from node.commands.table import CommandTable, restricted_table
 
 # Name -> the subcommands shared (None: all of them). CLIENT NO-TOUCH is not a sentinel command.
 SHARED_WITH_SENTINEL: Final[dict[str, tuple[str, ...] | None]] = {
+    "acl": None,
     "auth": None,
     "client": (
         "caching", "getname", "getredir", "help", "id", "info", "kill", "list", "no-evict", "pause", "reply",

@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x11replication.proto\x12\x13rill.replication.v1\"n\n\x0eReplicaMessage\x12+\n\x05hello\x18\x01 \x01(\x0b\x32\x1a.rill.replication.v1.HelloH\x00\x12\'\n\x03\x61\x63k\x18\x02 \x01(\x0b\x32\x18.rill.replication.v1.AckH\x00\x42\x06\n\x04kind\"\xcb\x01\n\x05Hello\x12\x18\n\x10protocol_version\x18\x01 \x01(\r\x12\x12\n\nreplica_id\x18\x02 \x01(\t\x12\x0e\n\x06replid\x18\x03 \x01(\t\x12\x0e\n\x06offset\x18\x04 \x01(\x03\x12\x15\n\rannounce_host\x18\x05 \x01(\t\x12\x15\n\rannounce_port\x18\x06 \x01(\r\x12\x0c\n\x04\x61uth\x18\x07 \x01(\t\x12\x13\n\x0b\x66\x65nce_epoch\x18\x14 \x01(\x03\x12\x11\n\tlog_epoch\x18\x15 \x01(\x03\x12\x10\n\x08\x66\x61ilover\x18\x16 \x01(\x08\"b\n\x03\x41\x63k\x12\x16\n\x0e\x61pplied_offset\x18\x01 \x01(\x03\x12\x16\n\x0e\x66synced_offset\x18\x02 \x01(\x03\x12\x13\n\x0blease_stamp\x18\x14 \x01(\x03\x12\x16\n\x0ewritten_offset\x18\x15 \x01(\x03\"\xa8\x02\n\x0ePrimaryMessage\x12:\n\rcontinue_sync\x18\x01 \x01(\x0b\x32!.rill.replication.v1.ContinueSyncH\x00\x12\x32\n\tfull_sync\x18\x02 \x01(\x0b\x32\x1d.rill.replication.v1.FullSyncH\x00\x12<\n\x0esnapshot_chunk\x18\x03 \x01(\x0b\x32\".rill.replication.v1.SnapshotChunkH\x00\x12+\n\x05\x62\x61tch\x18\x04 \x01(\x0b\x32\x1a.rill.replication.v1.BatchH\x00\x12\x33\n\theartbeat\x18\x05 \x01(\x0b\x32\x1e.rill.replication.v1.HeartbeatH\x00\x42\x06\n\x04kind\"u\n\x0c\x43ontinueSync\x12\x0e\n\x06replid\x18\x01 \x01(\t\x12\x0e\n\x06offset\x18\x02 \x01(\x03\x12\r\n\x05\x65poch\x18\x14 \x01(\x03\x12\x36\n\repoch_history\x18\x15 \x03(\x0b\x32\x1f.rill.replication.v1.EpochStart\"\x98\x01\n\x08\x46ullSync\x12\x0e\n\x06replid\x18\x01 \x01(\t\x12\x0e\n\x06offset\x18\x02 \x01(\x03\x12\x15\n\rsnapshot_size\x18\x03 \x01(\x03\x12\x0e\n\x06reason\x18\x04 \x01(\t\x12\r\n\x05\x65poch\x18\x14 \x01(\x03\x12\x36\n\repoch_history\x18\x15 \x03(\x0b\x32\x1f.rill.replication.v1.EpochStart\"1\n\nEpochStart\x12\r\n\x05\x65poch\x18\x01 \x01(\x03\x12\x14\n\x0cstart_offset\x18\x02 \x01(\x03\"\x1d\n\rSnapshotChunk\x12\x0c\n\x04\x64\x61ta\x18\x01 \x01(\x0c\"n\n\x05\x42\x61tch\x12\x14\n\x0cstart_offset\x18\x01 \x01(\x03\x12\x0c\n\x04\x64\x61ta\x18\x02 \x01(\x0c\x12\x12\n\nunit_sizes\x18\x03 \x03(\r\x12\x13\n\x0blease_stamp\x18\x14 \x01(\x03\x12\x18\n\x10\x63ommitted_offset\x18( \x01(\x03\"x\n\tHeartbeat\x12\x16\n\x0eprimary_offset\x18\x01 \x01(\x03\x12\x15\n\rack_requested\x18\x02 \x01(\x08\x12\r\n\x05\x65poch\x18\x14 \x01(\x03\x12\x13\n\x0blease_stamp\x18\x15 \x01(\x03\x12\x18\n\x10\x63ommitted_offset\x18( \x01(\x03\x32\x63\n\x0bReplication\x12T\n\x04Sync\x12#.rill.replication.v1.ReplicaMessage\x1a#.rill.replication.v1.PrimaryMessage(\x01\x30\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x11replication.proto\x12\x13rill.replication.v1\"n\n\x0eReplicaMessage\x12+\n\x05hello\x18\x01 \x01(\x0b\x32\x1a.rill.replication.v1.HelloH\x00\x12\'\n\x03\x61\x63k\x18\x02 \x01(\x0b\x32\x18.rill.replication.v1.AckH\x00\x42\x06\n\x04kind\"\xd9\x01\n\x05Hello\x12\x18\n\x10protocol_version\x18\x01 \x01(\r\x12\x12\n\nreplica_id\x18\x02 \x01(\t\x12\x0e\n\x06replid\x18\x03 \x01(\t\x12\x0e\n\x06offset\x18\x04 \x01(\x03\x12\x15\n\rannounce_host\x18\x05 \x01(\t\x12\x15\n\rannounce_port\x18\x06 \x01(\r\x12\x0c\n\x04\x61uth\x18\x07 \x01(\t\x12\x0c\n\x04user\x18\x08 \x01(\t\x12\x13\n\x0b\x66\x65nce_epoch\x18\x14 \x01(\x03\x12\x11\n\tlog_epoch\x18\x15 \x01(\x03\x12\x10\n\x08\x66\x61ilover\x18\x16 \x01(\x08\"b\n\x03\x41\x63k\x12\x16\n\x0e\x61pplied_offset\x18\x01 \x01(\x03\x12\x16\n\x0e\x66synced_offset\x18\x02 \x01(\x03\x12\x13\n\x0blease_stamp\x18\x14 \x01(\x03\x12\x16\n\x0ewritten_offset\x18\x15 \x01(\x03\"\xa8\x02\n\x0ePrimaryMessage\x12:\n\rcontinue_sync\x18\x01 \x01(\x0b\x32!.rill.replication.v1.ContinueSyncH\x00\x12\x32\n\tfull_sync\x18\x02 \x01(\x0b\x32\x1d.rill.replication.v1.FullSyncH\x00\x12<\n\x0esnapshot_chunk\x18\x03 \x01(\x0b\x32\".rill.replication.v1.SnapshotChunkH\x00\x12+\n\x05\x62\x61tch\x18\x04 \x01(\x0b\x32\x1a.rill.replication.v1.BatchH\x00\x12\x33\n\theartbeat\x18\x05 \x01(\x0b\x32\x1e.rill.replication.v1.HeartbeatH\x00\x42\x06\n\x04kind\"u\n\x0c\x43ontinueSync\x12\x0e\n\x06replid\x18\x01 \x01(\t\x12\x0e\n\x06offset\x18\x02 \x01(\x03\x12\r\n\x05\x65poch\x18\x14 \x01(\x03\x12\x36\n\repoch_history\x18\x15 \x03(\x0b\x32\x1f.rill.replication.v1.EpochStart\"\x98\x01\n\x08\x46ullSync\x12\x0e\n\x06replid\x18\x01 \x01(\t\x12\x0e\n\x06offset\x18\x02 \x01(\x03\x12\x15\n\rsnapshot_size\x18\x03 \x01(\x03\x12\x0e\n\x06reason\x18\x04 \x01(\t\x12\r\n\x05\x65poch\x18\x14 \x01(\x03\x12\x36\n\repoch_history\x18\x15 \x03(\x0b\x32\x1f.rill.replication.v1.EpochStart\"1\n\nEpochStart\x12\r\n\x05\x65poch\x18\x01 \x01(\x03\x12\x14\n\x0cstart_offset\x18\x02 \x01(\x03\"\x1d\n\rSnapshotChunk\x12\x0c\n\x04\x64\x61ta\x18\x01 \x01(\x0c\"n\n\x05\x42\x61tch\x12\x14\n\x0cstart_offset\x18\x01 \x01(\x03\x12\x0c\n\x04\x64\x61ta\x18\x02 \x01(\x0c\x12\x12\n\nunit_sizes\x18\x03 \x03(\r\x12\x13\n\x0blease_stamp\x18\x14 \x01(\x03\x12\x18\n\x10\x63ommitted_offset\x18( \x01(\x03\"x\n\tHeartbeat\x12\x16\n\x0eprimary_offset\x18\x01 \x01(\x03\x12\x15\n\rack_requested\x18\x02 \x01(\x08\x12\r\n\x05\x65poch\x18\x14 \x01(\x03\x12\x13\n\x0blease_stamp\x18\x15 \x01(\x03\x12\x18\n\x10\x63ommitted_offset\x18( \x01(\x03\x32\x63\n\x0bReplication\x12T\n\x04Sync\x12#.rill.replication.v1.ReplicaMessage\x1a#.rill.replication.v1.PrimaryMessage(\x01\x30\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -34,23 +34,23 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_REPLICAMESSAGE']._serialized_start=42
   _globals['_REPLICAMESSAGE']._serialized_end=152
   _globals['_HELLO']._serialized_start=155
-  _globals['_HELLO']._serialized_end=358
-  _globals['_ACK']._serialized_start=360
-  _globals['_ACK']._serialized_end=458
-  _globals['_PRIMARYMESSAGE']._serialized_start=461
-  _globals['_PRIMARYMESSAGE']._serialized_end=757
-  _globals['_CONTINUESYNC']._serialized_start=759
-  _globals['_CONTINUESYNC']._serialized_end=876
-  _globals['_FULLSYNC']._serialized_start=879
-  _globals['_FULLSYNC']._serialized_end=1031
-  _globals['_EPOCHSTART']._serialized_start=1033
-  _globals['_EPOCHSTART']._serialized_end=1082
-  _globals['_SNAPSHOTCHUNK']._serialized_start=1084
-  _globals['_SNAPSHOTCHUNK']._serialized_end=1113
-  _globals['_BATCH']._serialized_start=1115
-  _globals['_BATCH']._serialized_end=1225
-  _globals['_HEARTBEAT']._serialized_start=1227
-  _globals['_HEARTBEAT']._serialized_end=1347
-  _globals['_REPLICATION']._serialized_start=1349
-  _globals['_REPLICATION']._serialized_end=1448
+  _globals['_HELLO']._serialized_end=372
+  _globals['_ACK']._serialized_start=374
+  _globals['_ACK']._serialized_end=472
+  _globals['_PRIMARYMESSAGE']._serialized_start=475
+  _globals['_PRIMARYMESSAGE']._serialized_end=771
+  _globals['_CONTINUESYNC']._serialized_start=773
+  _globals['_CONTINUESYNC']._serialized_end=890
+  _globals['_FULLSYNC']._serialized_start=893
+  _globals['_FULLSYNC']._serialized_end=1045
+  _globals['_EPOCHSTART']._serialized_start=1047
+  _globals['_EPOCHSTART']._serialized_end=1096
+  _globals['_SNAPSHOTCHUNK']._serialized_start=1098
+  _globals['_SNAPSHOTCHUNK']._serialized_end=1127
+  _globals['_BATCH']._serialized_start=1129
+  _globals['_BATCH']._serialized_end=1239
+  _globals['_HEARTBEAT']._serialized_start=1241
+  _globals['_HEARTBEAT']._serialized_end=1361
+  _globals['_REPLICATION']._serialized_start=1363
+  _globals['_REPLICATION']._serialized_end=1462
 # @@protoc_insertion_point(module_scope)

@@ -15,7 +15,7 @@ class ReplicaMessage(_message.Message):
     def __init__(self, hello: _Optional[_Union[Hello, _Mapping]] = ..., ack: _Optional[_Union[Ack, _Mapping]] = ...) -> None: ...
 
 class Hello(_message.Message):
-    __slots__ = ("protocol_version", "replica_id", "replid", "offset", "announce_host", "announce_port", "auth", "fence_epoch", "log_epoch", "failover")
+    __slots__ = ("protocol_version", "replica_id", "replid", "offset", "announce_host", "announce_port", "auth", "user", "fence_epoch", "log_epoch", "failover")
     PROTOCOL_VERSION_FIELD_NUMBER: _ClassVar[int]
     REPLICA_ID_FIELD_NUMBER: _ClassVar[int]
     REPLID_FIELD_NUMBER: _ClassVar[int]
@@ -23,6 +23,7 @@ class Hello(_message.Message):
     ANNOUNCE_HOST_FIELD_NUMBER: _ClassVar[int]
     ANNOUNCE_PORT_FIELD_NUMBER: _ClassVar[int]
     AUTH_FIELD_NUMBER: _ClassVar[int]
+    USER_FIELD_NUMBER: _ClassVar[int]
     FENCE_EPOCH_FIELD_NUMBER: _ClassVar[int]
     LOG_EPOCH_FIELD_NUMBER: _ClassVar[int]
     FAILOVER_FIELD_NUMBER: _ClassVar[int]
@@ -33,10 +34,11 @@ class Hello(_message.Message):
     announce_host: str
     announce_port: int
     auth: str
+    user: str
     fence_epoch: int
     log_epoch: int
     failover: bool
-    def __init__(self, protocol_version: _Optional[int] = ..., replica_id: _Optional[str] = ..., replid: _Optional[str] = ..., offset: _Optional[int] = ..., announce_host: _Optional[str] = ..., announce_port: _Optional[int] = ..., auth: _Optional[str] = ..., fence_epoch: _Optional[int] = ..., log_epoch: _Optional[int] = ..., failover: _Optional[bool] = ...) -> None: ...
+    def __init__(self, protocol_version: _Optional[int] = ..., replica_id: _Optional[str] = ..., replid: _Optional[str] = ..., offset: _Optional[int] = ..., announce_host: _Optional[str] = ..., announce_port: _Optional[int] = ..., auth: _Optional[str] = ..., user: _Optional[str] = ..., fence_epoch: _Optional[int] = ..., log_epoch: _Optional[int] = ..., failover: _Optional[bool] = ...) -> None: ...
 
 class Ack(_message.Message):
     __slots__ = ("applied_offset", "fsynced_offset", "lease_stamp", "written_offset")

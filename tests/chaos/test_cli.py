@@ -69,3 +69,11 @@ def test_a_soak_summary_counts_unsafe_runs_and_says_how_to_rerun_them() -> None:
     assert [f["seed"] for f in summary["failing"]] == [2, 3, 4]
     assert summary["failing"][0]["rerun"] == ("rill chaos run --target fenced --scenario random --seed 2 "
                                               "--duration 24 --set lease_ms=2000")
+
+
+def test_a_soak_on_a_deployment_says_how_to_rerun_against_it() -> None:
+    failing = {"seed": 3, "status": "done", "safe": False, "unsafe_because": ["g2"],
+               "anomalies": {"lost": 1, "lost_wait_majority": 0, "g2": 4}, "sentinels": {"tilt": []}}
+    summary = summarize("compose", "random", 24.0, {}, [failing], {"compose_project": "my cluster"})
+    assert summary["failing"][0]["rerun"] == ("rill chaos run --target compose --scenario random --seed 3 "
+                                              "--duration 24 --compose-project 'my cluster'")

@@ -57,7 +57,7 @@ def test_one_directed_link_is_cut_while_the_same_address_still_works_from_elsewh
         links.blackhole([Link("c1", "n1")], "cut")
         assert _ping_from(lab, "c1", host, port) != "PONG"  # silence: redis-cli times out
         assert _ping_from(lab, "n2", host, port) == "PONG"  # same address, other source: untouched
-        links.heal([Link("c1", "n1")], "cut", reset=True)
+        links.heal("cut", reset=True)
         assert _ping_from(lab, "c1", host, port) == "PONG"
 
         links.set_enabled([Link("n2", "n1")], False)  # refused, not silent

@@ -22,7 +22,7 @@ import pytest
 from chaos.topology import toxiproxy_binary
 from tests.deploy.base_image import ensure_base_image
 from tests.deploy.engine import Engine, docker_engine
-from tests.deploy.project import NODES, ROOT, SENTINELS, Project
+from tests.deploy.project import CHAOS_FILE, NODES, ROOT, SENTINELS, TLS_FILE, Project
 
 log = logging.getLogger("deploy")
 
@@ -45,6 +45,9 @@ def engine() -> Iterator[Engine]:
                  found.private, found.storage_driver or "its own", time.monotonic() - started)
         yield found
         started = time.monotonic()
+        # The builder stage's layers (a shared engine keeps them as untagged images), kept until
+        # now: the next project of the session builds the Rill image from them in seconds.
+        found.docker("image", "prune", "--force", "--filter", "label=rill.stage=builder", check=False)
     log.info("docker engine released in %.1f s", time.monotonic() - started)
 
 
@@ -63,10 +66,10 @@ def _build_toxiproxy_image(engine: Engine, base: str, tag: str) -> None:
                       "--build-arg", f"BASE={base}", "--tag", tag, context, timeout=600)
 
 
-@pytest.fixture(scope="module")
-def project(engine: Engine, base_image: str) -> Iterator[Project]:
+def _up(engine: Engine, base_image: str, overrides: tuple[str, ...] = (),
+        profiles: tuple[str, ...] = ()) -> Iterator[Project]:
     workdir = tempfile.mkdtemp(prefix="rill-compose-")
-    project = Project.create(engine, workdir, base_image)
+    project = Project.create(engine, workdir, base_image, overrides)
     try:
         with timed("rill image (docker-compose build)"):
             project.compose("build", "primary", timeout=_BUILD_TIMEOUT_S)
@@ -77,7 +80,7 @@ def project(engine: Engine, base_image: str) -> Iterator[Project]:
                           "--build-arg", f"REDIS_PY_VERSION={importlib.metadata.version('redis')}",
                           "--tag", project.image("client"), HERE, timeout=600)
         with timed("docker-compose up -d, all nodes and sentinels healthy"):
-            project.compose("up", "-d")
+            project.compose("up", "-d", profiles=profiles)
             project.wait_healthy((*NODES, *SENTINELS))
         yield project
     finally:
@@ -86,6 +89,22 @@ def project(engine: Engine, base_image: str) -> Iterator[Project]:
                 project.down()
             finally:
                 engine.docker("rmi", "--force", project.image("client"), check=False)
-                # The builder stage's layers (a shared engine keeps them as untagged images).
-                engine.docker("image", "prune", "--force", "--filter", "label=rill.stage=builder", check=False)
                 shutil.rmtree(workdir, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def project(engine: Engine, base_image: str) -> Iterator[Project]:
+    yield from _up(engine, base_image)
+
+
+@pytest.fixture(scope="module")
+def chaos_project(engine: Engine, base_image: str) -> Iterator[Project]:
+    """The chaos lab's cluster: deploy/compose.chaos.yaml over compose.yaml, with the chaos
+    profile's toxiproxies (every link of the cluster through them)."""
+    yield from _up(engine, base_image, (CHAOS_FILE,), ("chaos",))
+
+
+@pytest.fixture(scope="module")
+def tls_project(engine: Engine, base_image: str) -> Iterator[Project]:
+    """The TLS profile: deploy/compose.yaml with deploy/compose.tls.yaml over it."""
+    yield from _up(engine, base_image, (TLS_FILE,))

@@ -18,6 +18,10 @@ from tests.deploy.engine import Engine, EngineError
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 COMPOSE_FILE = os.path.join(ROOT, "deploy", "compose.yaml")
+# The chaos lab's cluster: every link through the chaos profile's proxies (an override of COMPOSE_FILE).
+CHAOS_FILE = os.path.join(ROOT, "deploy", "compose.chaos.yaml")
+# The TLS profile: an override of COMPOSE_FILE (deploy/compose.tls.yaml).
+TLS_FILE = os.path.join(ROOT, "deploy", "compose.tls.yaml")
 NODES = ("primary", "replica-1", "replica-2")
 SENTINELS = ("sentinel-1", "sentinel-2", "sentinel-3")
 PROFILES = ("chaos", "pipeline")
@@ -25,7 +29,9 @@ PROFILES = ("chaos", "pipeline")
 _PORT_VARIABLES = ("RILL_PRIMARY_PORT", "RILL_REPLICA_1_PORT", "RILL_REPLICA_2_PORT", "RILL_SENTINEL_1_PORT",
                    "RILL_SENTINEL_2_PORT", "RILL_SENTINEL_3_PORT", "TOXIPROXY_PRIMARY_API_PORT",
                    "TOXIPROXY_REPLICA_1_API_PORT", "TOXIPROXY_REPLICA_2_API_PORT", "TOXIPROXY_PRIMARY_PORT",
-                   "TOXIPROXY_REPLICA_1_PORT", "TOXIPROXY_REPLICA_2_PORT", "RILL_PRIMARY_METRICS_PORT",
+                   "TOXIPROXY_REPLICA_1_PORT", "TOXIPROXY_REPLICA_2_PORT", "TOXIPROXY_PRIMARY_C1_PORT",
+                   "TOXIPROXY_REPLICA_1_C1_PORT", "TOXIPROXY_REPLICA_2_C1_PORT", "TOXIPROXY_PRIMARY_C2_PORT",
+                   "TOXIPROXY_REPLICA_1_C2_PORT", "TOXIPROXY_REPLICA_2_C2_PORT", "RILL_PRIMARY_METRICS_PORT",
                    "RILL_REPLICA_1_METRICS_PORT", "RILL_REPLICA_2_METRICS_PORT", "RILL_SENTINEL_1_METRICS_PORT",
                    "RILL_SENTINEL_2_METRICS_PORT", "RILL_SENTINEL_3_METRICS_PORT")
 
@@ -40,12 +46,14 @@ class Project:
     name: str
     env_file: str
     password: str
+    files: tuple[str, ...] = (COMPOSE_FILE,)  # the compose files, the base one first
 
     @classmethod
-    def create(cls, engine: Engine, workdir: str, base_image: str) -> Project:
-        """A new project whose images are built from `base_image` and named after it."""
+    def create(cls, engine: Engine, workdir: str, base_image: str, overrides: tuple[str, ...] = ()) -> Project:
+        """A new project whose images are built from `base_image` and named after it;
+        `overrides`: compose files applied over deploy/compose.yaml (the chaos lab's cluster, the TLS profile)."""
         project = cls(engine, f"rilltest{secrets.token_hex(4)}", os.path.join(workdir, "compose.env"),
-                      secrets.token_urlsafe(24))
+                      secrets.token_urlsafe(24), (COMPOSE_FILE, *overrides))
         env = {"RILL_PASSWORD": project.password, **dict.fromkeys(_PORT_VARIABLES, "0"),
                "RILL_BASE_IMAGE": base_image, "RILL_IMAGE": project.image("rill"),
                "TOXIPROXY_IMAGE": project.image("toxiproxy"), "RILL_PIPELINE_IMAGE": project.image("pipeline")}
@@ -64,8 +72,9 @@ class Project:
 
     def compose(self, *args: str, profiles: tuple[str, ...] = (), timeout: float = 300.0) -> str:
         flags = [f for p in profiles for f in ("--profile", p)]
+        files = [f for path in self.files for f in ("--file", path)]
         return self.engine.run([*compose_command(), "--project-name", self.name, "--env-file", self.env_file,
-                                "--file", COMPOSE_FILE, *flags, *args], timeout=timeout).stdout
+                                *files, *flags, *args], timeout=timeout).stdout
 
     def container(self, service: str) -> str:
         ids = self.compose("ps", "-q", service).split()

@@ -73,3 +73,49 @@ def test_a_replica_whose_primary_is_gone_is_unhealthy(pair: tuple[Proc, Proc]) -
 def test_nothing_listening_is_unhealthy() -> None:
     done = _check(free_port(), PASSWORD)
     assert done.returncode == 1 and done.stdout.startswith("unhealthy: ")
+
+
+def test_the_health_check_speaks_tls_when_given_the_ca(tmp_path: object) -> None:
+    from bench.tls_certs import make_tls_files, server_args
+
+    files = make_tls_files(str(tmp_path))
+    tls_port = free_port()
+    node = start_rill("--requirepass", PASSWORD, *server_args(files, tls_port))
+    try:
+        env = {**{k: v for k, v in os.environ.items() if k != "RILL_PASSWORD"}, "RILL_PASSWORD": PASSWORD}
+        plain = subprocess.run([sys.executable, SCRIPT, "--port", str(tls_port)], env=env, capture_output=True,
+                               text=True, timeout=30)
+        assert plain.returncode == 1
+        env["RILL_TLS_CA_CERT_FILE"] = files.ca
+        done = subprocess.run([sys.executable, SCRIPT, "--port", str(tls_port)], env=env, capture_output=True,
+                              text=True, timeout=30)
+        assert done.returncode == 0, done.stdout
+        env["RILL_TLS_CA_CERT_FILE"] = files.other_ca  # a server the CA did not sign is not healthy
+        refused = subprocess.run([sys.executable, SCRIPT, "--port", str(tls_port)], env=env, capture_output=True,
+                                 text=True, timeout=30)
+        assert refused.returncode == 1 and "unhealthy" in refused.stdout
+    finally:
+        node.stop()
+
+
+def test_tls_certs_makes_a_ca_signed_set_once(tmp_path: object) -> None:
+    directory = str(tmp_path)
+    script = os.path.join(ROOT, "deploy", "tls-certs.sh")
+    first = subprocess.run(["sh", script, directory, "primary", "sentinel-1"], capture_output=True, text=True,
+                           timeout=60)
+    assert first.returncode == 0, first.stderr
+    for name in ("node", "client"):
+        verified = subprocess.run(["openssl", "verify", "-CAfile", os.path.join(directory, "ca.crt"),
+                                   os.path.join(directory, f"{name}.crt")], capture_output=True, text=True)
+        assert verified.returncode == 0, verified.stdout + verified.stderr
+    text = subprocess.run(["openssl", "x509", "-noout", "-ext", "subjectAltName", "-in",
+                           os.path.join(directory, "node.crt")], capture_output=True, text=True).stdout
+    assert "DNS:primary" in text and "DNS:sentinel-1" in text and "IP Address:127.0.0.1" in text
+    assert not os.path.exists(os.path.join(directory, "ca.key"))  # nothing can sign more
+    assert oct(os.stat(os.path.join(directory, "node.key")).st_mode & 0o777) == "0o600"
+    with open(os.path.join(directory, "ca.crt")) as f:
+        ca = f.read()
+    again = subprocess.run(["sh", script, directory, "other"], capture_output=True, text=True, timeout=60)
+    assert again.returncode == 0 and "keeping the certificates" in again.stdout
+    with open(os.path.join(directory, "ca.crt")) as f:
+        assert f.read() == ca

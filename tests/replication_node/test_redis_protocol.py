@@ -259,3 +259,15 @@ def test_a_redis_8_write_sends_a_redis_replica_through_a_full_sync(started: list
         assert [p["consumer"] for p in r.xpending_range("s", "g", "-", "+", 10)] == [
             b"alice", b"rill:nacked", b"rill:nacked", b"alice", b"alice"]
     assert "CRITICAL" not in replica.log
+
+
+def test_rill_replicates_a_redis_primary_as_its_masteruser(started: list[Proc], redis_nodes: list[Proc]) -> None:
+    # The redis-server's default user has another password: only `masteruser` gets in.
+    source = _redis(redis_nodes, "--requirepass", "admin-secret")
+    with redis.Redis(port=source.port, password="admin-secret") as c:
+        c.execute_command("ACL", "SETUSER", "replicator", "on", ">repl-secret", "+psync", "+replconf", "+ping", "+info")
+        c.xadd("s", {"f": "v"}, id="1-0")
+    rill = start_node("--masteruser", "replicator", "--masterauth", "repl-secret", replicaof=source)
+    started.append(rill)
+    wait_until(lambda: call(rill, "XLEN", "s") == 1, "the replica to load the primary's stream")
+    assert info(rill)["master_link_status"] == "up"

@@ -31,8 +31,9 @@ DEBIAN_CONF = "/etc/redis/sentinel.conf"
 def normalise(text: str) -> list[str]:
     """Sort what Redis orders by hash: the server options appended after the rewrite marker
     (before the first `sentinel`/`user` line), and runs of known-replica / known-sentinel
-    lines."""
-    lines = text.split("\n")
+    lines. A `user` line loses Redis 7.2's `sanitize-payload` flag, which 7.0 does not show
+    (tests/conformance/test_acl.py checks Rill shows it)."""
+    lines = [line.replace(" sanitize-payload ", " ") if line.startswith("user ") else line for line in text.split("\n")]
     if config.REWRITE_SIGNATURE in lines:
         start = lines.index(config.REWRITE_SIGNATURE) + 1
         end = start
@@ -195,7 +196,7 @@ def test_two_masters_keep_every_line() -> None:
     the lines as a multiset."""
     original, written, directory = _flushconfig_rewrite(TWO_MASTERS)
     ours = rill_render(original, directory, "")
-    assert sorted(ours.split("\n")) == sorted(written.split("\n"))
+    assert sorted(normalise(ours)) == sorted(normalise(written))
 
 
 def test_known_slave_lines_are_replaced_by_known_replica_lines_in_place() -> None:
