@@ -113,6 +113,7 @@ def test_exactly_once_through_kill_partition_and_handover(spark: Any, cluster: F
     query = (source.writeStream.format("rill").options(**common).option("stream", "out").option("batchSize", "10")
              .option("checkpointLocation", checkpoint).trigger(processingTime="1 second").start())
     pinned_acked: list[str] = []
+    faults: list[str] = []  # the faults that ran, for the summary
     try:
         with Producer(cluster, "p", rate=150) as producer:
             _grows(cluster, query, 100)
@@ -121,6 +122,7 @@ def test_exactly_once_through_kill_partition_and_handover(spark: Any, cluster: F
             cluster.kill(first)
             second = cluster.wait_for_new_primary(first)
             cluster.restart_as_replica_of(first, second)
+            faults.append("SIGKILL")
             _grows(cluster, query, 100)
             # 2. The primary is cut off from everyone but a producer pinned to it.
             with Producer(cluster, "pinned", pinned=second) as pinned:
@@ -129,11 +131,13 @@ def test_exactly_once_through_kill_partition_and_handover(spark: Any, cluster: F
                 third = cluster.wait_for_new_primary(second)
                 time.sleep(1)
                 second.proxy.heal()
+            faults.append("partition")
             pinned_acked = pinned.acked
             _grows(cluster, query, 100)
             # 3. A planned handover.
             cluster.sentinel_failover()
             cluster.wait_for_new_primary(third)
+            faults.append("SENTINEL FAILOVER")
             _grows(cluster, query, 100)
         # Every entry the final input holds reaches the output.
         with redis.Redis(port=cluster.primary().port, decode_responses=True) as c:
@@ -161,7 +165,7 @@ def test_exactly_once_through_kill_partition_and_handover(spark: Any, cluster: F
     summary = {"mode": "fenced" if cluster.fenced else "default", "input": len(final_input), "output": len(output),
                "twice": len(twice), "missing": len(missing), "phantom": len(phantom),
                "acked_input_lost": len(lost_input), "pinned_acked": len(pinned_acked),
-               "query_error": str(error).splitlines()[0] if error else None}
+               "faults": faults, "query_error": str(error).splitlines()[0] if error else None}
     print("FAILOVER RESULT " + json.dumps(summary))
     assert final_input and output
     assert not twice, f"entries written twice: {twice[:10]} {summary}"
