@@ -246,9 +246,12 @@ def test_a_redis_8_write_sends_a_redis_replica_through_a_full_sync(started: list
         c.xgroup_create("s", "g", id="0")
         c.xreadgroup("g", "alice", {"s": ">"})
         # XNACK (Redis 8.8) and XDELEX (8.2) have no Redis 7 command: the replica resyncs
-        # fully, and the NACKed entries reach it as the pending entries of rill:nacked.
-        assert c.execute_command("XNACK", "s", "g", "SILENT", "IDS", 2, "2-1", "3-1") == 2
-        c.execute_command("XDELEX", "s", "IDS", 1, "5-1")
+        # fully, and the NACKed entries reach it as the pending entries of rill:nacked. One
+        # transaction, one unit: sent apart, a replica back between them resyncs twice.
+        tx = c.pipeline(transaction=True)
+        tx.execute_command("XNACK", "s", "g", "SILENT", "IDS", 2, "2-1", "3-1")
+        tx.execute_command("XDELEX", "s", "IDS", 1, "5-1")
+        assert tx.execute()[0] == 2
         c.xadd("s", {"f": "after"}, id="6-1")
     wait_until(lambda: "a Redis 8 stream command Redis 7 has no form for" in rill.log, "the replica to be closed")
     wait_synced(rill, replica)
