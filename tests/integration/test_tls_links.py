@@ -108,8 +108,16 @@ def test_a_tls_only_cluster_replicates_and_fails_over_over_tls(tls_cluster: TlsC
     sentinel = c.client("s")
 
     def sees_replica() -> bool:
+        # Seen, and suitable for SENTINEL FAILOVER as sentinelSelectSlave judges it (a recent
+        # ping reply and INFO, its link to the master up): else FAILOVER answers NOGOODSLAVE,
+        # as it once did here on a loaded machine.
         replicas = sentinel.execute_command("SENTINEL", "REPLICAS", "mymaster")
-        return len(replicas) == 1 and replicas[0]["flags"] == "slave" and int(replicas[0]["port"]) == c.ports["r"]
+        if len(replicas) != 1:
+            return False
+        replica = replicas[0]
+        return (replica["flags"] == "slave" and int(replica["port"]) == c.ports["r"]
+                and replica["master-link-status"] == "ok" and int(replica["last-ok-ping-reply"]) < 1000
+                and int(replica["info-refresh"]) < 10_000)
 
     wait_until(sees_replica, 60, f"the sentinel to discover the replica over TLS\n{c.log('s')}")
     assert sentinel.execute_command("SENTINEL", "FAILOVER", "mymaster") == "OK"
