@@ -136,17 +136,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.quick:
         args.entries, args.rounds, args.seconds, args.warmup, args.rate = 20_000, 1, 8, 3, 200
     install_exit_handlers()
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    from pyspark.sql import SparkSession
-
-    from pipeline import RillDataSource
-
-    spark = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
-             .config("spark.ui.showConsoleProgress", "false").config("spark.sql.shuffle.partitions", "2")
-             .config("spark.driver.bindAddress", "127.0.0.1").config("spark.driver.host", "127.0.0.1").getOrCreate())
-    spark.sparkContext.setLogLevel("ERROR")
+    spark = spark_source.local_spark()
     spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
-    spark.dataSource.register(RillDataSource)
     load_before = os.getloadavg()
     rows: dict[str, dict[str, Any]] = {}
     try:

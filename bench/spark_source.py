@@ -198,6 +198,21 @@ def _table(rows: dict[str, dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def local_spark() -> Any:
+    """The benchmarks' Spark: local[2] on the loopback, quiet, with the `rill` source registered."""
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+
+    from pipeline import RillDataSource
+
+    spark = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
+             .config("spark.ui.showConsoleProgress", "false").config("spark.sql.shuffle.partitions", "2")
+             .config("spark.driver.bindAddress", "127.0.0.1").config("spark.driver.host", "127.0.0.1").getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    spark.dataSource.register(RillDataSource)
+    return spark
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.spark_source", description=__doc__.split("\n\n")[0])
     parser.add_argument("--entries", type=int, default=200_000)
@@ -214,16 +229,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.quick:
         args.entries, args.rounds, args.seconds, args.warmup, args.rate = 5000, 1, 8, 3, 200
     install_exit_handlers()
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    from pyspark.sql import SparkSession
-
-    from pipeline import RillDataSource
-
-    spark = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
-             .config("spark.ui.showConsoleProgress", "false").config("spark.sql.shuffle.partitions", "2")
-             .config("spark.driver.bindAddress", "127.0.0.1").config("spark.driver.host", "127.0.0.1").getOrCreate())
-    spark.sparkContext.setLogLevel("ERROR")
-    spark.dataSource.register(RillDataSource)
+    spark = local_spark()
     names = [n.strip() for n in args.servers.split(",") if n.strip()]
     servers: dict[str, Server] = {}
     load_before = os.getloadavg()

@@ -115,6 +115,16 @@ def _valid_hash(text: bytes) -> bool:
     return len(text) == 64 and all(c in _HEX for c in text)
 
 
+def _password_digest(op: bytes, hashed: bool) -> bytes:
+    """The SHA-256 hex digest a password rule names: `>pass`/`<pass` give the password,
+    `#hash`/`!hash` the digest itself (refused unless 64 lowercase hex digits)."""
+    if not hashed:
+        return hash_password(op[1:])
+    if not _valid_hash(op[1:]):
+        raise RuleError(EBADMSG)
+    return op[1:]
+
+
 def has_spaces(text: bytes) -> bool:
     """ACLStringHasSpaces: whitespace or NUL (names and patterns may hold neither)."""
     return any(c in _SPACES for c in text)
@@ -572,22 +582,12 @@ class User:
             self.flags &= ~USER_NOPASS
             self.passwords = []
         elif op[:1] in (b">", b"#"):
-            if op[:1] == b">":
-                digest = hash_password(op[1:])
-            else:
-                if not _valid_hash(op[1:]):
-                    raise RuleError(EBADMSG)
-                digest = op[1:]
+            digest = _password_digest(op, hashed=op[:1] == b"#")
             if digest not in self.passwords:
                 self.passwords.append(digest)
             self.flags &= ~USER_NOPASS
         elif op[:1] in (b"<", b"!"):
-            if op[:1] == b"<":
-                digest = hash_password(op[1:])
-            else:
-                if not _valid_hash(op[1:]):
-                    raise RuleError(EBADMSG)
-                digest = op[1:]
+            digest = _password_digest(op, hashed=op[:1] == b"!")
             if digest not in self.passwords:
                 raise RuleError(ENODEV)
             self.passwords.remove(digest)
