@@ -514,6 +514,12 @@ class ReplicaLink:
                 self._take_stamp(message.batch.lease_stamp)
                 self._take_commit(message.batch.committed_offset)
                 self._ack_needed.set()
+                # The ack goes before this task reads on: the ack task runs first, after the
+                # callbacks the apply scheduled (the node's AOF write of the batch: the ack
+                # reports it written, as fenced mode's WAIT and lease need). Writing it here
+                # instead would hold the next read until the write's completion comes back
+                # through gRPC's poller thread.
+                await asyncio.sleep(0)
                 await self._notify_progress()
             elif kind == "heartbeat":
                 heartbeat = message.heartbeat
