@@ -93,10 +93,13 @@ class Clock:
         return self._fake(real_ns, fields[base], fields[base + 1], fields[8])
 
     def _write(self, fields: list[int | float]) -> None:
+        # Whole slices, never struct.pack_into: it zeroes the bytes it packs before it writes
+        # them, and a reader seeing seq and the rates at 0 meanwhile would use the real clocks
+        # for a moment (a monotonic clock going back by its whole drift).
         seq = int(self._read()[0])
-        struct.pack_into("=Q", self._map, 0, seq + 1)  # odd: readers wait
-        LAYOUT.pack_into(self._map, 0, seq + 1, *fields[1:])
-        struct.pack_into("=Q", self._map, 0, seq + 2)
+        self._map[0:8] = struct.pack("=Q", seq + 1)  # odd: readers wait
+        self._map[8:LAYOUT.size] = LAYOUT.pack(seq + 1, *fields[1:])[8:]
+        self._map[0:8] = struct.pack("=Q", seq + 2)
 
     def step(self, seconds: float) -> None:
         """The wall clock jumps by `seconds` (negative: back), keeping its rate."""
