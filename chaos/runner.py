@@ -173,6 +173,7 @@ def run(target_name: str, scenario_name: str, seed: int, duration: float, out: s
             _check_workers(workers)
             time.sleep(0.25)
         timings["steal"] = _steal_share(steal_before, _cpu_ticks())
+        mark = time.monotonic()
         nemesis.join(10.0)
         nemesis.abort()
         nemesis.join(10.0)
@@ -180,17 +181,23 @@ def run(target_name: str, scenario_name: str, seed: int, duration: float, out: s
             raise RunError("the nemesis failed: " + "; ".join(nemesis.errors))
         if nemesis.running():
             raise RunError("the nemesis did not finish healing its faults in time")
+        timings["nemesis_end_s"] = round(time.monotonic() - mark, 2)
         report("healing", 1.0)
         settle_start = time.monotonic()
         primary = _heal_and_settle(cluster, links, rec)
         timings["settle_s"] = round(time.monotonic() - settle_start, 2)
         report("draining", 1.0)
+        mark = time.monotonic()
         open(drain_flag, "w").close()
         for worker in workers:
             _wait_worker(worker, max(1.0, deadline - rec.now()) + 5.0)
+        timings["drain_s"] = round(time.monotonic() - mark, 2)
         report("final reads", 1.0)
+        mark = time.monotonic()
         _final_reads(cluster, rec, stage.key)
+        timings["final_reads_s"] = round(time.monotonic() - mark, 2)
     finally:
+        mark = time.monotonic()
         if nemesis is not None:
             nemesis.abort()
             if stage.undo_faults:
@@ -208,8 +215,12 @@ def run(target_name: str, scenario_name: str, seed: int, duration: float, out: s
         histories = [os.path.join(workdir, name) for name in sorted(os.listdir(workdir)) if name.endswith(".jsonl")]
         events = merge_files(histories, os.path.join(out, "history.jsonl"))
         shutil.rmtree(workdir, ignore_errors=True)
+        timings["teardown_s"] = round(time.monotonic() - mark, 2)
+    mark = time.monotonic()
+    verdict = check(events)
+    timings["check_s"] = round(time.monotonic() - mark, 2)
     timings["total_s"] = round(time.monotonic() - started, 2)
-    result = {**base, "status": "done", "settled_primary": primary, "timings": timings, **check(events)}
+    result = {**base, "status": "done", "settled_primary": primary, "timings": timings, **verdict}
     _write_json(os.path.join(out, "result.json"), result)
     return result
 

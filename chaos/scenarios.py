@@ -73,15 +73,17 @@ def _aimed_clock(rng: random.Random, duration: float) -> list[Step]:
 
 def _drift_in_lease_wait(leader: float, primary: float) -> Plan:
     """The primary cut from the sentinels and clients c2 only (it keeps its replicas, so its lease,
-    until they are fenced), its monotonic clocks running at `primary` times real time from then
-    on; the leader's at `leader` from its `+elected-leader` (the FENCE round and the whole lease
+    until they are fenced), its monotonic clocks running at `primary` times real time from 0.5 s
+    later on; the leader's at `leader` from its `+elected-leader` (the FENCE round and the whole lease
     wait). Fenced mode's lease holds while leader / primary <= (1+ρ)/(1-ρ) (docs/safety.md)."""
     def plan(rng: random.Random, duration: float) -> list[Step]:
         start = _start(rng)
         cut = _length(rng, duration, start, 12.0)
         rest = round(duration - 4.0 - start, 2)
-        return [Step(start, rest, "clock-drift", "primary", {"rate": primary}),
-                Step(start, cut, "hide-from-sentinels", "primary"),
+        # the primary's drift 0.5 s after the cut (well before the sentinels' down-after ends),
+        # so the cut is the run's first fault whatever the threads' timing
+        return [Step(start, cut, "hide-from-sentinels", "primary"),
+                Step(round(start + 0.5, 2), round(rest - 0.5, 2), "clock-drift", "primary", {"rate": primary}),
                 Step(start, round(min(8.0, rest), 2), "clock-drift", "trigger-sentinel", {"rate": leader},
                      trigger=("+elected-leader",), until=round(start + cut, 2))]
     return plan
