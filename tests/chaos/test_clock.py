@@ -18,8 +18,8 @@ import pytest
 import redis
 
 from bench.procs import free_port
-from chaos.cluster import Cluster
 from chaos.clocks import Clock, build_shim
+from chaos.cluster import Cluster
 from chaos.history import Recorder
 from chaos.nemesis import Nemesis
 from chaos.steps import Step
