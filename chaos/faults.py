@@ -200,25 +200,26 @@ class Links:
         """Removes every toxic the lab added (dropping the connections through them) and enables
         every proxy it disabled: the end of a run, before the final reads. The lab's own
         servers are also reset wholesale."""
-        touched = dict.fromkeys([*(p for p, _ in self._toxics), *self._disabled])
+        with self._lock:
+            touched = list(dict.fromkeys([*(p for p, _ in self._toxics), *self._disabled]))
+            toxics = list(self._toxics)
         owned = set(self.net.own_servers())
-        for proxy in touched:
-            with _server(self.net, proxy.api) as server:
-                found = server.get_proxy(proxy.name)
-                if found is None:
-                    continue
-                if proxy.api not in owned:
-                    for _, toxic in [k for k in self._toxics if k[0] == proxy]:
-                        # gone already if a fault still healing in its thread got there first
-                        with contextlib.suppress(NotFound):
-                            found.destroy_toxic(toxic)
-                found.disable()
-                found.enable()
-        for api in owned:
-            with _server(self.net, api) as server:
-                server.reset()  # every proxy enabled, every toxic removed
-        self._toxics.clear()
-        self._disabled.clear()
+
+        def restore(proxy: Proxy) -> None:
+            if proxy.api not in owned:
+                for _, toxic in [k for k in toxics if k[0] == proxy]:
+                    # gone already if a fault still healing in its thread got there first
+                    with contextlib.suppress(NotFound):
+                        _call(proxy.api, "DELETE", f"/proxies/{proxy.name}/toxics/{toxic}")
+            with contextlib.suppress(NotFound):  # a proxy the deployment no longer has
+                _call(proxy.api, "POST", f"/proxies/{proxy.name}", {"enabled": False})
+                _call(proxy.api, "POST", f"/proxies/{proxy.name}", {"enabled": True})
+        _on_each_server(self.net, touched, restore)
+        # every proxy enabled, every toxic removed
+        _on_each_server(self.net, [Proxy(api, "") for api in owned], lambda server: _call(server.api, "POST", "/reset"))
+        with self._lock:
+            self._toxics.clear()
+            self._disabled.clear()
 
 
 def _safe(name: str) -> str:
