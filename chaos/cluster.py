@@ -214,7 +214,7 @@ class LabCluster(Cluster):
         # with --tls: what a plaintext PING to each node's and sentinel's port got (it must fail)
         self.plaintext_refused: dict[str, str] = {}
 
-    def start(self, ready_timeout: float = 30.0) -> None:
+    def start(self, ready_timeout: float = 30.0, timings: dict[str, float] | None = None) -> None:
         """Writes the configs, starts the nodes (n1 primary), waits until every replica is
         in sync, starts the sentinels and waits until they know every replica and each other.
         With --tls, the run's certificates first, and at the end the check that no process
@@ -254,17 +254,28 @@ class LabCluster(Cluster):
                 proc.clock = Clock(os.path.join(proc.workdir, "clock"))
         nodes = [p for p in self._own if p.member.kind == "node"]
         sentinels = [p for p in self._own if p.member.kind == "sentinel"]
+        phases = timings if timings is not None else {}
+        mark = time.monotonic()
+
+        def phase(name: str) -> None:
+            nonlocal mark
+            phases[name] = round(time.monotonic() - mark, 2)
+            mark = time.monotonic()
         for proc in nodes:
             proc.start()
         deadline = time.monotonic() + ready_timeout
         for proc in nodes:
             self._wait_ping(proc, deadline)
+        phase("nodes_up_s")
         self._wait(deadline, lambda: self.in_sync(first.name), "the replicas to sync with n1")
+        phase("replicas_synced_s")
         for proc in sentinels:
             proc.start()
         for proc in sentinels:
             self._wait_ping(proc, deadline)
+        phase("sentinels_up_s")
         self._wait(deadline, self._sentinels_know_everyone, "the sentinels to discover replicas and each other")
+        phase("sentinels_know_everyone_s")
         for proc in sentinels:
             conf = proc.argv[-1]
             shutil.copyfile(conf, f"{conf}.ready")

@@ -83,6 +83,7 @@ class Stage:
     # cluster is simply stopped).
     undo_faults: bool = False
     info: dict[str, Any] = field(default_factory=dict)  # what the result records of it
+    timings: dict[str, float] = field(default_factory=dict)  # how long its set-up's phases took
 
 
 def run(target_name: str, scenario_name: str, seed: int, duration: float, out: str,
@@ -146,6 +147,7 @@ def run(target_name: str, scenario_name: str, seed: int, duration: float, out: s
             base.update(stage.info)  # what the lab's set-up found (with --tls: its plaintext check)
         first = _create_group(cluster, stage.key)
         timings["setup_s"] = round(time.monotonic() - started, 2)
+        timings.update(stage.timings)
         t0 = time.monotonic()
         steal_before = _cpu_ticks()
         rec = Recorder(os.path.join(workdir, "lab.jsonl"), t0)
@@ -232,8 +234,10 @@ def _lab_stage(target: Target, settings: Settings, workdir: str, seed: int) -> S
     info: dict[str, Any] = {}
 
     def set_up() -> None:
+        mark = time.monotonic()
         lab.create()  # also moves this process into the lab's hub namespace
-        cluster.start()
+        stage.timings["lab_s"] = round(time.monotonic() - mark, 2)
+        cluster.start(timings=stage.timings)
         if cluster.tls is not None:
             info["tls"] = {"plaintext_refused": cluster.plaintext_refused}
 
@@ -249,7 +253,8 @@ def _lab_stage(target: Target, settings: Settings, workdir: str, seed: int) -> S
     def worker_argv(group: str, argv: list[str]) -> list[str]:
         return lab.exec_argv(lab.members[group], argv)
 
-    return Stage(cluster, Links(lab), KEY, set_up, tear_down, worker_argv, spec, info=info)
+    stage = Stage(cluster, Links(lab), KEY, set_up, tear_down, worker_argv, spec, info=info)
+    return stage
 
 
 def _deployment_stage(target_name: str, where: dict[str, str], seed: int) -> Stage:
