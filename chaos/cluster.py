@@ -38,7 +38,7 @@ class Proc(Protocol):
 
     member: Member
     paused: bool
-    clock: Clock | None  # its wall clock, when the lab controls it
+    clock: Clock | None  # its clocks, when the lab controls them
     disk: DiskControl | None  # its dir's filesystem, with the disk nemesis
 
     def start(self) -> None: ...
@@ -69,7 +69,7 @@ class Process:
     popen: subprocess.Popen[bytes] | None = None
     paused: bool = False
     starts: int = 0
-    clock: Clock | None = None  # its wall clock, when the lab controls it (the clock shim is built)
+    clock: Clock | None = None  # its clocks, when the lab controls them (the clock shim is built)
     disk: DiskControl | None = None  # its dir's filesystem, with the disk nemesis
     tls: TlsFiles | None = None  # with --tls: it serves TLS only, and the lab's clients use these
 

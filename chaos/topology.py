@@ -251,14 +251,9 @@ class Lab:
             _setns_fd(self._home_ns)
             os.close(self._home_ns)
             self._home_ns = None
-        def remove(ns: str) -> None:
+        for ns in reversed(self._created):
             _kill_namespace_processes(ns)
             subprocess.run(["ip", "netns", "del", ns], capture_output=True, check=False)
-        members = [ns for ns in reversed(self._created) if ns != self.hub]
-        with ThreadPoolExecutor(4) as pool:
-            list(pool.map(remove, members))
-        if self.hub in self._created:  # last: the members' veths hang on its bridge
-            remove(self.hub)
         self._created.clear()
 
     def _ip(self, *args: str) -> None:
