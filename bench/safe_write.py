@@ -44,6 +44,7 @@ import resource
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -218,18 +219,20 @@ def driver_main(args: argparse.Namespace) -> int:
     import uvloop
 
     result = uvloop.run(_drive(args))
-    # The event loop left stdout non-blocking: a reply longer than the pipe's buffer would be cut.
-    os.set_blocking(sys.stdout.fileno(), True)
-    print(json.dumps(result))
+    # To a file: through the stdout pipe, whose reader is busy measuring, the line came out cut.
+    with open(args.result, "w", encoding="utf-8") as f:
+        json.dump(result, f)
     return 0
 
 
 def clients_run(cluster: Cluster, replicas: int, args: argparse.Namespace) -> dict[str, Any]:
     """`args.clients` connections each looping on XADD + WAIT `replicas` for `args.seconds`:
     writes/s, latencies, and the CPU per write of every node and of the driver."""
+    fd, result = tempfile.mkstemp(prefix="bench-safe-write-", suffix=".json")
+    os.close(fd)
     cmd = [sys.executable, "-m", "bench.safe_write", "--driver", "--port", str(cluster.primary.port),
            "--clients", str(args.clients), "--wait", str(replicas), "--warmup", str(args.warmup),
-           "--seconds", str(args.seconds)]
+           "--seconds", str(args.seconds), "--result", result]
     driver = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         assert driver.stdout is not None
@@ -241,16 +244,18 @@ def clients_run(cluster: Cluster, replicas: int, args: argparse.Namespace) -> di
         cpu_before = [n.cpu_seconds() for n in cluster.nodes]
         _sleep_until(window["end_ns"])
         cpu = [n.cpu_seconds() - b for n, b in zip(cluster.nodes, cpu_before)]
-        stdout, stderr = driver.communicate(timeout=60)
+        _, stderr = driver.communicate(timeout=60)
+        with open(result, encoding="utf-8") as f:
+            out = json.load(f) if driver.returncode == 0 else {}
     except subprocess.TimeoutExpired:
         raise BenchError(f"the driver against {cluster.primary.kind} did not finish") from None
     finally:
         if driver.poll() is None:
             driver.kill()
             driver.communicate()
+        os.unlink(result)
     if driver.returncode != 0:
         raise BenchError(f"the driver against {cluster.primary.kind} failed: {stderr.strip()[-2000:]}")
-    out = json.loads(stdout)
     if out["errors"]:
         raise BenchError(f"{cluster.primary.kind} replied errors to the driver: {out['errors']}")
     writes = len(out["latencies_us"])
@@ -633,6 +638,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--nonblocking", action="store_true", help="py-spy --nonblocking (does not pause the node)")
     parser.add_argument("--driver", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--result", help=argparse.SUPPRESS)
     parser.add_argument("--wait", dest="replicas", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     for name, normal, tiny in (("rounds", 3, 1), ("samples", 1000, 100), ("seconds", 2.0, 0.5),
