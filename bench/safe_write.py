@@ -41,6 +41,7 @@ import asyncio
 import json
 import os
 import resource
+import signal
 import statistics
 import subprocess
 import sys
@@ -474,14 +475,23 @@ TARGETS = (
 )
 
 
-def judge(ratio_table: dict[str, dict[str, float | None]]) -> list[dict[str, Any]]:
-    """Each target with the ratio measured and whether it is met (None: not measured)."""
+def judge(ratio_table: dict[str, dict[str, float | None]],
+          results: dict[str, dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+    """Each target with the ratio measured, whether it is met (None: not measured), and the
+    ratio round by round (each round's figure over redis-server's of the same round): how far
+    the machine's load moved it."""
     out = []
     for target in TARGETS:
         ratio = ratio_table.get(target.config, {}).get(target.key)
         met = None if ratio is None else (ratio <= target.bound if target.op == "<=" else ratio >= target.bound)
-        out.append({"target": target.text, "config": target.config, "figure": target.key,
-                    "bound": f"{target.op} {target.bound}", "ratio": ratio, "met": met})
+        verdict: dict[str, Any] = {"target": target.text, "config": target.config, "figure": target.key,
+                                   "bound": f"{target.op} {target.bound}", "ratio": ratio, "met": met}
+        base_name = "redis" + target.config.removeprefix("rill")  # the same group's redis-server
+        if results is not None and target.config in results and base_name in results:
+            figure, _, metric = target.key.partition(".")
+            mine, base = results[target.config][figure], results[base_name][figure]
+            verdict["ratio_rounds"] = [_ratio(a, b) for a, b in zip(mine[f"{metric}_rounds"], base[f"{metric}_rounds"])]
+        out.append(verdict)
     return out
 
 
@@ -529,7 +539,8 @@ def table(doc: dict[str, Any]) -> str:
     for t in doc["targets"]:
         state = "not measured" if t["met"] is None else ("met" if t["met"] else "NOT met")
         ratio = "-" if t["ratio"] is None else f"{t['ratio']:.2f}"
-        lines.append(f"  {t['target']:<82} {ratio:>6}  {state}")
+        rounds = " ".join("-" if r is None else f"{r:.2f}" for r in t.get("ratio_rounds", []))
+        lines.append(f"  {t['target']:<82} {ratio:>6}  {state:<12} rounds: {rounds}")
     env = doc["environment"]
     steal = [r["steal_percent"] for row in results.values() for r in row["load_rounds"]]
     others = [r["others_cpu_percent"] for row in results.values() for r in row["load_rounds"]]
@@ -542,44 +553,75 @@ def table(doc: dict[str, Any]) -> str:
 # -- profile ----------------------------------------------------------------------------------
 
 def profile(args: argparse.Namespace) -> int:
-    """py-spy (with native frames: the compiled modules are C) on the Rill primary and its
-    first replica while one client loops on XADD + WAIT 1; prints each one's functions by
-    share of samples (own time, and time inside, top `--profile-top`)."""
+    """The Rill primary and its first replica while one client loops on XADD + WAIT 1, profiled
+    twice: py-spy (the Python functions; the compiled modules' functions are not frames to it,
+    their time shows in the Python function that called them; threads without Python, gRPC's
+    own, are not seen), then `perf record` (every thread, the kernel included; by thread name
+    and library, and by symbol). Prints each one's top `--profile-top`."""
     os.makedirs(args.profile, exist_ok=True)
     cluster = start_cluster("rill", REPLICAS)
-    spies: list[tuple[str, str, subprocess.Popen[bytes]]] = []
+    roles = (("primary", cluster.primary), ("replica", cluster.replicas[0]))
+    done: dict[str, int] = {}
     try:
-        for role, node in (("primary", cluster.primary), ("replica", cluster.replicas[0])):
-            path = os.path.join(args.profile, f"{role}.txt")
-            cmd = ["py-spy", "record", "--native", "--nonblocking" if args.nonblocking else "--threads",
-                   "--rate", "500", "--format", "raw", "--duration", str(int(args.profile_seconds)),
-                   "--pid", str(node.pid), "--output", path]
-            spies.append((role, path, subprocess.Popen([_py_spy(), *cmd[1:]], stdout=subprocess.DEVNULL,
-                                                       stderr=subprocess.PIPE)))
-        time.sleep(1.0)  # py-spy attached
-        deadline = time.monotonic() + args.profile_seconds
-        done = 0
-        while time.monotonic() < deadline:
-            done += len(xadd_wait_samples(cluster.primary.port, 500, 1, warmup=0, timeout_ms=WAIT_TIMEOUT_MS)[0])
-        for role, _path, spy in spies:
-            _, err = spy.communicate(timeout=60)
-            if spy.returncode != 0:
-                raise BenchError(f"py-spy on the {role} failed: {err.decode(errors='replace')[-1000:]}")
+        for tool in ("py-spy", "perf"):
+            tools: list[tuple[str, subprocess.Popen[bytes]]] = []
+            try:
+                for role, node in roles:
+                    tools.append((role, subprocess.Popen(_profiler_command(tool, node.pid, role, args),
+                                                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)))
+                time.sleep(1.0)  # attached
+                deadline = time.monotonic() + args.profile_seconds
+                done[tool] = 0
+                while time.monotonic() < deadline:
+                    done[tool] += len(xadd_wait_samples(cluster.primary.port, 200, 1, warmup=0,
+                                                        timeout_ms=WAIT_TIMEOUT_MS)[0])
+                for role, proc in tools:
+                    if tool == "perf":
+                        proc.send_signal(signal.SIGINT)
+                    _, err = proc.communicate(timeout=60)
+                    if proc.returncode not in (0, -signal.SIGINT, 128 + signal.SIGINT):  # perf ends on SIGINT
+                        raise BenchError(f"{tool} on the {role} failed: {err.decode(errors='replace')[-1000:]}")
+            finally:
+                for _, proc in tools:
+                    if proc.poll() is None:
+                        proc.kill()
+                        proc.wait()
     finally:
-        for _, _, spy in spies:
-            if spy.poll() is None:
-                spy.kill()
-                spy.wait()
         cluster.stop()
-    print(f"{done} XADD + WAIT 1 in {args.profile_seconds:g} s, one client; py-spy --native, raw stacks in {args.profile}")
-    for role, path, _ in spies:
-        own, inside, total = collapse(path)
-        print(f"{role}: {total} samples; own time (leaf frame) / time inside (any frame), top {args.profile_top}:")
+    print(f"one client, XADD + WAIT 1: {done['py-spy']} in {args.profile_seconds:g} s under py-spy, "
+          f"{done['perf']} under perf; files in {args.profile}")
+    for role, _ in roles:
+        own, inside, total = collapse(os.path.join(args.profile, f"{role}.py-spy.txt"))
+        print(f"{role}, py-spy: {total} samples; own time (leaf frame), then time inside (any frame):")
         for name, count in sorted(own.items(), key=lambda kv: -kv[1])[:args.profile_top]:
             print(f"  own {100 * count / total:5.1f} %  {name}")
         for name, count in sorted(inside.items(), key=lambda kv: -kv[1])[:args.profile_top]:
             print(f"  in  {100 * count / total:5.1f} %  {name}")
+        data = os.path.join(args.profile, f"{role}.perf.data")
+        events = [line for line in subprocess.run(["perf", "report", "-i", data, "--stdio", "--sort", "pid"],
+                                                  capture_output=True, text=True).stdout.splitlines()
+                  if line.startswith("# Event count")]
+        if events and done["perf"]:
+            cpu_s = int(events[0].split(":")[1]) / 1e9  # cpu-clock events count nanoseconds
+            print(f"{role}: perf counted {cpu_s:.2f} s of CPU, {cpu_s * 1e6 / done['perf']:.0f} µs per XADD + WAIT 1 "
+                  f"(the time perf was attached without load included)")
+        for sort in ("pid", "comm,dso", "dso,sym"):
+            report = subprocess.run(["perf", "report", "-i", data, "--stdio", "--no-children", "-g", "none",
+                                     "--sort", sort, "--percent-limit", "1"], capture_output=True, text=True)
+            rows = [line for line in report.stdout.splitlines() if line.strip() and not line.startswith("#")]
+            print(f"{role}, perf by {sort}:")
+            print("\n".join(f"  {line.strip()}" for line in rows[:args.profile_top]))
     return 0
+
+
+def _profiler_command(tool: str, pid: int, role: str, args: argparse.Namespace) -> list[str]:
+    if tool == "py-spy":
+        # --nonblocking: sampling without pausing the node (paused, it ran a seventh of the
+        # round trips); no --native: with it the samples in epoll_wait counted as busy.
+        return [_py_spy(), "record", "--threads", "--nonblocking",
+                "--rate", "250", "--format", "raw", "--duration", str(int(args.profile_seconds)),
+                "--pid", str(pid), "--output", os.path.join(args.profile, f"{role}.py-spy.txt")]
+    return ["perf", "record", "-F", "499", "-g", "-p", str(pid), "-o", os.path.join(args.profile, f"{role}.perf.data")]
 
 
 def _py_spy() -> str:
@@ -623,26 +665,25 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--groups", default=",".join(GROUPS), help="comma-separated groups (default: %(default)s)")
     parser.add_argument("--kinds", default=",".join(KINDS), help="comma-separated servers (default: %(default)s)")
     parser.add_argument("--rounds", type=int, default=None, help="interleaved rounds (default 3)")
-    parser.add_argument("--samples", type=int, default=None, help="one-client round trips per figure (default 1000)")
+    parser.add_argument("--samples", type=int, default=None, help="one-client round trips per figure (default 800)")
     parser.add_argument("-c", "--clients", type=int, default=50, help="clients of the many-client runs (default 50)")
-    parser.add_argument("--seconds", type=float, default=None, help="measured seconds per many-client run (default 2)")
+    parser.add_argument("--seconds", type=float, default=None, help="measured seconds per many-client run (default 1.5)")
     parser.add_argument("--warmup", type=float, default=None, help="uncounted seconds first (default 0.3)")
     parser.add_argument("--lag-rate", type=int, default=10_000, help="paced XADD/s of the lag test (default 10000)")
     parser.add_argument("--lag-seconds", type=float, default=None, help="seconds of the lag test (default 1.5)")
-    parser.add_argument("--p16-requests", type=int, default=None, help="XADDs per -P 16 run (default 200000)")
+    parser.add_argument("--p16-requests", type=int, default=None, help="XADDs per -P 16 run (default 100000)")
     parser.add_argument("--valkey-io-threads", type=int, default=1, help="Valkey's io-threads (default 1)")
     parser.add_argument("--out", default=os.path.join(ROOT, "bench", "results", "safe-write"))
     parser.add_argument("--profile", metavar="DIR", help="profile a Rill primary and a replica instead (py-spy)")
     parser.add_argument("--profile-seconds", type=float, default=10.0)
     parser.add_argument("--profile-top", type=int, default=15)
-    parser.add_argument("--nonblocking", action="store_true", help="py-spy --nonblocking (does not pause the node)")
     parser.add_argument("--driver", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--result", help=argparse.SUPPRESS)
     parser.add_argument("--wait", dest="replicas", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    for name, normal, tiny in (("rounds", 3, 1), ("samples", 1000, 100), ("seconds", 2.0, 0.5),
-                               ("warmup", 0.3, 0.2), ("lag_seconds", 1.5, 0.5), ("p16_requests", 200_000, 20_000)):
+    for name, normal, tiny in (("rounds", 3, 1), ("samples", 800, 100), ("seconds", 1.5, 0.5),
+                               ("warmup", 0.3, 0.2), ("lag_seconds", 1.5, 0.5), ("p16_requests", 100_000, 20_000)):
         if getattr(args, name) is None:
             setattr(args, name, tiny if args.quick else normal)
     args.group_list = [g.strip() for g in args.groups.split(",") if g.strip()]
@@ -683,6 +724,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"benchmark aborted: {exc}", file=sys.stderr)
         return 1
     results = {name: summarize(measured) for name, measured in runs.items()}
+    loads = [run["load"] for measured in runs.values() for run in measured]
     ratio_table = ratios(results, args.group_list)
     doc: dict[str, Any] = {
         "timestamp": stamp,
@@ -696,9 +738,13 @@ def main(argv: list[str] | None = None) -> int:
                         "loadavg_end": [round(v, 2) for v in os.getloadavg()],
                         "redis_server": _version(["redis-server", "--version"]),
                         "valkey_server": _version(["valkey-server", "--version"]) if "valkey" in args.kind_list else None,
+                        # Other processes' CPU (percent of one core) and the host's steal over the
+                        # cluster runs: what of the run was the machine's doing.
+                        "others_cpu_percent": _spread([load["others_cpu_percent"] for load in loads]),
+                        "steal_percent": _spread([load["steal_percent"] for load in loads]),
                         "note": "every node and client shares the machine's cores; the load of other "
                                 "engineers' work is in each configuration's load_rounds"},
-        "targets": judge(ratio_table),
+        "targets": judge(ratio_table, results),
         "ratios": ratio_table,
         "results": results,
     }
@@ -706,6 +752,10 @@ def main(argv: list[str] | None = None) -> int:
     for path in write_json(doc, args.out, stamp):
         print(f"wrote {os.path.relpath(path)}")
     return 0
+
+
+def _spread(values: list[float]) -> dict[str, float]:
+    return {"min": min(values), "median": round(statistics.median(values), 1), "max": max(values)}
 
 
 def _version(cmd: list[str]) -> str:
