@@ -491,6 +491,10 @@ def judge(ratio_table: dict[str, dict[str, float | None]],
             figure, _, metric = target.key.partition(".")
             mine, base = results[target.config][figure], results[base_name][figure]
             verdict["ratio_rounds"] = [_ratio(a, b) for a, b in zip(mine[f"{metric}_rounds"], base[f"{metric}_rounds"])]
+            # Whether every round alone gives the same verdict: if not, the load decided it.
+            verdict["rounds_agree"] = met is not None and all(
+                r is not None and (r <= target.bound if target.op == "<=" else r >= target.bound) == met
+                for r in verdict["ratio_rounds"])
         out.append(verdict)
     return out
 
@@ -535,9 +539,11 @@ def table(doc: dict[str, Any]) -> str:
             cells.append(f"{c['primary']:.0f}+{'+'.join(f'{r:.0f}' for r in c['replicas'])}+{c['client']:.0f}"
                          + (f" ({ratio:.2f}×)" if ratio is not None else ""))
         lines.append(f"  {'CPU µs/write (WAIT 2, 50c): P+R1+R2+C':<38}" + "".join(f"{c:<{width}}" for c in cells))
-    lines.append("Targets (issue 38):")
+    lines.append("Targets (issue 38), the ratio and each round's (? = the rounds disagree: the load decided):")
     for t in doc["targets"]:
         state = "not measured" if t["met"] is None else ("met" if t["met"] else "NOT met")
+        if t["met"] is not None and not t.get("rounds_agree", True):
+            state += "?"  # the rounds disagree
         ratio = "-" if t["ratio"] is None else f"{t['ratio']:.2f}"
         rounds = " ".join("-" if r is None else f"{r:.2f}" for r in t.get("ratio_rounds", []))
         lines.append(f"  {t['target']:<82} {ratio:>6}  {state:<12} rounds: {rounds}")
