@@ -23,6 +23,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -214,27 +215,38 @@ class Conn:
         self.sock.close()
 
 
-def xadd_wait_samples(port: int, samples: int, replicas: int, warmup: int = 100,
-                      key: str = "waitstream", timeout_ms: int = 100) -> tuple[list[float], int]:
-    """`XADD` then `WAIT replicas timeout_ms`, both in one write, `samples` times after
-    `warmup` uncounted ones: the seconds until both replies were in, and how many WAITs
-    returned fewer replicas than asked (timed out)."""
-    conn = Conn(port)
+def timed_round_trips(samples: int, warmup: int, replicas: int,
+                      round_trip: Callable[[int], tuple[float, object]]) -> tuple[list[float], int]:
+    """`round_trip(i)` (returning the seconds it timed and the WAIT's reply) `samples` times
+    after `warmup` uncounted ones: the seconds, and how many WAITs returned fewer replicas
+    than asked (timed out)."""
     latencies: list[float] = []
     short = 0
+    for i in range(samples + warmup):
+        took, acked = round_trip(i)
+        if i >= warmup:
+            latencies.append(took)
+            short += acked != replicas
+    return latencies, short
+
+
+def xadd_wait_samples(port: int, samples: int, replicas: int, warmup: int = 100,
+                      key: str = "waitstream", timeout_ms: int = 100) -> tuple[list[float], int]:
+    """`XADD` then `WAIT replicas timeout_ms`, both in one write, timed until both replies
+    are in (timed_round_trips)."""
+    conn = Conn(port)
+
+    def round_trip(i: int) -> tuple[float, object]:
+        started = time.perf_counter()
+        conn.send(("XADD", key, "*", "n", i), ("WAIT", replicas, timeout_ms))
+        conn.read()
+        acked = conn.read()
+        return time.perf_counter() - started, acked
+
     try:
-        for i in range(samples + warmup):
-            started = time.perf_counter()
-            conn.send(("XADD", key, "*", "n", i), ("WAIT", replicas, timeout_ms))
-            conn.read()
-            acked = conn.read()
-            took = time.perf_counter() - started
-            if i >= warmup:
-                latencies.append(took)
-                short += acked != replicas
+        return timed_round_trips(samples, warmup, replicas, round_trip)
     finally:
         conn.close()
-    return latencies, short
 
 
 def wait_latency(kind: str, samples: int) -> dict[str, Any]:

@@ -63,6 +63,7 @@ from bench.repl_cluster import (
     redis_benchmark,
     start_cluster,
     start_node,
+    timed_round_trips,
     wait_caught_up,
     xadd_wait_samples,
 )
@@ -114,22 +115,19 @@ def wait_alone_samples(port: int, samples: int, replicas: int, warmup: int = 100
     """`XADD`, its reply read, then `WAIT replicas`: the seconds from sending the WAIT to its
     reply (the replicas' acknowledgement of a write the primary already answered)."""
     conn = Conn(port)
-    latencies: list[float] = []
-    short = 0
+
+    def round_trip(i: int) -> tuple[float, object]:
+        conn.send(("XADD", "waitalone", "*", "n", i))
+        conn.read()
+        started = time.perf_counter()
+        conn.send(("WAIT", replicas, WAIT_TIMEOUT_MS))
+        acked = conn.read()
+        return time.perf_counter() - started, acked
+
     try:
-        for i in range(samples + warmup):
-            conn.send(("XADD", "waitalone", "*", "n", i))
-            conn.read()
-            started = time.perf_counter()
-            conn.send(("WAIT", replicas, WAIT_TIMEOUT_MS))
-            acked = conn.read()
-            took = time.perf_counter() - started
-            if i >= warmup:
-                latencies.append(took)
-                short += acked != replicas
+        return timed_round_trips(samples, warmup, replicas, round_trip)
     finally:
         conn.close()
-    return latencies, short
 
 
 def redis_py_samples(port: int, samples: int, replicas: int, warmup: int = 100) -> tuple[list[float], int]:
@@ -138,20 +136,17 @@ def redis_py_samples(port: int, samples: int, replicas: int, warmup: int = 100) 
     import redis
 
     client = redis.Redis(port=port)
-    latencies: list[float] = []
-    short = 0
+
+    def round_trip(i: int) -> tuple[float, object]:
+        started = time.perf_counter()
+        client.xadd("redispy", {"n": i})
+        acked = client.wait(replicas, WAIT_TIMEOUT_MS)
+        return time.perf_counter() - started, acked
+
     try:
-        for i in range(samples + warmup):
-            started = time.perf_counter()
-            client.xadd("redispy", {"n": i})
-            acked = client.wait(replicas, WAIT_TIMEOUT_MS)
-            took = time.perf_counter() - started
-            if i >= warmup:
-                latencies.append(took)
-                short += acked != replicas
+        return timed_round_trips(samples, warmup, replicas, round_trip)
     finally:
         client.close()
-    return latencies, short
 
 
 # -- the 50-client driver (a process of its own: its CPU is the client's) --------------------
