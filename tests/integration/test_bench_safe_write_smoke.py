@@ -27,7 +27,10 @@ def test_quick_safe_write_reports_every_figure_ratio_and_target(tmp_path: Path) 
     for name, row in doc["results"].items():
         for figure in LATENCY_FIGURES:
             assert row[figure]["samples"] > 0 and row[figure]["p50_ms"] <= row[figure]["p99_ms"], (name, figure)
-        assert row["xadd_wait2_50c"]["rate"] > 0 and row["xadd_wait2_50c"]["cpu_us_per_write"]["primary"] > 0, name
+        cpu = row["xadd_wait2_50c"]["cpu_us_per_write"]
+        # The servers' CPU comes from /proc in 10 ms ticks: a loaded box may give a server none
+        # in the quick run's half second; the driver's (getrusage) is finer.
+        assert row["xadd_wait2_50c"]["rate"] > 0 and cpu["client"] > 0 and min(cpu["primary"], *cpu["replicas"]) >= 0, name
         if "aof" not in name:  # the pipelined runs are the default group's
             assert row["xadd_p16_alone"]["rps"] > 0 and row["xadd_p16_two_replicas"]["rps"] > 0, name
         assert all("steal_percent" in load and "others_cpu_percent" in load for load in row["load_rounds"]), name
