@@ -4,13 +4,16 @@ controlled clock, then the counts over real links with 0, 1 and 2 replicas."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
+from dataclasses import replace
 
 import pytest
 
 from replication import AckWaiters, ReplicaRegistry, ReplicationClosed
 from replication.registry import STATE_ONLINE, STATE_SEND_BULK
-from tests.replication.cluster import eventually, nodes, run
+from tests.replication.cluster import FAST_REPLICA, eventually, nodes, run
 from tests.replication.proxy import LinkProxy
+from tests.replication.toy import ToyMachine
 
 
 class Clock:
@@ -209,5 +212,48 @@ def test_waitaof_over_a_real_link_follows_the_replica_fsync() -> None:
             await asyncio.sleep(0.05)
             r.machine.fsync()  # the replica's AOF catches up; its next ack says so
             assert await asyncio.wait_for(task, 5) == 1
+
+    run(body())
+
+
+class _TurnWriter(ToyMachine):
+    """A persistent machine that writes what it applied in a callback of the loop turn of
+    the apply, as a node's AOF does (one group commit per event-loop turn)."""
+
+    def __init__(self) -> None:
+        super().__init__(persistent=True)
+        self.written = 0
+
+    def apply(self, data: bytes, end_offset: int) -> None:
+        super().apply(data, end_offset)
+        asyncio.get_running_loop().call_soon(self._write, end_offset)
+
+    def _write(self, offset: int) -> None:
+        self.written = max(self.written, offset)
+
+    def load_snapshot(self, chunks: Sequence[bytes], offset: int) -> None:
+        super().load_snapshot(chunks, offset)
+        self.written = offset
+
+    def written_offset(self) -> int:
+        return self.written
+
+
+def test_the_ack_of_a_batch_reports_what_the_apply_s_loop_turn_wrote() -> None:
+    """Replicas ack a batch at once, after the loop turn of its apply: that ack reports it
+    written too (fenced mode's WAIT and lease count written offsets), so the primary counts
+    the write as written sooner than the replica's periodic ack (every 1.8 s here) would."""
+
+    async def body() -> None:
+        async with nodes(2) as (p, r):
+            port = await p.serve()
+            assert p.primary is not None
+            r.machine = _TurnWriter()
+            registry = p.primary.registry
+            link = r.follow(port, replace(FAST_REPLICA, ack_period=1.8))
+            await eventually(lambda: link.status().link_up)
+            for _ in range(20):
+                end = p.write_many(3)
+                await eventually(lambda: registry.count_written(end) == 1, timeout=0.9)  # noqa: B023
 
     run(body())
