@@ -631,9 +631,6 @@ class Primary:
                 log.warning("replica %s (%s) sent nonsense: %s", session.replica_id[:8], session.peer, refusal.message)
                 session.close(refusal)
                 return
-            # The replies this ack released (WAIT) are written at the end of the loop turn:
-            # they go before the next read is armed, which costs gRPC a batch of its own.
-            await asyncio.sleep(0)
 
     def _take_ack(self, session: _Session, message: object) -> _Refusal | None:
         if session.closed:

@@ -513,14 +513,7 @@ class ReplicaLink:
                 await self._apply(message.batch)
                 self._take_stamp(message.batch.lease_stamp)
                 self._take_commit(message.batch.committed_offset)
-                # The ack follows the callbacks the apply scheduled (the node's AOF writes the
-                # batch in one: the ack reports it written, as fenced mode's WAIT and lease
-                # need; an ack task that ran between the apply and them sent less) and goes
-                # before this task reads on. Writing it here instead would hold the next read
-                # until the write's completion comes back through gRPC's poller thread.
-                await asyncio.sleep(0)
                 self._ack_needed.set()
-                await asyncio.sleep(0)
                 await self._notify_progress()
             elif kind == "heartbeat":
                 heartbeat = message.heartbeat
