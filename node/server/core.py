@@ -27,7 +27,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Final
 
-from node.commands.acl_users import AclUsers
+from node.commands.acl_users import AclClient, AclUsers
 from node.commands.context import Core, Session
 from node.commands.table import CommandTable
 from node.config import Config
@@ -62,9 +62,7 @@ class ServerCore:
         self.commands = commands
         # The ACL users of this server: the `user` lines of the configuration (or its aclfile)
         # are loaded now, so a bad one stops the start-up (ConfigError, as Redis exits).
-        self.acl = AclUsers(commands, config)
-        self.acl.sessions = self.sessions
-        self.acl.close = self.close_session
+        self.acl = AclUsers(commands, config, self.sessions, self._close_client)
         self.acl.load_config(config)
         self.mode = mode
         # A node's replication role ("master" or "slave"); a sentinel's is "sentinel".
@@ -161,6 +159,11 @@ class ServerCore:
 
     def close_session(self, session: Session) -> None:
         conn = self.connections.get(session.id)
+        if conn is not None:
+            conn.close()
+
+    def _close_client(self, client: AclClient) -> None:
+        conn = self.connections.get(client.id)
         if conn is not None:
             conn.close()
 
