@@ -1,4 +1,5 @@
-"""The shape of the code: no import circle inside a package.
+"""The shape of the code: no import circle inside a package, and one writer for each piece of
+state the node's parts share.
 
 A circle is the sign of a part that reaches back into what built it: the part should be given
 a narrow view (a Protocol or a small object of the lower level) when it is built instead.
@@ -10,6 +11,9 @@ list only shrinks). The layers between packages are import-linter's (pyproject.t
 """
 
 from __future__ import annotations
+
+import pathlib
+import re
 
 import grimp
 import pytest
@@ -86,3 +90,29 @@ def test_the_list_of_packages_left_only_shrinks(circles: list[list[str]]) -> Non
     still = {_package(m) for c in circles for m in c}
     cleaned = sorted(CIRCLES_LEFT - still)
     assert cleaned == [], f"no circle left in {cleaned}: remove them from CIRCLES_LEFT"
+
+
+# Who may change the node's shared state: each writer call and the modules that alone make it
+# (docs/design.md, "Who changes what"). The parts read the state through the views they are
+# given when built (node/server/role_view.py, node/server/write_gates.py).
+WRITERS = {
+    r"\.become_primary\(": {"node/replication/role.py"},
+    r"\.become_replica\(": {"node/replication/role.py"},
+    r"\.require_quorum\(": {"node/replication/role.py"},
+    r"\.require_lease\(": {"node/replication/role.py"},
+    r"\.deny_writes\(": {"node/persistence/service.py"},
+    r"\.writes \+=": {"node/server/server.py"},
+    r"\._writes_at_save =": {"node/persistence/snapshots.py"},
+    r"\.saved_now\(": {"node/persistence/snapshots.py", "node/persistence/service.py"},
+}
+
+
+@pytest.mark.parametrize("call", sorted(WRITERS))
+def test_each_piece_of_shared_state_has_its_writers(call: str) -> None:
+    root = pathlib.Path(__file__).resolve().parent.parent
+    found = {
+        str(path.relative_to(root))
+        for path in (root / "node").rglob("*.py")
+        if re.search(call, path.read_text(encoding="utf-8"))
+    }
+    assert found <= WRITERS[call], f"{call} written from {sorted(found - WRITERS[call])}"

@@ -167,7 +167,7 @@ def _persistence(node: NodeFigures) -> Fields:
         ("current_fork_perc", "0.00"),
         ("current_save_keys_processed", 0),
         ("current_save_keys_total", 0),
-        ("rdb_changes_since_last_save", node.server.dirty),
+        ("rdb_changes_since_last_save", p.snapshots.changes_since_save()),
         ("rdb_bgsave_in_progress", int(rdb_child)),
         ("rdb_last_save_time", node.persistence.lastsave),
         ("rdb_last_bgsave_status", "ok" if rdb.bgsave_ok else "err"),
