@@ -1,5 +1,5 @@
 """`python -m bench.readscale`: read scaling over replicas, Rill beside redis-server in the
-same run. A primary with two replicas (`bench.replication.start_cluster`: redis-server
+same run. A primary with two replicas (`bench.repl_cluster.start_cluster`: redis-server
 replicas via `--replicaof`, Rill's via `--replicaof`), producers writing at full speed to the
 primary, and many readers placed either all on the primary or spread over the two replicas:
 
@@ -40,8 +40,8 @@ from typing import Any
 import hiredis
 
 from bench.client import RespClient, encode
-from bench.procs import ROOT, BenchError, install_exit_handlers, steal_share
-from bench.replication import Cluster, _wait_caught_up, start_cluster
+from bench.procs import ROOT, BenchError, busy_cpu_seconds, install_exit_handlers, steal_share
+from bench.repl_cluster import Cluster, start_cluster, wait_caught_up
 from bench.report import write_json
 from bench.stream_latency import ERRORS, Connection
 from node.replication.loop_load import host_steal_ticks
@@ -215,7 +215,7 @@ def _preload(cluster: Cluster, streams: int) -> None:
     with RespClient(cluster.primary.port) as client:
         for i in range(streams):
             client.pipeline(("XADD", f"readscale:{i}", "*", "v", VALUE) for _ in range(PRELOAD))
-    _wait_caught_up(cluster.primary, cluster.replicas)
+    wait_caught_up(cluster.primary, cluster.replicas)
 
 
 def _driver(role: str, ports: list[int], start_ns: int, args: argparse.Namespace) -> subprocess.Popen[str]:
@@ -224,18 +224,6 @@ def _driver(role: str, ports: list[int], start_ns: int, args: argparse.Namespace
            "--streams", str(args.streams), "--producers", str(args.producers), "--depth", str(args.depth),
            "--tailers", str(args.tailers), "--scanners", str(args.scanners)]
     return subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-
-
-_CLK_TCK = os.sysconf("SC_CLK_TCK")
-
-
-def busy_cpu_seconds() -> float:
-    """CPU time this machine spent on anything but idling (all CPUs, since boot), from
-    /proc/stat: with our processes' own CPU subtracted, what other users took meanwhile (other
-    engineers' tests share this VM, which the host's steal does not show)."""
-    with open("/proc/stat", "rb") as f:
-        user, nice, system, _idle, _iowait, irq, softirq = (int(v) for v in f.readline().split()[1:8])
-    return (user + nice + system + irq + softirq) / _CLK_TCK
 
 
 def _sleep_until(ns: int) -> None:
