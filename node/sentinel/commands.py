@@ -28,6 +28,7 @@ from node.sentinel import replies
 from node.sentinel.instance import Instance
 from node.sentinel.messages import WARNING
 from node.sentinel.policy import SentinelError
+from node.sentinel.policy.options import TIMING_OPTIONS
 from node.sentinel.runner import Runner
 from node.sentinel.settings import HELLO_CHANNEL, SIMFAILURE_CRASH_AFTER_ELECTION, SIMFAILURE_CRASH_AFTER_PROMOTION
 from node.server.sentinel_mode import sentinel_commands
@@ -219,14 +220,7 @@ def _set(runner: Runner, argv: list[bytes]) -> Any:
             if value is None:
                 error = f"ERR Invalid argument '{_text(argv[j])}' for SENTINEL SET '{option}'"
                 break
-            if opt == "down-after-milliseconds":
-                s.set_down_after(master, value)
-            elif opt == "failover-timeout":
-                master.failover_timeout = value
-            elif opt == "parallel-syncs":
-                master.parallel_syncs = value
-            else:
-                master.quorum = value
+            s.configure(master, opt, value)
         elif opt in ("notification-script", "client-reconfig-script") and more > 0:
             j += 1
             path = _text(argv[j])
@@ -240,19 +234,11 @@ def _set(runner: Runner, argv: list[bytes]) -> Any:
                     else "ERR Client reconfiguration script seems non existing or non executable"
                 )
                 break
-            if opt == "notification-script":
-                master.notification_script = path or None
-            else:
-                master.client_reconfig_script = path or None
+            s.configure(master, opt, path or None)
         elif opt in ("auth-pass", "auth-user") and more > 0:
             j += 1
-            value_text = _text(argv[j])
-            if opt == "auth-pass":
-                master.auth_pass = value_text or None
-                redacted = True
-            else:
-                master.auth_user = value_text or None
-            s.drop_instance_connections(master)
+            s.configure(master, opt, _text(argv[j]) or None)
+            redacted = opt == "auth-pass"
         elif opt == "rename-command" and more > 1:
             old, new = _text(argv[j + 1]), _text(argv[j + 2])
             j += 2
@@ -260,17 +246,15 @@ def _set(runner: Runner, argv: list[bytes]) -> Any:
                 bad = argv[j - 1] if new else argv[j]
                 error = f"ERR Invalid argument '{_text(bad)}' for SENTINEL SET '{option}'"
                 break
-            for name in [n for n in master.renamed_commands if n.lower() == old.lower()]:
-                del master.renamed_commands[name]
-            if old.lower() != new.lower():
-                master.renamed_commands[old] = new
+            # Renaming a command to itself undoes its renaming.
+            s.configure(master, opt, (old, new if old.lower() != new.lower() else None))
         elif opt == "master-reboot-down-after-period" and more > 0:
             j += 1
             value = _positive(argv[j], zero_ok=True)
             if value is None:
                 error = f"ERR Invalid argument '{_text(argv[j])}' for SENTINEL SET '{option}'"
                 break
-            master.master_reboot_down_after_period = value
+            s.configure(master, opt, value)
         else:
             error = f"ERR Unknown option or number of arguments for SENTINEL SET '{option}'"
             break
@@ -347,20 +331,13 @@ def _config_set(runner: Runner, argv: list[bytes]) -> Any:
         text = _text(value)
         if opt == "loglevel":
             runner.set_loglevel(text.lower())
-        elif opt == "resolve-hostnames":
-            s.resolve_hostnames = bool(_yes_no(value))
-        elif opt == "announce-hostnames":
-            s.announce_hostnames = bool(_yes_no(value))
-        elif opt == "announce-ip":
-            s.announce_ip = text or None
+        elif opt in ("resolve-hostnames", "announce-hostnames"):
+            s.configure(None, opt, bool(_yes_no(value)))
         elif opt == "announce-port":
-            s.announce_port = int(text)
-        elif opt == "sentinel-user":
-            s.sentinel_auth_user = text or None
-            drop = True
-        elif opt == "sentinel-pass":
-            s.sentinel_auth_pass = text or None
-            drop = True
+            s.configure(None, opt, int(text))
+        else:  # announce-ip, sentinel-user, sentinel-pass
+            s.configure(None, opt, text or None)
+            drop = drop or opt in ("sentinel-user", "sentinel-pass")
     s.flush_config()
     reply = _flushed(runner)
     if drop:
@@ -391,55 +368,37 @@ def _config_get(runner: Runner, argv: list[bytes]) -> Any:
     return out
 
 
-_DEBUG_FIELDS: Final = {
-    "info-period": "info_period",
-    "ping-period": "ping_period",
-    "ask-period": "ask_period",
-    "publish-period": "publish_period",
-    "default-down-after": "default_down_after",
-    "tilt-trigger": "tilt_trigger",
-    "tilt-period": "tilt_period",
-    "slave-reconf-timeout": "slave_reconf_timeout",
-    "min-link-reconnect-period": "min_link_reconnect_period",
-    "default-failover-timeout": "default_failover_timeout",
-    "election-timeout": "election_timeout",
-    "script-max-runtime": "script_max_runtime",
-    "script-retry-delay": "script_retry_delay",
-}
-
-
 def _debug(runner: Runner, argv: list[bytes]) -> Any:
     """SENTINEL DEBUG: the timing parameters, or set some (each applied as it is read)."""
     if len(argv) == 2:
         return replies.debug(runner.sentinel)
-    timings = runner.sentinel.timings
     j = 2
     while j < len(argv):
         option = _text(argv[j])
-        field = _DEBUG_FIELDS.get(option.lower())
-        if field is None or len(argv) - 1 - j <= 0:
+        name = option.lower()
+        if name not in TIMING_OPTIONS or len(argv) - 1 - j <= 0:
             raise CommandError(f"ERR Unknown option or number of arguments for SENTINEL DEBUG '{option}'")
         j += 1
         value = _positive(argv[j])
         if value is None:
             raise CommandError(f"ERR Invalid argument '{_text(argv[j])}' for SENTINEL DEBUG '{option}'")
-        setattr(timings, field, value)
+        runner.sentinel.configure(None, name, value)
         j += 1
     return OK
 
 
 def _simulate_failure(runner: Runner, argv: list[bytes]) -> Any:
     s = runner.sentinel
-    s.simfailure_flags = 0
+    s.configure(None, "simulate-failure", 0)
     for arg in argv[2:]:
         word = arg.lower()
         if word == b"crash-after-election":
-            s.simfailure_flags |= SIMFAILURE_CRASH_AFTER_ELECTION
+            s.configure(None, "simulate-failure", s.simfailure_flags | SIMFAILURE_CRASH_AFTER_ELECTION)
             runner.log_warning(
                 "Failure simulation: this Sentinel will crash after being successfully elected as failover leader"
             )
         elif word == b"crash-after-promotion":
-            s.simfailure_flags |= SIMFAILURE_CRASH_AFTER_PROMOTION
+            s.configure(None, "simulate-failure", s.simfailure_flags | SIMFAILURE_CRASH_AFTER_PROMOTION)
             runner.log_warning(
                 "Failure simulation: this Sentinel will crash after promoting the selected replica to master"
             )

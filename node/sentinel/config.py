@@ -306,27 +306,22 @@ def _master(sentinel: Sentinel, name: str) -> Instance:
 
 
 def _sentinel_directive(sentinel: Sentinel, argv: list[str], now: int) -> None:
-    """sentinelHandleConfiguration (with Rill's fenced-mode directives)."""
+    """sentinelHandleConfiguration (with Rill's fenced-mode directives): each value checked
+    here, with Redis's reasons, then set with `Sentinel.configure`."""
     directive = argv[0].lower()
     argc = len(argv)
+    configure = sentinel.configure
     try:
         if directive == "monitor" and argc == 5:
             sentinel.monitor(argv[1], argv[2], atoi(argv[3]), atoi(argv[4]), now=now, announce=False)
         elif directive in ("down-after-milliseconds", "failover-timeout") and argc == 3:
             master = _master(sentinel, argv[1])
             value = atoi(argv[2])
-            if directive == "down-after-milliseconds":
-                master.down_after_period = value
-                if value <= 0:
-                    raise ConfigError("negative or zero time parameter.")
-                for child in [*master.slaves.values(), *master.sentinels.values()]:
-                    child.down_after_period = value
-            else:
-                master.failover_timeout = value
-                if value <= 0:
-                    raise ConfigError("negative or zero time parameter.")
+            if value <= 0:
+                raise ConfigError("negative or zero time parameter.")
+            configure(master, directive, value)
         elif directive == "parallel-syncs" and argc == 3:
-            _master(sentinel, argv[1]).parallel_syncs = atoi(argv[2])
+            configure(_master(sentinel, argv[1]), directive, atoi(argv[2]))
         elif directive in ("notification-script", "client-reconfig-script") and argc == 3:
             master = _master(sentinel, argv[1])
             if not (os.path.isfile(argv[2]) and os.access(argv[2], os.X_OK)):
@@ -335,26 +330,17 @@ def _sentinel_directive(sentinel: Sentinel, argv: list[str], now: int) -> None:
                     if directive == "notification-script"
                     else "Client reconfiguration script seems non existing or non executable."
                 )
-            if directive == "notification-script":
-                master.notification_script = argv[2]
-            else:
-                master.client_reconfig_script = argv[2]
-        elif directive == "auth-pass" and argc == 3:
-            _master(sentinel, argv[1]).auth_pass = argv[2]
-        elif directive == "auth-user" and argc == 3:
-            _master(sentinel, argv[1]).auth_user = argv[2]
+            configure(master, directive, argv[2])
+        elif directive in ("auth-pass", "auth-user") and argc == 3:
+            configure(_master(sentinel, argv[1]), directive, argv[2])
         elif directive == "current-epoch" and argc == 2:
-            sentinel.current_epoch = max(sentinel.current_epoch, strtoull(argv[1]))
+            configure(None, directive, strtoull(argv[1]))
         elif directive == "myid" and argc == 2:
             if len(argv[1]) != RUN_ID_SIZE:
                 raise ConfigError("Malformed Sentinel id in myid option.")
-            sentinel.myid = argv[1]
-        elif directive == "config-epoch" and argc == 3:
-            master = _master(sentinel, argv[1])
-            master.config_epoch = strtoull(argv[2])
-            sentinel.current_epoch = max(sentinel.current_epoch, master.config_epoch)
-        elif directive == "leader-epoch" and argc == 3:
-            _master(sentinel, argv[1]).leader_epoch = strtoull(argv[2])
+            configure(None, directive, argv[1])
+        elif directive in ("config-epoch", "leader-epoch") and argc == 3:
+            configure(_master(sentinel, argv[1]), directive, strtoull(argv[2]))
         elif directive in ("known-slave", "known-replica") and argc == 4:
             sentinel.add_known_replica(_master(sentinel, argv[1]), argv[2], atoi(argv[3]))
         elif directive == "known-sentinel" and argc in (4, 5):
@@ -364,12 +350,12 @@ def _sentinel_directive(sentinel: Sentinel, argv: list[str], now: int) -> None:
             master = _master(sentinel, argv[1])
             if any(name.lower() == argv[2].lower() for name in master.renamed_commands):
                 raise ConfigError("Same command renamed multiple times with rename-command.")
-            master.renamed_commands[argv[2]] = argv[3]
+            configure(master, directive, (argv[2], argv[3]))
         elif directive == "announce-ip" and argc == 2:
             if argv[1]:
-                sentinel.announce_ip = argv[1]
+                configure(None, directive, argv[1])
         elif directive == "announce-port" and argc == 2:
-            sentinel.announce_port = atoi(argv[1])
+            configure(None, directive, atoi(argv[1]))
         elif directive in ("deny-scripts-reconfig", "resolve-hostnames", "announce-hostnames") and argc == 2:
             flag = _yes_no(argv[1])
             if flag is None:
@@ -378,30 +364,32 @@ def _sentinel_directive(sentinel: Sentinel, argv: list[str], now: int) -> None:
                     if directive == "deny-scripts-reconfig"
                     else f"Please specify yes or no for the {directive} option."
                 )
-            setattr(sentinel, directive.replace("-", "_"), flag)
+            configure(None, directive, flag)
         elif directive in ("sentinel-user", "sentinel-pass") and argc == 2:
             if argv[1]:
-                setattr(sentinel, "sentinel_auth_user" if directive == "sentinel-user" else "sentinel_auth_pass", argv[1])
+                configure(None, directive, argv[1])
         elif directive == "master-reboot-down-after-period" and argc == 3:
             master = _master(sentinel, argv[1])
-            master.master_reboot_down_after_period = atoi(argv[2])
-            if master.master_reboot_down_after_period < 0:
+            value = atoi(argv[2])
+            if value < 0:
                 raise ConfigError("negative time parameter.")
+            configure(master, directive, value)
         elif directive == "fenced-mode" and argc == 3:
             flag = _yes_no(argv[2])
             if flag is None:
                 raise ConfigError("Please specify yes or no for the fenced-mode option.")
-            _master(sentinel, argv[1]).fenced = flag
+            configure(_master(sentinel, argv[1]), directive, flag)
         elif directive == "fenced-lease-milliseconds" and argc == 3:
             master = _master(sentinel, argv[1])
-            master.lease_ms = atoi(argv[2])
-            if master.lease_ms <= 0:
+            value = atoi(argv[2])
+            if value <= 0:
                 raise ConfigError("negative or zero time parameter.")
+            configure(master, directive, value)
         elif directive == "fenced-clock-drift-permille" and argc == 2:
             value = atoi(argv[1])
             if not 0 <= value < 1000:
                 raise ConfigError("argument must be between 0 and 999 inclusive")
-            sentinel.drift_permille = value
+            configure(None, directive, value)
         else:
             raise ConfigError("Unrecognized sentinel configuration statement.")
     except SentinelError as exc:
@@ -422,8 +410,8 @@ def load(
     if overrides:
         text = text + "\n" + "\n".join(" ".join(_word(w) for w in words) for words in overrides)
     options, queued = parse(text)
-    sentinel = Sentinel("", now=now, rng=rng, port=announced_port(options), timings=timings)
-    sentinel.requirepass = options.requirepass
+    sentinel = Sentinel("", now=now, rng=rng, port=announced_port(options), timings=timings,
+                        requirepass=options.requirepass)
     for entry in queued:
         try:
             _sentinel_directive(sentinel, entry.argv, now)

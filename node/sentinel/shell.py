@@ -70,7 +70,7 @@ class SentinelShell:
         return commands.command_table(self._bind)
 
     def _info_fields(self) -> Fields:
-        return replies.info_fields(self.runner.sentinel, self.runner.now())
+        return replies.info_fields(self.runner.sentinel, self.runner.now(), self.runner.script_counts)
 
     def _shutdown_requested(self, session: Session | None, flags: frozenset[str]) -> None:
         log.warning("User requested shutdown...")
