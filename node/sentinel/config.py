@@ -38,6 +38,7 @@ from node.config_rewrite import REWRITE_SIGNATURE as REWRITE_SIGNATURE  # re-exp
 from node.config_rewrite import RewriteState as _RewriteState
 from node.config_rewrite import sdscatrepr
 from node.persistence.files import atomic_write
+from node.sentinel.command_table import command_table
 from node.sentinel.ctext import atoi, strtoull
 from node.sentinel.instance import DEFAULT_FENCED_LEASE_MS, Instance
 from node.sentinel.policy import DEFAULT_DRIFT_PERMILLE, Sentinel, SentinelError
@@ -529,15 +530,13 @@ def _acl_lines(options: ServerOptions) -> list[str]:
     those its file and requirepass describe."""
     if options.acl_lines is not None:
         return options.acl_lines()
-    from node.sentinel.commands import command_table  # it imports this module (through the runner)
-
     config = core_config(options)
     acl = AclUsers(command_table(_unbound), config)
     acl.load_config(config)
     return acl.config_lines()
 
 
-def _unbound(handler: object) -> None:
+def _unbound(name: str) -> None:
     """A handler for a table only ACL rules read (no command runs)."""
     return None
 

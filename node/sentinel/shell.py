@@ -87,7 +87,7 @@ class SentinelShell:
         await self.core.listen()
         self.runner.links.tls = self.core.tls.client_context()
         try:
-            self.metrics_exporter = await start_metrics(self)
+            self.metrics_exporter = await start_metrics(self.core, self.runner, self.loaded.options.metrics_port)
         except OSError:
             self.core.stop_listening()
             raise
