@@ -60,7 +60,7 @@ from node.sentinel.settings import DEFAULT_PORT, MAX_PENDING_COMMANDS, Timings
 
 
 class Sentinel(State):
-    """The state of one sentinel and the rules that change it."""
+    """One sentinel: its state (a `State`, which every part is built with) and its parts."""
 
     def __init__(
         self,
