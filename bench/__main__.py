@@ -1,7 +1,7 @@
 """`python -m bench`: start redis-server and a Rill node, run every selected test at each
 pipeline depth against both in the same run, print the table and write the JSON results.
 `--suite` selects other side-by-side suites too (scaling, latency, memory, replication, readscale, spark,
-failover; see bench/README.md). The throughput suite is followed by the AOF and replication runs."""
+failover, safe-write; see bench/README.md). The throughput suite is followed by the AOF and replication runs."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ from bench.throughput import DEFAULT_TESTS, PIPELINED_SCALE, STREAM_READ_MAX_REQ
 DEFAULT_REQUESTS = 100_000
 QUICK_REQUESTS = 10_000
 SUITE_NAMES = ("throughput", "redis8", "scaling", "latency", "memory", "replication", "readscale", "spark",
-               "spark-committed", "failover", "sentinels", "security")
+               "spark-committed", "failover", "sentinels", "security", "safe-write")
 
 
 def _parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -236,9 +236,17 @@ def _security(args: argparse.Namespace) -> int:
                           "--out", os.path.join(args.out, "security")])
 
 
+def _safe_write(args: argparse.Namespace) -> int:
+    # XADD + WAIT, replica lag and fenced mode against redis-server and Valkey (bench/safe_write.py).
+    from bench import safe_write
+
+    return safe_write.main([*(["--quick"] if args.quick else []), "--out", os.path.join(args.out, "safe-write")])
+
+
 _SUITES = {"throughput": _throughput, "redis8": _redis8, "scaling": _scaling, "latency": _latency, "memory": _memory,
            "replication": _replication, "readscale": _readscale, "spark": _spark,
-           "spark-committed": _spark_committed, "failover": _failover, "sentinels": _sentinels, "security": _security}
+           "spark-committed": _spark_committed, "failover": _failover, "sentinels": _sentinels, "security": _security,
+           "safe-write": _safe_write}
 
 
 if __name__ == "__main__":

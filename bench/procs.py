@@ -35,6 +35,15 @@ def steal_share(before: tuple[int, int], after: tuple[int, int]) -> float:
     return (after[0] - before[0]) / total if total > 0 else 0.0
 
 
+def busy_cpu_seconds() -> float:
+    """CPU time this machine spent on anything but idling (all CPUs, since boot), from
+    /proc/stat: with our processes' own CPU subtracted, what other users took meanwhile (other
+    engineers' tests share this VM, which the host's steal does not show)."""
+    with open("/proc/stat", "rb") as f:
+        user, nice, system, _idle, _iowait, irq, softirq = (int(v) for v in f.readline().split()[1:8])
+    return (user + nice + system + irq + softirq) / _CLK_TCK
+
+
 @dataclass
 class Server:
     """One server process listening on 127.0.0.1:port."""

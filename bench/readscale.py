@@ -1,5 +1,5 @@
 """`python -m bench.readscale`: read scaling over replicas, Rill beside redis-server in the
-same run. A primary with two replicas (`bench.replication.start_cluster`: redis-server
+same run. A primary with two replicas (`bench.repl_cluster.start_cluster`: redis-server
 replicas via `--replicaof`, Rill's via `--replicaof`), producers writing at full speed to the
 primary, and many readers placed either all on the primary or spread over the two replicas:
 
@@ -40,8 +40,8 @@ from typing import Any
 import hiredis
 
 from bench.client import RespClient, encode
-from bench.procs import ROOT, BenchError, install_exit_handlers, steal_share
-from bench.replication import Cluster, _wait_caught_up, start_cluster
+from bench.procs import ROOT, BenchError, busy_cpu_seconds, install_exit_handlers, steal_share
+from bench.repl_cluster import Cluster, start_cluster, wait_caught_up
 from bench.report import write_json
 from bench.stream_latency import ERRORS, Connection
 from node.replication.loop_load import host_steal_ticks
@@ -62,6 +62,9 @@ class _Window:
     """The measured interval, in time.time_ns(), shared by both drivers and the orchestrator."""
 
     def __init__(self, start_ns: int, warmup: float, seconds: float) -> None:
+        self.set(start_ns, warmup, seconds)
+
+    def set(self, start_ns: int, warmup: float, seconds: float) -> None:
         self.begin = start_ns + int(warmup * 1e9)
         self.end = self.begin + int(seconds * 1e9)
 
@@ -157,7 +160,7 @@ def _factory(conn: Connection) -> Callable[[], Connection]:
 
 async def _drive(args: argparse.Namespace) -> dict[str, Any]:
     loop = asyncio.get_running_loop()
-    window = _Window(args.start_ns, args.warmup, args.seconds)
+    window = _Window(0, args.warmup, args.seconds)  # set once the orchestrator sends the start
     keys = [f"readscale:{i}" for i in range(args.streams)]
     ports = [int(p) for p in args.ports.split(",")]
     staleness: list[float] = []
@@ -170,6 +173,11 @@ async def _drive(args: argparse.Namespace) -> dict[str, Any]:
     # Readers are dealt over the given ports in turn: one port, or one per replica.
     for i, client in enumerate(clients):
         await loop.create_connection(_factory(client.conn), "127.0.0.1", ports[i % len(ports)])
+    # The window starts when both drivers are connected (a fixed delay was too short on a busy
+    # host: the window passed before the clients ran and every count was 0).
+    print("connected", flush=True)
+    start_ns = int(await loop.run_in_executor(None, sys.stdin.readline))
+    window.set(start_ns, args.warmup, args.seconds)
     for client in clients:
         client.start()
     usage = resource.getrusage(resource.RUSAGE_SELF)
@@ -215,27 +223,33 @@ def _preload(cluster: Cluster, streams: int) -> None:
     with RespClient(cluster.primary.port) as client:
         for i in range(streams):
             client.pipeline(("XADD", f"readscale:{i}", "*", "v", VALUE) for _ in range(PRELOAD))
-    _wait_caught_up(cluster.primary, cluster.replicas)
+    wait_caught_up(cluster.primary, cluster.replicas)
 
 
-def _driver(role: str, ports: list[int], start_ns: int, args: argparse.Namespace) -> subprocess.Popen[str]:
+def _driver(role: str, ports: list[int], args: argparse.Namespace) -> subprocess.Popen[str]:
+    """A driver process; it prints "connected" once its clients are, then reads the window's
+    start (time.time_ns()) from stdin."""
     cmd = [sys.executable, "-m", "bench.readscale", "--driver", role, "--ports", ",".join(map(str, ports)),
-           "--start-ns", str(start_ns), "--warmup", str(args.warmup), "--seconds", str(args.seconds),
+           "--warmup", str(args.warmup), "--seconds", str(args.seconds),
            "--streams", str(args.streams), "--producers", str(args.producers), "--depth", str(args.depth),
            "--tailers", str(args.tailers), "--scanners", str(args.scanners)]
-    return subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(cmd, cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
 
 
-_CLK_TCK = os.sysconf("SC_CLK_TCK")
-
-
-def busy_cpu_seconds() -> float:
-    """CPU time this machine spent on anything but idling (all CPUs, since boot), from
-    /proc/stat: with our processes' own CPU subtracted, what other users took meanwhile (other
-    engineers' tests share this VM, which the host's steal does not show)."""
-    with open("/proc/stat", "rb") as f:
-        user, nice, system, _idle, _iowait, irq, softirq = (int(v) for v in f.readline().split()[1:8])
-    return (user + nice + system + irq + softirq) / _CLK_TCK
+def _start_drivers(drivers: dict[str, subprocess.Popen[str]], args: argparse.Namespace) -> _Window:
+    """Waits until every driver is connected, then gives them all the same window."""
+    for role, proc in drivers.items():
+        assert proc.stdout is not None and proc.stdin is not None
+        if proc.stdout.readline().strip() != "connected":
+            proc.wait(timeout=60)
+            raise BenchError(f"the {role} driver did not connect: {proc.stderr.read().strip()[-2000:] if proc.stderr else ''}")
+    start_ns = time.time_ns() + int(0.1e9)
+    for proc in drivers.values():
+        assert proc.stdin is not None
+        proc.stdin.write(f"{start_ns}\n")
+        proc.stdin.flush()
+    return _Window(start_ns, args.warmup, args.seconds)
 
 
 def _sleep_until(ns: int) -> None:
@@ -250,10 +264,9 @@ def run_once(kind: str, placement: str, args: argparse.Namespace) -> dict[str, A
         _preload(cluster, args.streams)
         nodes = [cluster.primary, *cluster.replicas]
         read_ports = [cluster.primary.port] if placement == "primary" else [r.port for r in cluster.replicas]
-        start_ns = time.time_ns() + int(0.5e9)  # both drivers connected by then
-        window = _Window(start_ns, args.warmup, args.seconds)
-        drivers = {"read": _driver("read", read_ports, start_ns, args),
-                   "write": _driver("write", [cluster.primary.port], start_ns, args)}
+        drivers = {"read": _driver("read", read_ports, args),
+                   "write": _driver("write", [cluster.primary.port], args)}
+        window = _start_drivers(drivers, args)
         _sleep_until(window.begin)
         cpu_before = [n.cpu_seconds() for n in nodes]
         steal_before, busy_before = host_steal_ticks(), busy_cpu_seconds()
@@ -364,7 +377,6 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--out", default=os.path.join(ROOT, "bench", "results", "readscale"))
     parser.add_argument("--driver", choices=("write", "read"), help=argparse.SUPPRESS)
     parser.add_argument("--ports", help=argparse.SUPPRESS)
-    parser.add_argument("--start-ns", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     quick = args.quick
     for name, normal, tiny in (("seconds", 8.0, 1.0), ("warmup", 1.0, 0.2), ("rounds", 3, 1),

@@ -22,152 +22,24 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
-import signal
-import socket
 import statistics
-import subprocess
 import sys
-import tempfile
-import threading
 import time
-from dataclasses import dataclass
 from typing import Any
 
-import hiredis
-
-from bench.client import RespClient, encode
-from bench.procs import ROOT, BenchError, Server, _launch, free_port, install_exit_handlers, steal_share
+from bench.procs import ROOT, BenchError, install_exit_handlers
+from bench.repl_cluster import redis_benchmark, replica_lag, start_cluster, wait_latency
 from bench.report import write_json
-from bench.throughput import RUN_TIMEOUT_S, parse_csv_rps
-from node.replication.loop_load import host_steal_ticks
 
 KINDS = ("redis", "rill")
-_CATCH_UP_TIMEOUT = 120.0
-
-
-# -- clusters ---------------------------------------------------------------------------------
-
-def _start(kind: str, replicaof: int | None, flags: tuple[str, ...] = ()) -> Server:
-    port = free_port()
-    workdir = tempfile.mkdtemp(prefix=f"bench-repl-{kind}-")
-    log = ["--logfile", os.path.join(workdir, "server.log")]
-    follow = ["--replicaof", "127.0.0.1", str(replicaof)] if replicaof is not None else []
-    if kind == "redis":
-        # Diskless sync without the default 5 s wait for more replicas: both start at once.
-        args = ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-                "--repl-diskless-sync-delay", "0", "--dir", workdir, *log, *follow]
-    else:
-        args = [sys.executable, "-m", "node.main", "node", "--port", str(port), "--repl-port", str(free_port()),
-                "--dir", workdir, *log, *follow, *flags]
-    return _launch(kind, args, workdir, port, signal.SIGTERM)
-
-
-def _info(port: int) -> dict[str, str]:
-    with RespClient(port) as client:
-        reply = client.call("INFO", "replication")
-    fields: dict[str, str] = {}
-    if isinstance(reply, bytes):
-        for line in reply.decode().splitlines():
-            name, sep, value = line.partition(":")
-            if sep:
-                fields[name] = value
-    return fields
-
-
-def _caught_up(primary: Server, replicas: list[Server]) -> bool:
-    target = int(_info(primary.port)["master_repl_offset"])
-    for replica in replicas:
-        fields = _info(replica.port)
-        if fields.get("master_link_status") != "up" or int(fields.get("slave_repl_offset", -1)) < target:
-            return False
-    return True
-
-
-def _wait_caught_up(primary: Server, replicas: list[Server]) -> float:
-    started = time.monotonic()
-    while not _caught_up(primary, replicas):
-        if time.monotonic() - started > _CATCH_UP_TIMEOUT:
-            raise BenchError(f"{primary.kind} replicas did not catch up within {_CATCH_UP_TIMEOUT}s")
-        time.sleep(0.01)
-    return time.monotonic() - started
-
-
-@dataclass
-class Cluster:
-    primary: Server
-    replicas: list[Server]
-
-    def stop(self) -> None:
-        for server in [*self.replicas, self.primary]:
-            server.stop()
-
-
-def start_cluster(kind: str, replicas: int, flags: tuple[str, ...] = ()) -> Cluster:
-    """A primary and `replicas` replicas; `flags` are extra Rill node options."""
-    primary = _start(kind, None, flags)
-    cluster = Cluster(primary, [])
-    try:
-        for _ in range(replicas):
-            cluster.replicas.append(_start(kind, primary.port, flags))
-        _wait_caught_up(primary, cluster.replicas)
-        if replicas:
-            # One write through the link before measuring: after its full sync redis-server
-            # streams to a replica only once the replica's first REPLCONF ACK arrives (up to
-            # a second later), although both already report the same offset. Measured
-            # without this, redis-server's first second of lag was ~1 s.
-            with RespClient(primary.port) as client:
-                client.check("SET", "bench:link-warm-up", "1")
-            _wait_caught_up(primary, cluster.replicas)
-    except BaseException:
-        cluster.stop()
-        raise
-    return cluster
-
-
-# -- measurements ---------------------------------------------------------------------------
-
-def _children_cpu_seconds() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
 
 
 def throughput(kind: str, replicas: int, requests: int, clients: int, flags: tuple[str, ...] = ()) -> dict[str, Any]:
     cluster = start_cluster(kind, replicas, flags)
     try:
-        args = ["redis-benchmark", "-h", "127.0.0.1", "-p", str(cluster.primary.port), "-c", str(clients),
-                "-n", str(requests), "-P", "1", "--csv", "XADD", "benchstream", "*", "field", "value"]
-        cpu_before = cluster.primary.cpu_seconds()
-        replicas_before = [r.cpu_seconds() for r in cluster.replicas]
-        # The client's CPU: redis-benchmark is the only child reaped in this window (the
-        # servers are reaped when the cluster stops), so the children's rusage grows by its own.
-        client_before = _children_cpu_seconds()
-        host_before = host_steal_ticks()
-        started = time.monotonic()
-        proc = subprocess.run(args, capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
-        elapsed = time.monotonic() - started
-        steal = steal_share(host_before, host_steal_ticks())
-        client_cpu = _children_cpu_seconds() - client_before
-        cpu = cluster.primary.cpu_seconds() - cpu_before
-        replicas_during = sum(r.cpu_seconds() - b for r, b in zip(cluster.replicas, replicas_before))
-        if proc.returncode != 0:
-            raise BenchError(f"redis-benchmark failed on {kind}: {proc.stderr.strip() or proc.stdout.strip()}")
-        rps = parse_csv_rps(proc.stdout)
-        catch_up = _wait_caught_up(cluster.primary, cluster.replicas)
-        # Each replica's CPU for the whole stream, its catch-up included: on one machine the
-        # replicas' CPU is taken from the primary and the client, so it is the steadier
-        # figure when the box is noisy.
-        replicas_cpu = [r.cpu_seconds() - b for r, b in zip(cluster.replicas, replicas_before)]
+        return redis_benchmark(cluster, requests, clients)
     finally:
         cluster.stop()
-    return {"rps": round(rps, 1), "primary_cpu_us_per_req": round(cpu * 1e6 / requests, 2),
-            "replica_cpu_us_per_req": [round(c * 1e6 / requests, 2) for c in replicas_cpu],
-            "client_cpu_us_per_req": round(client_cpu * 1e6 / requests, 2),
-            # Cores the client, the primary and its replicas kept busy together while it ran.
-            "cores_busy": round((cpu + replicas_during + client_cpu) / elapsed, 2),
-            # The host's share of the run: this VM's CPUs given to other guests meanwhile.
-            "steal_percent": round(100 * steal, 1),
-            "replicas_caught_up_after_s": round(catch_up, 3)}
 
 
 def _least_stolen_run(kind: str, replicas: int, args: argparse.Namespace, flags: tuple[str, ...]) -> dict[str, Any]:
@@ -206,122 +78,6 @@ def _median_run(runs: list[dict[str, Any]]) -> dict[str, Any]:
             "attempts_rounds": [r["attempts"] for r in runs],
             "replicas_caught_up_after_s": max(r["replicas_caught_up_after_s"] for r in runs),
             "rps_rounds": [r["rps"] for r in runs]}
-
-
-def _percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
-
-
-class _Conn:
-    """A blocking RESP2 connection for timed request/reply exchanges."""
-
-    def __init__(self, port: int) -> None:
-        self.sock = socket.create_connection(("127.0.0.1", port))
-        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        self.reader = hiredis.Reader()
-
-    def send(self, *commands: tuple[Any, ...]) -> None:
-        self.sock.sendall(b"".join(encode(c) for c in commands))
-
-    def read(self) -> object:
-        while True:
-            reply = self.reader.gets()
-            if reply is not False:
-                if isinstance(reply, hiredis.ReplyError):
-                    raise BenchError(f"server error: {reply}")
-                return reply
-            data = self.sock.recv(1 << 20)
-            if not data:
-                raise BenchError("connection closed")
-            self.reader.feed(data)
-
-    def close(self) -> None:
-        self.sock.close()
-
-
-def wait_latency(kind: str, samples: int) -> dict[str, Any]:
-    cluster = start_cluster(kind, 1)
-    try:
-        conn = _Conn(cluster.primary.port)
-        latencies: list[float] = []
-        short = 0
-        for i in range(samples + 100):
-            started = time.perf_counter()
-            conn.send(("XADD", "waitstream", "*", "n", i), ("WAIT", 1, 100))
-            conn.read()
-            acked = conn.read()
-            took = time.perf_counter() - started
-            if i >= 100:  # warm-up excluded
-                latencies.append(took)
-                short += acked != 1
-        conn.close()
-    finally:
-        cluster.stop()
-    return {"samples": samples, "p50_ms": round(_percentile(latencies, 0.5) * 1e3, 3),
-            "p99_ms": round(_percentile(latencies, 0.99) * 1e3, 3), "timed_out": short}
-
-
-def replica_lag(kind: str, rate: int, seconds: float) -> dict[str, Any]:
-    cluster = start_cluster(kind, 1)
-    acked: dict[bytes, float] = {}
-    seen: dict[bytes, float] = {}
-    total = int(rate * seconds)
-    failure: list[BaseException] = []
-    try:
-        ready = threading.Event()
-
-        def read() -> None:
-            try:
-                conn = _Conn(cluster.replicas[0].port)
-                last: bytes = b"0-0"
-                ready.set()
-                while len(seen) < total:
-                    conn.send(("XREAD", "COUNT", 2000, "BLOCK", 5000, "STREAMS", "lagstream", last))
-                    reply = conn.read()
-                    now = time.perf_counter()
-                    if reply is None:
-                        raise BenchError(f"the replica showed no entry for 5 s ({len(seen)}/{total} seen)")
-                    assert isinstance(reply, list)
-                    for entry_id, _ in reply[0][1]:
-                        seen[entry_id] = now
-                        last = entry_id
-                conn.close()
-            except BaseException as exc:
-                failure.append(exc)
-                ready.set()
-
-        reader = threading.Thread(target=read, daemon=True)
-        reader.start()
-        ready.wait(10)
-        writer = _Conn(cluster.primary.port)
-        batch = max(1, rate // 500)  # a batch every 2 ms
-        interval = batch / rate
-        begun = next_tick = time.perf_counter()
-        written = 0
-        while written < total and not failure:
-            count = min(batch, total - written)
-            writer.send(*[("XADD", "lagstream", "*", "n", written + i) for i in range(count)])
-            for _ in range(count):
-                entry_id = writer.read()
-                assert isinstance(entry_id, bytes)
-                acked[entry_id] = time.perf_counter()
-            written += count
-            next_tick += interval
-            delay = next_tick - time.perf_counter()
-            if delay > 0:
-                time.sleep(delay)
-        achieved = written / max(1e-9, time.perf_counter() - begun)
-        writer.close()
-        reader.join(30)
-        if failure:
-            raise BenchError(f"lag reader failed: {failure[0]}")
-    finally:
-        cluster.stop()
-    lags = [seen[i] - acked[i] for i in acked if i in seen]
-    return {"rate": rate, "achieved_rate": round(achieved), "entries": len(lags),
-            "p50_ms": round(_percentile(lags, 0.5) * 1e3, 3), "p99_ms": round(_percentile(lags, 0.99) * 1e3, 3),
-            "max_ms": round(max(lags) * 1e3, 3)}
 
 
 # Rows 2* and 2†: Rill with two replicas and one of its replication tunings off, to show

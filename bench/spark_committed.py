@@ -29,7 +29,7 @@ import redis
 
 from bench import spark_source
 from bench.procs import ROOT, Server, install_exit_handlers, start_redis, start_rill
-from bench.replication import Cluster, start_cluster
+from bench.repl_cluster import Cluster, start_cluster
 from bench.report import write_json
 
 BASE_MS = 1_700_000_000_000

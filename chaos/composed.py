@@ -20,6 +20,7 @@ WEIGHTS = {
     "partition-primary": 3, "halves": 3, "bridge": 2, "one-way": 2, "split-majority": 2,
     "kill-node": 2, "pause-node": 2, "crash-node": 2, "kill-sentinel": 1, "pause-sentinel": 1,
     "bounce-replica": 2, "partition-bounce": 2, "flap": 1, "slow-member": 1, "clock-step": 2, "clock-skew": 1,
+    "clock-drift": 1,
 }
 
 
@@ -80,4 +81,8 @@ def _step(rng: random.Random, kind: str, at: float, length: float) -> Step:
         return Step(at, 0.1, "clock-step", rng.choice(nodes + sentinels), {"seconds": seconds})
     if kind == "clock-skew":
         return Step(at, length, "clock-skew", rng.choice(nodes + sentinels), {"rate": round(rng.uniform(0.8, 1.25), 3)})
+    if kind == "clock-drift":
+        # within fenced mode's assumed bound (ρ = 5 %, the lab's setting): a soak's fenced runs
+        # judge the guarantee under its assumptions; beyond it, the clock-drift-in-lease-wait scenario
+        return Step(at, length, "clock-drift", rng.choice(nodes + sentinels), {"rate": round(rng.uniform(0.95, 1.05), 3)})
     raise ValueError(kind)

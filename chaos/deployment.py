@@ -63,7 +63,7 @@ NEEDS = {"kill": ("kill", "start"), "bounce": ("kill", "start"), "partition-boun
          "kill-all": ("kill", "start"), "pause": ("pause", "resume")}
 NO_CLOCK = "no clock control on a deployment (the clock shim runs only in the lab's own processes)"
 NO_DISK = "no disk control on a deployment (the disk nemesis is the lab's own filesystem under each node's dir)"
-UNSUPPORTED = {"clock-step": NO_CLOCK, "clock-skew": NO_CLOCK, "power-loss": NO_DISK, "disk-full": NO_DISK,
+UNSUPPORTED = {"clock-step": NO_CLOCK, "clock-skew": NO_CLOCK, "clock-drift": NO_CLOCK, "power-loss": NO_DISK, "disk-full": NO_DISK,
                "disk-eio": NO_DISK,
                "stale-sentinel": "no sentinel config files on a deployment (a stale-config restart rewrites one)",
                # Found on the compose cluster: a killed container's address vanishes, a client

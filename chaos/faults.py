@@ -20,9 +20,10 @@ from __future__ import annotations
 import contextlib
 import re
 import threading
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from typing import Any, Protocol
 
+import requests
 from toxiproxy.api import APIConsumer  # type: ignore[import-untyped]
 from toxiproxy.exceptions import NotFound  # type: ignore[import-untyped]
 from toxiproxy.server import Toxiproxy  # type: ignore[import-untyped]
@@ -32,6 +33,7 @@ from chaos.topology import Link, Member, Proxy
 # toxiproxy-python keeps the server's address in a class attribute: calls to the servers take
 # turns.
 _API_LOCK = threading.Lock()
+API_TIMEOUT = 10.0
 
 
 class NotApplicable(Exception):
@@ -68,6 +70,42 @@ class Network(Protocol):
         ...
 
 
+def _call(api: tuple[str, int], method: str, path: str, body: dict[str, Any] | None = None) -> None:
+    """One request to a toxiproxy server's API, without toxiproxy-python's shared address."""
+    response = requests.request(method, f"http://{api[0]}:{api[1]}{path}", json=body, timeout=API_TIMEOUT)
+    if response.status_code == 404:
+        raise NotFound(response.content)
+    response.raise_for_status()
+
+
+def _on_each_server(net: Network, proxies: Sequence[Proxy], work: Callable[[Proxy], None]) -> None:
+    """work(proxy) for every proxy: each server's proxies in turn, the servers at the same time.
+    A partition is one moment, not a sweep: applied one request after the other (three per
+    proxy, two proxies per link to a Rill node), a 29-link split took seconds on a loaded
+    machine, the sentinels saw the primary down while its side's replicas still answered them,
+    picked one of those and lost a failover-timeout and its retry on it."""
+    by_server: dict[tuple[str, int], list[Proxy]] = {}
+    for proxy in proxies:
+        by_server.setdefault(proxy.api, []).append(proxy)
+    errors: list[BaseException] = []
+
+    def run(group: list[Proxy]) -> None:
+        try:
+            net.check()  # these threads inherit the namespace of the one that starts them
+            for proxy in group:
+                work(proxy)
+        except Exception as exc:  # raised in the caller's thread below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run, args=(group,), daemon=True) for group in by_server.values()]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    if errors:
+        raise errors[0]
+
+
 @contextlib.contextmanager
 def _server(net: Network, api: tuple[str, int]) -> Iterator[Any]:
     net.check()
@@ -84,6 +122,7 @@ class Links:
     def __init__(self, net: Network) -> None:
         self.net = net
         self._toxics: dict[tuple[Proxy, str], str] = {}  # (proxy, toxic name) -> the fault's name
+        self._lock = threading.Lock()  # _toxics, written by the threads of several faults
         self._disabled: set[Proxy] = set()
 
     def between(self, side_a: Sequence[str], side_b: Sequence[str]) -> list[Link]:
@@ -100,28 +139,33 @@ class Links:
                   streams: Sequence[str] = ("upstream", "downstream"), idle: Collection[str] = ()) -> str:
         """Adds the toxic; returns where it acted, as `Network.describe` says."""
         proxies = self.net.proxies(links, idle)
-        for proxy in proxies:
-            with _server(self.net, proxy.api) as server:
-                found = server.get_proxy(proxy.name)
-                for stream in streams:
-                    toxic = f"{_safe(name)}-{stream}"
-                    found.add_toxic(type=kind, name=toxic, stream=stream, attributes=attributes)
+
+        def poison(proxy: Proxy) -> None:
+            for stream in streams:
+                toxic = f"{_safe(name)}-{stream}"
+                _call(proxy.api, "POST", f"/proxies/{proxy.name}/toxics",
+                      {"name": toxic, "type": kind, "stream": stream, "toxicity": 1.0, "attributes": attributes})
+                with self._lock:
                     self._toxics[(proxy, toxic)] = name
+        _on_each_server(self.net, proxies, poison)
         return self.net.describe(proxies)
 
     def heal(self, name: str, reset: bool) -> None:
         """Removes the toxics the fault called `name` added; with `reset`, drops the connections
         through them (see the module docstring)."""
-        mine = [key for key, fault in self._toxics.items() if fault == name]
-        for proxy in dict.fromkeys(p for p, _ in mine):
-            with _server(self.net, proxy.api) as server:
-                found = server.get_proxy(proxy.name)
-                for key in [k for k in mine if k[0] == proxy]:
-                    found.destroy_toxic(key[1])
-                    del self._toxics[key]
-                if reset:
-                    found.disable()
-                    found.enable()
+        with self._lock:
+            mine = [key for key, fault in self._toxics.items() if fault == name]
+
+        def cure(proxy: Proxy) -> None:
+            for key in [k for k in mine if k[0] == proxy]:
+                with contextlib.suppress(NotFound):  # gone already if heal_all got there first
+                    _call(proxy.api, "DELETE", f"/proxies/{proxy.name}/toxics/{key[1]}")
+                with self._lock:
+                    self._toxics.pop(key, None)
+            if reset:
+                _call(proxy.api, "POST", f"/proxies/{proxy.name}", {"enabled": False})
+                _call(proxy.api, "POST", f"/proxies/{proxy.name}", {"enabled": True})
+        _on_each_server(self.net, list(dict.fromkeys(p for p, _ in mine)), cure)
 
     def set_enabled(self, links: Sequence[Link], enabled: bool, idle: Collection[str] = ()) -> None:
         """A disabled proxy closes its connections and refuses new ones (connection refused)."""
@@ -156,25 +200,26 @@ class Links:
         """Removes every toxic the lab added (dropping the connections through them) and enables
         every proxy it disabled: the end of a run, before the final reads. The lab's own
         servers are also reset wholesale."""
-        touched = dict.fromkeys([*(p for p, _ in self._toxics), *self._disabled])
+        with self._lock:
+            touched = list(dict.fromkeys([*(p for p, _ in self._toxics), *self._disabled]))
+            toxics = list(self._toxics)
         owned = set(self.net.own_servers())
-        for proxy in touched:
-            with _server(self.net, proxy.api) as server:
-                found = server.get_proxy(proxy.name)
-                if found is None:
-                    continue
-                if proxy.api not in owned:
-                    for _, toxic in [k for k in self._toxics if k[0] == proxy]:
-                        # gone already if a fault still healing in its thread got there first
-                        with contextlib.suppress(NotFound):
-                            found.destroy_toxic(toxic)
-                found.disable()
-                found.enable()
-        for api in owned:
-            with _server(self.net, api) as server:
-                server.reset()  # every proxy enabled, every toxic removed
-        self._toxics.clear()
-        self._disabled.clear()
+
+        def restore(proxy: Proxy) -> None:
+            if proxy.api not in owned:
+                for _, toxic in [k for k in toxics if k[0] == proxy]:
+                    # gone already if a fault still healing in its thread got there first
+                    with contextlib.suppress(NotFound):
+                        _call(proxy.api, "DELETE", f"/proxies/{proxy.name}/toxics/{toxic}")
+            with contextlib.suppress(NotFound):  # a proxy the deployment no longer has
+                _call(proxy.api, "POST", f"/proxies/{proxy.name}", {"enabled": False})
+                _call(proxy.api, "POST", f"/proxies/{proxy.name}", {"enabled": True})
+        _on_each_server(self.net, touched, restore)
+        # every proxy enabled, every toxic removed
+        _on_each_server(self.net, [Proxy(api, "") for api in owned], lambda server: _call(server.api, "POST", "/reset"))
+        with self._lock:
+            self._toxics.clear()
+            self._disabled.clear()
 
 
 def _safe(name: str) -> str:

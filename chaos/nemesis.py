@@ -311,6 +311,18 @@ class Nemesis:
                 bouncer.stop()
                 return f"{victim} SIGKILLed and restarted every {bouncer.period}s ({bouncer.restarts} restarts)"
             return stop_bouncing, f"{victim} SIGKILLed and restarted every {bouncer.period}s"
+        if step.fault == "clock-drift":
+            drifting = self._proc(victim).clock
+            if drifting is None:
+                raise RuntimeError("the clock shim is not built (`make chaos-deps` builds it)")
+            rate = float(step.params["rate"])
+            drifting.set_drift(rate)
+
+            def real_rate() -> str:
+                drifting.set_drift(1.0)
+                return (f"{victim}'s monotonic clocks ran at x{rate:g} for {step.length}s "
+                        f"(now {drifting.drift_offset_s:+.3f}s off)")
+            return real_rate, f"{victim}'s monotonic clocks at x{rate:g}"
         if step.fault in ("clock-step", "clock-skew"):
             clock = self._proc(victim).clock
             if clock is None:

@@ -83,6 +83,7 @@ class Stage:
     # cluster is simply stopped).
     undo_faults: bool = False
     info: dict[str, Any] = field(default_factory=dict)  # what the result records of it
+    timings: dict[str, float] = field(default_factory=dict)  # how long its set-up's phases took
 
 
 def run(target_name: str, scenario_name: str, seed: int, duration: float, out: str,
@@ -146,6 +147,7 @@ def run(target_name: str, scenario_name: str, seed: int, duration: float, out: s
             base.update(stage.info)  # what the lab's set-up found (with --tls: its plaintext check)
         first = _create_group(cluster, stage.key)
         timings["setup_s"] = round(time.monotonic() - started, 2)
+        timings.update(stage.timings)
         t0 = time.monotonic()
         steal_before = _cpu_ticks()
         rec = Recorder(os.path.join(workdir, "lab.jsonl"), t0)
@@ -173,6 +175,7 @@ def run(target_name: str, scenario_name: str, seed: int, duration: float, out: s
             _check_workers(workers)
             time.sleep(0.25)
         timings["steal"] = _steal_share(steal_before, _cpu_ticks())
+        mark = time.monotonic()
         nemesis.join(10.0)
         nemesis.abort()
         nemesis.join(10.0)
@@ -180,17 +183,23 @@ def run(target_name: str, scenario_name: str, seed: int, duration: float, out: s
             raise RunError("the nemesis failed: " + "; ".join(nemesis.errors))
         if nemesis.running():
             raise RunError("the nemesis did not finish healing its faults in time")
+        timings["nemesis_end_s"] = round(time.monotonic() - mark, 2)
         report("healing", 1.0)
         settle_start = time.monotonic()
         primary = _heal_and_settle(cluster, links, rec)
         timings["settle_s"] = round(time.monotonic() - settle_start, 2)
         report("draining", 1.0)
+        mark = time.monotonic()
         open(drain_flag, "w").close()
         for worker in workers:
             _wait_worker(worker, max(1.0, deadline - rec.now()) + 5.0)
+        timings["drain_s"] = round(time.monotonic() - mark, 2)
         report("final reads", 1.0)
+        mark = time.monotonic()
         _final_reads(cluster, rec, stage.key)
+        timings["final_reads_s"] = round(time.monotonic() - mark, 2)
     finally:
+        mark = time.monotonic()
         if nemesis is not None:
             nemesis.abort()
             if stage.undo_faults:
@@ -208,8 +217,12 @@ def run(target_name: str, scenario_name: str, seed: int, duration: float, out: s
         histories = [os.path.join(workdir, name) for name in sorted(os.listdir(workdir)) if name.endswith(".jsonl")]
         events = merge_files(histories, os.path.join(out, "history.jsonl"))
         shutil.rmtree(workdir, ignore_errors=True)
+        timings["teardown_s"] = round(time.monotonic() - mark, 2)
+    mark = time.monotonic()
+    verdict = check(events)
+    timings["check_s"] = round(time.monotonic() - mark, 2)
     timings["total_s"] = round(time.monotonic() - started, 2)
-    result = {**base, "status": "done", "settled_primary": primary, "timings": timings, **check(events)}
+    result = {**base, "status": "done", "settled_primary": primary, "timings": timings, **verdict}
     _write_json(os.path.join(out, "result.json"), result)
     return result
 
@@ -221,8 +234,10 @@ def _lab_stage(target: Target, settings: Settings, workdir: str, seed: int) -> S
     info: dict[str, Any] = {}
 
     def set_up() -> None:
+        mark = time.monotonic()
         lab.create()  # also moves this process into the lab's hub namespace
-        cluster.start()
+        stage.timings["lab_s"] = round(time.monotonic() - mark, 2)
+        cluster.start(timings=stage.timings)
         if cluster.tls is not None:
             info["tls"] = {"plaintext_refused": cluster.plaintext_refused}
 
@@ -238,7 +253,8 @@ def _lab_stage(target: Target, settings: Settings, workdir: str, seed: int) -> S
     def worker_argv(group: str, argv: list[str]) -> list[str]:
         return lab.exec_argv(lab.members[group], argv)
 
-    return Stage(cluster, Links(lab), KEY, set_up, tear_down, worker_argv, spec, info=info)
+    stage = Stage(cluster, Links(lab), KEY, set_up, tear_down, worker_argv, spec, info=info)
+    return stage
 
 
 def _deployment_stage(target_name: str, where: dict[str, str], seed: int) -> Stage:

@@ -71,6 +71,24 @@ def _aimed_clock(rng: random.Random, duration: float) -> list[Step]:
                            trigger=steps[1].trigger, until=steps[1].until)]
 
 
+def _drift_in_lease_wait(leader: float, primary: float) -> Plan:
+    """The primary cut from the sentinels and clients c2 only (it keeps its replicas, so its lease,
+    until they are fenced), its monotonic clocks running at `primary` times real time from 0.5 s
+    later on; the leader's at `leader` from its `+elected-leader` (the FENCE round and the whole lease
+    wait). Fenced mode's lease holds while leader / primary <= (1+ρ)/(1-ρ) (docs/safety.md)."""
+    def plan(rng: random.Random, duration: float) -> list[Step]:
+        start = _start(rng)
+        cut = _length(rng, duration, start, 12.0)
+        rest = round(duration - 4.0 - start, 2)
+        # the primary's drift 0.5 s after the cut (well before the sentinels' down-after ends),
+        # so the cut is the run's first fault whatever the threads' timing
+        return [Step(start, cut, "hide-from-sentinels", "primary"),
+                Step(round(start + 0.5, 2), round(rest - 0.5, 2), "clock-drift", "primary", {"rate": primary}),
+                Step(start, round(min(8.0, rest), 2), "clock-drift", "trigger-sentinel", {"rate": leader},
+                     trigger=("+elected-leader",), until=round(start + cut, 2))]
+    return plan
+
+
 def _clock_steps(rng: random.Random, duration: float) -> list[Step]:
     start = _start(rng)
     cut = _length(rng, duration, start, 12.0)
@@ -172,6 +190,16 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in [
              "enters the lease wait (fenced) or selects a replica (default), its wall clock steps 0.8-1.9 s "
              "forward (under the 2 s that trigger TILT), as an NTP step would",
              _aimed_clock),
+    # The lab's ρ is 5 % (clock_drift_permille 50): within it, the leader's clock fast by ρ and
+    # the old primary's slow by ρ are the worst case W is computed for; beyond it, x2 and x0.5.
+    Scenario("clock-drift-in-lease-wait", "the primary cut from the sentinels and clients c2 only (it keeps its "
+             "replicas, so its lease, until they are fenced), its monotonic clocks at x0.5; the elected leader's "
+             "at x2 through the FENCE round and the lease wait: far beyond the 5 % drift fenced mode assumes, so "
+             "the leader's wait ends before the old primary's lease (the documented edge)",
+             _drift_in_lease_wait(2.0, 0.5)),
+    Scenario("clock-drift-in-lease-wait-in-bound", "clock-drift-in-lease-wait with the worst drift within the "
+             "5 % bound: the old primary's monotonic clocks at x0.95, the leader's at x1.05",
+             _drift_in_lease_wait(1.05, 0.95)),
     Scenario("clock-steps", "partition-primary while every node's and sentinel's wall clock steps forward or "
              "back by 0.2-5 s, one process every second", _clock_steps),
     # -- the disk nemesis: each node's dir on the lab's FUSE filesystem --

@@ -36,6 +36,7 @@ def client_names(n: int = CLIENT_GROUPS) -> list[str]:
 FAULTS = frozenset({
     # processes (nodes or sentinels)
     "kill", "crash", "pause", "kill-all", "bounce", "stale-sentinel", "clock-step", "clock-skew",
+    "clock-drift",
     # disks (with the disk nemesis)
     "power-loss", "disk-full", "disk-eio",
     # links

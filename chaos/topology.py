@@ -43,6 +43,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Collection, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 PREFIX = "rillchaos"
@@ -160,15 +161,22 @@ class Lab:
         self._ip("-n", self.hub, "link", "add", "br0", "type", "bridge")
         self._ip("-n", self.hub, "addr", "add", f"{HUB_IP}/24", "dev", "br0")
         self._ip("-n", self.hub, "link", "set", "br0", "up")
-        for index, member in enumerate(self.members.values()):
+        for member in self.members.values():
             self._ip("netns", "add", member.ns)
             self._created.append(member.ns)
+
+        def wire(index: int, member: Member) -> None:
             veth = f"v{index}"
             self._ip("-n", member.ns, "link", "set", "lo", "up")
             self._ip("-n", self.hub, "link", "add", veth, "type", "veth", "peer", "name", "eth0", "netns", member.ns)
             self._ip("-n", self.hub, "link", "set", veth, "master", "br0", "up")
             self._ip("-n", member.ns, "addr", "add", f"{member.real_ip}/24", "dev", "eth0")
             self._ip("-n", member.ns, "link", "set", "eth0", "up")
+        # the members' links, a few at a time: 55 `ip` commands one after the other are seconds
+        # of a run on a loaded machine
+        with ThreadPoolExecutor(4) as pool:
+            for done in [pool.submit(wire, index, member) for index, member in enumerate(self.members.values())]:
+                done.result()
         for member in self.members.values():
             self._start_toxiproxy(member)
         for member in self.members.values():
