@@ -6,11 +6,12 @@ failover, safe-write; see bench/README.md). The throughput suite is followed by 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
-import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from typing import Any
 
@@ -173,13 +174,14 @@ def _latency(args: argparse.Namespace) -> int:
 
 def _memory(args: argparse.Namespace) -> int:
     # stream_memory measures the engine in-process (no RESP) and runs as its own script.
-    out_dir = os.path.join(args.out, "memory")
-    os.makedirs(out_dir, exist_ok=True)
-    path = os.path.join(out_dir, time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + ".json")
-    done = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "stream_memory.py"),
-                           "--entries", "20000" if args.quick else "1000000", "--json", path], cwd=ROOT)
-    if done.returncode == 0:
-        shutil.copyfile(path, os.path.join(out_dir, "latest.json"))
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    with tempfile.TemporaryDirectory(prefix="bench-memory-") as tmp:
+        path = os.path.join(tmp, "run.json")
+        done = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "stream_memory.py"),
+                               "--entries", "20000" if args.quick else "1000000", "--json", path], cwd=ROOT)
+        if done.returncode == 0:
+            with open(path, encoding="utf-8") as f:
+                write_json(json.load(f), os.path.join(args.out, "memory"), stamp)
     return done.returncode
 
 

@@ -13,13 +13,12 @@ is restarted `--repeat` times from:
 Reported per case: the load time each server logs ("DB loaded from disk: X seconds"; for
 Rill the time from the start of loading to the end) and the wall time from process start to
 the first PONG (Rill's includes starting the Python interpreter, about 0.3 s). Results go to
-bench/results/persistence/load-<timestamp>.json.
+bench/results/persistence-load/ (`latest.json` and a line of `history.jsonl`, bench/report.py).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import re
 import shutil
@@ -34,6 +33,7 @@ from typing import Any
 
 from bench.client import RespClient
 from bench.procs import ROOT, BenchError, free_port
+from bench.report import write_json
 
 _REDIS_LOADED = re.compile(r"DB loaded from (?:disk|append only file): ([0-9.]+) seconds")
 _RILL_LOADED = re.compile(r"DB loaded from disk: ([0-9.]+) seconds")
@@ -149,7 +149,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pending", type=int, default=100_000)
     parser.add_argument("--repeat", type=int, default=3, help="restarts per case; the best is reported")
     parser.add_argument("--cases", default="snapshot,aof-rewritten,aof-log")
-    parser.add_argument("--out", default=os.path.join(ROOT, "bench", "results", "persistence"))
+    parser.add_argument("--out", default=os.path.join(ROOT, "bench", "results", "persistence-load"))
     args = parser.parse_args(argv)
     cases = [c.strip() for c in args.cases.split(",") if c.strip()]
     results: dict[str, dict[str, Any]] = {}
@@ -191,11 +191,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{case:<14} {r['load_s']!s:>12} {x['load_s']!s:>11} {pair['load_ratio']!s:>6} "
               f"{r['ready_s']:>13.3f} {x['ready_s']:>12.3f} {pair['ready_ratio']:>6}")
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(started))
-    os.makedirs(args.out, exist_ok=True)
-    path = os.path.join(args.out, f"load-{stamp}.json")
-    with open(path, "w", encoding="utf-8") as f:
-        json.dump({"timestamp": stamp, "params": vars(args), "results": results}, f, indent=1)
-    print(f"wrote {os.path.relpath(path)}")
+    for path in write_json({"timestamp": stamp, "params": vars(args), "results": results}, args.out, stamp):
+        print(f"wrote {os.path.relpath(path)}")
     return 0
 
 

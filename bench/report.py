@@ -71,12 +71,16 @@ def table(rows: Sequence[Row]) -> str:
 
 def write_json(document: dict[str, Any], out_dir: str, stamp: str) -> list[str]:
     """Write `latest.json` atomically and append the run, stamped, as one line of
-    `history.jsonl` (the suite's runs, oldest first); return their paths."""
+    `history.jsonl` (the suite's runs, oldest first); return their paths. This is the only
+    way a suite records a run: a suite's directory holds these two files and nothing else."""
     os.makedirs(out_dir, exist_ok=True)
-    head = {k: v for k, v in document.items() if k != "rows"}
-    # One row per line: a new run's diff shows which rows moved.
-    rows = ",\n".join("  " + json.dumps(row, ensure_ascii=False) for row in document.get("rows", []))
-    text = json.dumps(head, indent=1, ensure_ascii=False)[:-2] + ',\n "rows": [\n' + rows + "\n ]\n}\n"
+    if "rows" in document:
+        head = {k: v for k, v in document.items() if k != "rows"}
+        # One row per line: a new run's diff shows which rows moved.
+        rows = ",\n".join("  " + json.dumps(row, ensure_ascii=False) for row in document["rows"])
+        text = json.dumps(head, indent=1, ensure_ascii=False)[:-2] + ',\n "rows": [\n' + rows + "\n ]\n}\n"
+    else:
+        text = json.dumps(document, indent=1, ensure_ascii=False) + "\n"
     latest = os.path.join(out_dir, "latest.json")
     tmp = latest + ".tmp"
     with open(tmp, "w", encoding="utf-8") as f:

@@ -15,14 +15,36 @@ import os
 import resource
 import sys
 import time
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Protocol
 
 from node.persistence.service import AOF_OFF
 from node.replication import info as replication_info
 from node.server.info import Fields, InfoSections
 
 if TYPE_CHECKING:
-    from node.app.rill_node import RillNode
+    from node.app.memory import MemoryAccounting
+    from node.persistence.service import Persistence
+    from node.replication.role import ReplicationNode
+    from node.server.server import Server
+
+
+class NodeFigures(Protocol):
+    """What the node's INFO sections and MEMORY STATS read (node/app/rill_node.py's RillNode,
+    which adds them when it is built)."""
+
+    @property
+    def clock(self) -> Callable[[], int]: ...
+    @property
+    def server(self) -> Server: ...
+    @property
+    def persistence(self) -> Persistence: ...
+    @property
+    def replication(self) -> ReplicationNode: ...
+    @property
+    def memory(self) -> MemoryAccounting: ...
+    @property
+    def keys_expired_at_load(self) -> int: ...  # INFO rdb_last_load_keys_expired
 
 # -- process figures ------------------------------------------------------------------------
 
@@ -62,7 +84,7 @@ def bytes_to_human(n: int) -> str:
 # -- sections -------------------------------------------------------------------------------
 
 
-def _memory(node: RillNode) -> Fields:
+def _memory(node: NodeFigures) -> Fields:
     parts = node.memory.parts()
     dataset, clients, backlog, aof, overhead, used = (
         parts.dataset, parts.clients, parts.backlog, parts.aof_buffer, parts.overhead, parts.used
@@ -128,7 +150,7 @@ def _memory(node: RillNode) -> Fields:
     ]
 
 
-def _persistence(node: RillNode) -> Fields:
+def _persistence(node: NodeFigures) -> Fields:
     p = node.persistence
     rdb = p.snapshots
     child = p.child.job
@@ -145,7 +167,7 @@ def _persistence(node: RillNode) -> Fields:
         ("current_fork_perc", "0.00"),
         ("current_save_keys_processed", 0),
         ("current_save_keys_total", 0),
-        ("rdb_changes_since_last_save", node.server.dirty),
+        ("rdb_changes_since_last_save", p.snapshots.changes_since_save()),
         ("rdb_bgsave_in_progress", int(rdb_child)),
         ("rdb_last_save_time", node.persistence.lastsave),
         ("rdb_last_bgsave_status", "ok" if rdb.bgsave_ok else "err"),
@@ -171,7 +193,7 @@ def _persistence(node: RillNode) -> Fields:
     ]
 
 
-def _keyspace(node: RillNode) -> Fields:
+def _keyspace(node: NodeFigures) -> Fields:
     keyspace = node.server.keyspace
     now = node.clock()
     return [
@@ -180,7 +202,7 @@ def _keyspace(node: RillNode) -> Fields:
     ]
 
 
-def add_node_sections(info: InfoSections, node: RillNode) -> None:
+def add_node_sections(info: InfoSections, node: NodeFigures) -> None:
     info.add("memory", "Memory", lambda: _memory(node))
     info.add("persistence", "Persistence", lambda: _persistence(node))
     info.add("replication", "Replication", lambda: replication_info.info_fields(node.replication))
@@ -193,7 +215,7 @@ def add_node_sections(info: InfoSections, node: RillNode) -> None:
 # -- MEMORY STATS ---------------------------------------------------------------------------
 
 
-def memory_stats(node: RillNode) -> dict[bytes, Any]:
+def memory_stats(node: NodeFigures) -> dict[bytes, Any]:
     """MEMORY STATS in Redis's field names, from the same figures as INFO memory."""
     parts = node.memory.parts()
     dataset, clients, backlog, aof, overhead, used = (

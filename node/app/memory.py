@@ -14,13 +14,35 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, Protocol
 
 from node.engine.memory import DatasetMeter
 from node.replication import info as replication_info
 
 if TYPE_CHECKING:
-    from node.app.rill_node import RillNode
+    from node.config import Config
+    from node.engine.keyspace import Keyspace
+    from node.log.effect_log import EffectLog
+    from node.persistence.service import Persistence
+    from node.replication.role import ReplicationNode
+    from node.server.server import Server
+
+
+class MeasuredParts(Protocol):
+    """The parts of a node whose memory is counted (node/app/rill_node.py's RillNode)."""
+
+    @property
+    def config(self) -> Config: ...
+    @property
+    def keyspace(self) -> Keyspace: ...
+    @property
+    def effects(self) -> EffectLog: ...
+    @property
+    def server(self) -> Server: ...
+    @property
+    def replication(self) -> ReplicationNode: ...
+    @property
+    def persistence(self) -> Persistence: ...
 
 # How long the summed overhead (clients, backlog, AOF buffer) is reused by the check.
 _OVERHEAD_TTL: Final = 0.1
@@ -45,7 +67,7 @@ class MemoryParts:
 class MemoryAccounting:
     __slots__ = ("node", "meter", "maxmemory", "peak", "_overhead", "_overhead_at")
 
-    def __init__(self, node: RillNode) -> None:
+    def __init__(self, node: MeasuredParts) -> None:
         self.node = node
         self.meter = DatasetMeter(node.keyspace)
         self.maxmemory = 0

@@ -13,7 +13,7 @@ attribute read per key).
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, Protocol
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
@@ -25,7 +25,22 @@ from node.metrics.figures import PREFIX, Figure, families, number, section
 from node.replication.failover import IN_PROGRESS, NO_FAILOVER, WAITING
 
 if TYPE_CHECKING:
-    from node.app.rill_node import RillNode
+    from node.config import Config
+    from node.replication.role import ReplicationNode
+    from node.server.server import Server
+
+
+class MeteredNode(Protocol):
+    """What a node's metrics read (node/app/rill_node.py's RillNode, which serves them)."""
+
+    @property
+    def config(self) -> Config: ...
+    @property
+    def server(self) -> Server: ...
+    @property
+    def replication(self) -> ReplicationNode: ...
+    @property
+    def role(self) -> str: ...
 
 _ROLES: Final = ("master", "slave")
 
@@ -78,9 +93,9 @@ _FAILOVER_STATES: Final = (NO_FAILOVER, WAITING, IN_PROGRESS)
 
 
 class NodeCollector(Collector):
-    """A prometheus_client collector for one `RillNode`."""
+    """A prometheus_client collector for one node (`RillNode`)."""
 
-    def __init__(self, node: RillNode) -> None:
+    def __init__(self, node: MeteredNode) -> None:
         self.node = node
 
     def collect(self) -> Iterator[Metric]:
@@ -147,7 +162,7 @@ class NodeCollector(Collector):
         yield from (keys, expiring, streams, entries)
 
 
-async def start_metrics(node: RillNode) -> MetricsExporter | None:
+async def start_metrics(node: MeteredNode) -> MetricsExporter | None:
     """Serves the node's metrics on `metrics-port` (on the bind addresses); None when 0 (off)."""
     port = node.config.get_int("metrics-port")
     if not port:

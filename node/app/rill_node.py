@@ -7,7 +7,11 @@ runs them.
                 └─ ReplicationNode (node.replication): backlog, primary and replica sides,
                    WAIT and WAITAOF
 
-Each part is given the parts below it; none builds another. `RillNode` is also the `Node`
+Each part is given the parts below it, and what it reads of the parts above it, when it is
+built; none builds another, and nothing is patched in afterwards. The replication role
+(node/replication/role.py's `Role`, read by the server through node/server/role_view.py) and
+the write gates (node/server/write_gates.py) are made here first, for the server to read and
+their one writer each to change. `RillNode` is also the `Node`
 that command handlers reach through their session (node.commands.context): the data and the
 write path are the server's, each narrow service belongs to the part that owns it, and the
 `Admin` one (INFO, MEMORY STATS, statistics, DEBUG SLEEP, SHUTDOWN), which spans them all,
@@ -41,9 +45,11 @@ from node.metrics.exporter import MetricsExporter
 from node.persistence.service import Persistence
 from node.replication import info as replication_info
 from node.replication.committed import CommittedReads
-from node.replication.role import ReplicationNode
+from node.replication.role import ReplicationNode, Role
 from node.server.expire_cron import ExpireCron
+from node.server.info import Fields
 from node.server.server import Server, wall_clock_ms
+from node.server.write_gates import WriteGates
 
 log = logging.getLogger("rill.server")
 
@@ -61,13 +67,18 @@ class RillNode:
         self.clock: Callable[[], int] = clock if clock is not None else wall_clock_ms
         self.keyspace = Keyspace(config.databases)
         self.effects = EffectLog()
-        self.server = Server(config, self.keyspace, self.effects, self.clock)
-        self.server.node = self
+        # The role and the write gates are made first: the server is given them to read,
+        # their writers (replication; persistence and replication) to change them.
+        role = Role()
+        gates = WriteGates()
+        self.server = Server(
+            config, self.keyspace, self.effects, self.clock, role=role, gates=gates, node=self,
+            sync_stats=self._sync_stats,
+        )
         self.acl = self.server.acl
-        self.persistence = Persistence(self.server)
-        self.replication = ReplicationNode(self.server, self.persistence)
+        self.persistence = Persistence(self.server, gates)
+        self.replication = ReplicationNode(self.server, self.persistence, role, gates)
         add_node_sections(self.server.info_sections, self)
-        self.server.sync_stats = lambda: replication_info.sync_stats(self.replication)
         # The write path and the server's registries, as commands reach them.
         self.now_ms = self.server.now_ms
         self.propagate = self.server.propagate
@@ -95,6 +106,10 @@ class RillNode:
     @property
     def role(self) -> str:
         return self.server.role
+
+    def _sync_stats(self) -> Fields:
+        """INFO stats' full and partial resync counts, the replication side's."""
+        return replication_info.sync_stats(self.replication)
 
     @property
     def mode(self) -> str:

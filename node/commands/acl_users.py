@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, Protocol
 
 from node.commands.acl_rules import (
     DENIED_AUTH,
@@ -34,8 +34,27 @@ from node.config_rewrite import overwrite_file
 from node.text import split_inline_args
 
 if TYPE_CHECKING:
-    from node.commands.context import Session
+    from node.commands.subscriptions import Subscriptions
     from node.config import Config
+
+
+class AclClient(Protocol):
+    """A client as the ACL sees it (node.commands.context.Session): its user, whether it
+    authenticated, its subscriptions; a client whose user is deleted is logged out and
+    closed."""
+
+    user: User
+    authenticated: bool
+    closing: bool  # close once the reply to its running command is written
+
+    @property
+    def id(self) -> int: ...  # the client id (CLIENT ID)
+    @property
+    def subscriptions(self) -> Subscriptions | None: ...
+
+
+def _no_clients() -> Iterable[AclClient]:
+    return ()
 
 log = logging.getLogger("rill.acl")
 
@@ -86,7 +105,11 @@ class LogEntry:
 class AclUsers:
     """The users of one server (a node or a sentinel), its ACL log and counters."""
 
-    def __init__(self, table: CommandTable, config: Config) -> None:
+    def __init__(
+        self, table: CommandTable, config: Config,
+        sessions: Callable[[], Iterable[AclClient]] = _no_clients,
+        close: Callable[[AclClient], None] | None = None,
+    ) -> None:
         self.commands = AclCommands(table)
         self.config = config
         self.users: dict[bytes, User] = {}
@@ -98,9 +121,9 @@ class AclUsers:
         self.denied: dict[int, int] = {DENIED_AUTH: 0, DENIED_CMD: 0, DENIED_KEY: 0, DENIED_CHANNEL: 0}
         # `user` lines of the configuration file, loaded at start-up (ACLLoadUsersAtStartup).
         self.pending: list[list[bytes]] = []
-        # The clients, set by the server: sessions, and how to close one.
-        self.sessions: Callable[[], Iterable[Session]] = list
-        self.close: Callable[[Session], None] = _no_close
+        # The server's clients, and how to close one now (a server without clients: none).
+        self.sessions = sessions
+        self.close: Callable[[AclClient], None] = close if close is not None else _no_close
         self.update_default_password(config.requirepass)
 
     # -- users ---------------------------------------------------------------------------------
@@ -154,7 +177,7 @@ class AclUsers:
             self.users[name] = staged
         return None
 
-    def delete(self, names: list[bytes], caller: Session) -> int:
+    def delete(self, names: list[bytes], caller: AclClient) -> int:
         """ACL DELUSER of names other than default; their clients are closed (the caller
         once it has its reply)."""
         deleted = 0
@@ -172,7 +195,7 @@ class AclUsers:
             return None
         return user
 
-    def _close_clients_of(self, user: User, caller: Session | None) -> None:
+    def _close_clients_of(self, user: User, caller: AclClient | None) -> None:
         """ACLFreeUserAndKillClients: the user's clients fall back to an unauthenticated
         default user and are closed."""
         for session in list(self.sessions()):
@@ -368,7 +391,7 @@ class AclUsers:
             self.denied[reason] = 0
 
 
-def _no_close(session: Session) -> None:
+def _no_close(session: AclClient) -> None:
     session.closing = True
 
 

@@ -5,10 +5,13 @@ clock, its command table, the clients (`Clients`: CLIENT, MONITOR, RESET), the p
 (`Admin`: INFO, SHUTDOWN, ...) and Pub/Sub (`PubSub`). A sentinel is a Core. `Node` is a Rill
 node: a Core with data (keyspace, the write path: propagate) and, each behind a narrow
 protocol, the services only some command families use: `Watches` (WATCH, flushes, SWAPDB),
-the persistence and replication controls and the waits of WAIT and WAITAOF, declared by their
-commands (`persistence_cmds`, `replication_cmds`). They are Protocols so the command layer
-never imports what implements them (imports point engine <- commands <- ...); node/app/
-wires the node's parts into one `Node`.
+the persistence and replication controls, the waits of WAIT and WAITAOF, committed reads.
+They are Protocols so the command layer never imports what implements them (imports point
+engine <- commands <- ...); node/app/ wires the node's parts into one `Node`.
+
+This module sits above the table, the ACL and the subscriptions it names, and below every
+handler: none of those imports it (a module below that needs a client names the few fields
+it uses in a Protocol of its own, as acl_users' `AclClient`).
 """
 
 from __future__ import annotations
@@ -23,10 +26,7 @@ from node.engine.keyspace import Database, Keyspace
 
 if TYPE_CHECKING:
     from node.commands.acl_users import AclUsers
-    from node.commands.expiry import Expiry
-    from node.commands.persistence_cmds import PersistenceControl
-    from node.commands.replication_cmds import ReplicationControl, Waits
-    from node.commands.stream_committed import CommittedReads
+    from node.commands.subscriptions import Subscriptions
     from node.commands.table import CommandTable
     from node.config import Config
 
@@ -84,6 +84,63 @@ class PubSub(Protocol):
     def pattern_count(self) -> int: ...
 
 
+class ExpirySwitch(Protocol):
+    """Key expiry as commands reach it (node.commands.expiry.Expiry): DEBUG SET-ACTIVE-EXPIRE's
+    switch and the count of keys deleted because their time had passed."""
+
+    active: bool
+    expired_keys: int
+
+
+class PersistenceControl(Protocol):
+    """What the commands ask of the persistence service (node.persistence.service)."""
+
+    @property
+    def lastsave(self) -> int: ...  # unix time of the last successful save (LASTSAVE)
+
+    def save(self) -> None: ...
+    def bgsave(self, schedule: bool, in_exec: bool) -> str: ...
+    def bgrewriteaof(self, in_exec: bool) -> str: ...
+
+
+class ReplicationControl(Protocol):
+    """What the commands ask of the replication side (node.replication)."""
+
+    def replicaof(self, session: Session, host: str, port: int) -> Any: ...
+    def promote(self, session: Session | None, epoch: int | None = None, why: str = "user request",
+                position: tuple[int, int] | None = None) -> Any: ...
+    def role_reply(self) -> list[Any]: ...
+    # CLIENT KILL TYPE master ("master") / replica ("slave"), of replicas authenticated as `user`.
+    def kill_links(self, kind: str, user: bytes | None = None) -> int: ...
+    def fence(self, epoch: int) -> Any: ...
+    # Redis replicas of this node (node/commands/psync.py): REPLCONF, and PSYNC or SYNC.
+    def replconf(self, session: Session, argv: list[bytes]) -> Any: ...
+    def sync(self, session: Session, argv: list[bytes], psync: bool) -> Any: ...
+
+    @property
+    def failover(self) -> Failover: ...
+
+
+class Failover(Protocol):
+    """The FAILOVER command's state machine (node.replication.failover)."""
+
+    def command(self, session: Session, argv: list[bytes]) -> Any: ...
+
+
+class Waits(Protocol):
+    """WAIT and WAITAOF (node.replication.waits): the reply now, or a Block."""
+
+    def wait(self, session: Session, numreplicas: int, timeout_ms: int) -> Any: ...
+    def waitaof(self, session: Session, numlocal: int, numreplicas: int, timeout_ms: int) -> Any: ...
+
+
+class CommittedReads(Protocol):
+    """What XCOMMITTED asks of the node."""
+
+    def refresh(self) -> None: ...  # the log's units so far reach the bookkeeping first
+    def committed_id(self, db_index: int, key: bytes) -> int | None: ...
+
+
 class Core(Protocol):
     """A RESP server as every command sees it: a node, or a server without data (a sentinel).
     Commands a sentinel runs (PING, AUTH, HELLO, CLIENT, COMMAND, INFO, SHUTDOWN, Pub/Sub)
@@ -120,13 +177,14 @@ class Node(Core, Protocol):
     """A Rill node: a Core with data and the services of its command families."""
 
     keyspace: Keyspace
-    expiry: Expiry  # key expiry's switch and statistics (node.commands.expiry)
 
     def propagate(self, db_index: int, argv: Sequence[bytes]) -> None: ...
     def propagate_many(self, db_index: int, effects: list[list[bytes]]) -> None: ...
     def appended_from_log(self, db_index: int, key: bytes, count: int, before: int) -> None: ...
     def execute(self, session: Session, argv: list[bytes]) -> Any: ...  # EXEC runs the queue
 
+    @property
+    def expiry(self) -> ExpirySwitch: ...  # key expiry's switch and statistics (node.commands.expiry)
     @property
     def watches(self) -> Watches: ...
     @property
@@ -157,22 +215,6 @@ class Block:
     timeout_reply: Any = None
     postponed: list[bytes] | None = None
     wake_at: Callable[[Session], int | None] | None = None
-
-
-class Subscriptions:
-    """A client's Pub/Sub subscriptions (insertion-ordered sets), as Redis's c->pubsub_channels,
-    c->pubsub_patterns and c->pubsub_shard_channels."""
-
-    __slots__ = ("channels", "patterns", "shard_channels")
-
-    def __init__(self) -> None:
-        self.channels: dict[bytes, None] = {}
-        self.patterns: dict[bytes, None] = {}
-        self.shard_channels: dict[bytes, None] = {}
-
-    def count(self) -> int:
-        """clientTotalPubSubSubscriptionCount: while above 0 the client is in Pub/Sub mode."""
-        return len(self.channels) + len(self.patterns) + len(self.shard_channels)
 
 
 def _no_output(data: bytes) -> None:

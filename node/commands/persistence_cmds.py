@@ -6,24 +6,13 @@ and WAITAOF's by the node's waits (`ctx.node.waits`, which WAIT shares).
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Any
 
 from node.commands.args import NOT_AN_INTEGER, SYNTAX_ERROR, to_int
 from node.commands.context import Session
 from node.commands.reply import OK, CommandError
 from node.commands.stream_args import parse_timeout_ms
 from node.commands.table import command
-
-
-class PersistenceControl(Protocol):
-    """What the commands ask of the persistence service (node.persistence.service)."""
-
-    @property
-    def lastsave(self) -> int: ...  # unix time of the last successful save (LASTSAVE)
-
-    def save(self) -> None: ...
-    def bgsave(self, schedule: bool, in_exec: bool) -> str: ...
-    def bgrewriteaof(self, in_exec: bool) -> str: ...
 
 
 @command("save", 1, "admin noscript no_async_loading no_multi", group="server", summary="Synchronously saves the database(s) to disk.")

@@ -7,7 +7,7 @@ waits (`ctx.node.waits`, which WAITAOF shares).
 
 from __future__ import annotations
 
-from typing import Any, Final, Protocol
+from typing import Any, Final
 
 from node.commands.args import NOT_AN_INTEGER, to_int
 from node.commands.context import Session
@@ -21,37 +21,6 @@ _WAIT_ON_REPLICA: Final = (
     "propagated."
 )
 _INVALID_PORT: Final = "ERR Invalid master port"
-
-
-class ReplicationControl(Protocol):
-    """What the commands ask of the replication side (node.replication)."""
-
-    def replicaof(self, session: Session, host: str, port: int) -> Any: ...
-    def promote(self, session: Session | None, epoch: int | None = None, why: str = "user request",
-                position: tuple[int, int] | None = None) -> Any: ...
-    def role_reply(self) -> list[Any]: ...
-    # CLIENT KILL TYPE master ("master") / replica ("slave"), of replicas authenticated as `user`.
-    def kill_links(self, kind: str, user: bytes | None = None) -> int: ...
-    def fence(self, epoch: int) -> Any: ...
-    # Redis replicas of this node (node/commands/psync.py): REPLCONF, and PSYNC or SYNC.
-    def replconf(self, session: Session, argv: list[bytes]) -> Any: ...
-    def sync(self, session: Session, argv: list[bytes], psync: bool) -> Any: ...
-
-    @property
-    def failover(self) -> Failover: ...
-
-
-class Failover(Protocol):
-    """The FAILOVER command's state machine (node.replication.failover)."""
-
-    def command(self, session: Session, argv: list[bytes]) -> Any: ...
-
-
-class Waits(Protocol):
-    """WAIT and WAITAOF (node.replication.waits): the reply now, or a Block."""
-
-    def wait(self, session: Session, numreplicas: int, timeout_ms: int) -> Any: ...
-    def waitaof(self, session: Session, numlocal: int, numreplicas: int, timeout_ms: int) -> Any: ...
 
 
 # SLAVEOF NO ONE EPOCH e POSITION log-epoch offset (8 arguments) is fenced mode's promotion,

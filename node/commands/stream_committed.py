@@ -6,19 +6,12 @@ bookkeeping (node/replication/committed.py, reached as `ctx.node.committed`).
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Any
 
 from node.commands.context import Session
 from node.commands.stream_args import lookup_stream
 from node.commands.table import command
 from node.engine.ids import format_id
-
-
-class CommittedReads(Protocol):
-    """What XCOMMITTED asks of the node."""
-
-    def refresh(self) -> None: ...  # the log's units so far reach the bookkeeping first
-    def committed_id(self, db_index: int, key: bytes) -> int | None: ...
 
 
 @command("xcommitted", -2, "readonly fast", 1, -1, 1, group="stream",

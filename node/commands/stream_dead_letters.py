@@ -20,9 +20,10 @@ from node.commands.reply import OK, CommandError
 from node.commands.stream_args import bytes_text, from_log, lookup_stream, propagate_all
 from node.commands.stream_idmp import new_stream_effects
 from node.commands.table import container, subcommand
-from node.engine import stream_ops
+from node.engine import stream_append
 from node.engine.dead_letters import DeadLetterPolicy, Mover, history_fields
 from node.engine.groups import ConsumerGroup, Nack
+from node.engine.stream_append import open_stream
 from node.engine.stream_ops import AddTrimArgs, Effect, StreamError, xack_effect
 from node.engine.stream_value import StreamValue
 
@@ -115,15 +116,12 @@ def mover(ctx: Session, key: bytes, group_name: bytes, value: StreamValue, group
         if fields is None:
             group.ack(entry_id)
             return [xack_effect(key, group_name, entry_id)]
-        target = db.get(policy.stream)
-        created = target is None
+        target, created = open_stream(db, policy.stream)
         if target is None:
-            target = StreamValue()
-        elif type(target) is not StreamValue:
             return None
         argv = [b"XADD", policy.stream, b"*", *history_fields(key, group_name, entry_id, nack, fields)]
         try:
-            _, effect = stream_ops.xadd(
+            _, effect = stream_append.xadd(
                 target, argv, AddTrimArgs(), ctx.now_ms(), config.stream_node_max_entries, config.stream_node_max_bytes
             )
         except StreamError:

@@ -27,9 +27,10 @@ from node.commands.stream_args import (
 )
 from node.commands.stream_idmp import new_stream_effects, xadd_idmp
 from node.commands.table import command
-from node.engine import stream_ops
+from node.engine import stream_append, stream_ops
 from node.engine.ids import MAX_ID, format_id, format_parts, parse_id_parts
 from node.engine.keyspace import WRONGTYPE
+from node.engine.stream_append import open_stream
 from node.engine.stream_ops import StreamError
 from node.engine.stream_value import StreamValue
 
@@ -55,12 +56,11 @@ def xadd(ctx: Session, argv: list[bytes]) -> Any:
         raise CommandError("ERR The ID specified in XADD must be greater than 0-0")
     db = ctx.db
     key = argv[1]
-    value = lookup_stream(db, key)
-    created = value is None
+    value, created = open_stream(db, key)
     if value is None:
-        if args.no_mkstream:
-            return None
-        value = StreamValue()
+        raise CommandError(WRONGTYPE)
+    if created and args.no_mkstream:
+        return None
     if args.idmp_pid:
         reply = xadd_idmp(ctx, argv, args, value, created)
         if created:
@@ -69,7 +69,7 @@ def xadd(ctx: Session, argv: list[bytes]) -> Any:
     config = ctx.node.config
     settings = new_stream_effects(ctx, key, value) if created else []
     try:
-        entry_id, effect = stream_ops.xadd(
+        entry_id, effect = stream_append.xadd(
             value, argv, args, ctx.now_ms(), config.stream_node_max_entries, config.stream_node_max_bytes
         )
     except StreamError as exc:
@@ -89,13 +89,12 @@ def _xadd_plain(ctx: Session, argv: list[bytes], ms: int, seq: int) -> Any:
         raise CommandError("ERR The ID specified in XADD must be greater than 0-0")
     db = ctx.db
     key = argv[1]
-    value = lookup_stream(db, key)
-    created = value is None
+    value, created = open_stream(db, key)
     if value is None:
-        value = StreamValue()
+        raise CommandError(WRONGTYPE)
     config = ctx.node.config
     try:
-        effect = stream_ops.xadd_plain(
+        effect = stream_append.xadd_plain(
             value, argv, ms, seq, ctx.now_ms() if ms < 0 else 0,
             config.stream_node_max_entries, config.stream_node_max_bytes,
         )

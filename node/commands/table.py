@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
-if TYPE_CHECKING:
-    from node.commands.context import Session
-
-Handler = Callable[["Session", list[bytes]], Any]
+# A handler takes the calling client's session (node.commands.context.Session) and the
+# arguments. The session's type is named by each handler, not here: the table sits below the
+# session, which names the table as its server's command list.
+Handler = Callable[[Any, list[bytes]], Any]
 
 # Redis command flags used here. "write" commands are refused on replicas and their
 # effects are logged; "noscript"/"loading"/"stale" are informative for COMMAND INFO.

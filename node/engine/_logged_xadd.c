@@ -33,7 +33,7 @@
 
 #include "resp_read.h"
 
-#define MAX_ENTRY_BYTES (1LL << 30) /* node/engine/stream_ops.py MAX_ENTRY_BYTES */
+#define MAX_ENTRY_BYTES (1LL << 30) /* node/engine/stream_append.py MAX_ENTRY_BYTES */
 #define LP_FLAGS 2                  /* listpack_size.py LP_FLAGS */
 #define ONE_BYTE_VARINT 0x80        /* values this long or longer take the ordinary way */
 

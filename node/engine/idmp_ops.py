@@ -22,7 +22,7 @@ the same map (`IdmpState` measures age from entry IDs, so no clock is replayed):
 
 from __future__ import annotations
 
-from node.engine import stream_ops
+from node.engine import stream_append
 from node.engine.idmp import DEFAULT_DURATION, DEFAULT_MAXSIZE, IdmpState, auto_iid
 from node.engine.ids import format_id
 from node.engine.stream_ops import TRIM_MAXLEN, TRIM_NONE, AddTrimArgs, Effect, StreamError
@@ -68,7 +68,7 @@ def xadd_idmp(
         if found is not None:
             state.duplicates += 1
             return found, False, [b"XADD", argv[1], b"IDMP", pid, iid, format_id(found), *argv[first_field:]]
-    entry_id, added = stream_ops.xadd(value, argv, args, now_ms, node_max_entries, node_max_bytes)
+    entry_id, added = stream_append.xadd(value, argv, args, now_ms, node_max_entries, node_max_bytes)
     if state is None:
         state = value.idmp = IdmpState()
     state.record(pid, iid, entry_id)

@@ -27,8 +27,7 @@ from typing import Any, Final
 
 from node.engine.dead_letters import Mover
 from node.engine.groups import INVALID_ENTRIES_READ, UNOWNED, Consumer, ConsumerGroup, Nack, one_more
-from node.engine.ids import MAX_ID, MAX_MS, MAX_SEQ, decimal, format_id, format_parts, incr_id
-from node.engine.node_values import total_len
+from node.engine.ids import MAX_ID, decimal, format_id, incr_id
 from node.engine.stream_refs import KEEPREF, policy_trim
 from node.engine.stream_value import StreamValue
 
@@ -38,9 +37,6 @@ Entry = tuple[int, list[bytes] | None]  # fields None: the entry was deleted (PE
 TRIM_NONE: Final = 0
 TRIM_MAXLEN: Final = 1
 TRIM_MINID: Final = 2
-
-# Redis STREAM_LISTPACK_MAX_SIZE: no entry may carry more than this many bytes.
-MAX_ENTRY_BYTES: Final = 1 << 30
 
 
 class ReadBudget:
@@ -186,114 +182,8 @@ def xack_effect(key: bytes, group_name: bytes, entry_id: int) -> Effect:
 
 
 # ---------------------------------------------------------------------------------------
-# Entries: XADD, XTRIM, XDEL, XSETID
+# Entries: XTRIM, XDEL, XSETID (XADD appends in node/engine/stream_append.py)
 # ---------------------------------------------------------------------------------------
-
-
-def next_auto_parts(value: StreamValue, now_ms: int) -> tuple[int, int]:
-    """streamNextID as (ms, seq): the clock's millisecond, or one past the last ID if the
-    clock is not ahead of it (IDs never go backwards). Works on the halves, which are small
-    ints where the whole 128-bit ID is not (XADD * runs this on every call)."""
-    ms = value.last_ms
-    if now_ms > ms:
-        return now_ms, 0
-    seq = value.last_seq + 1
-    if not seq >> 64:
-        return ms, seq
-    if ms == MAX_MS:
-        raise StreamError("ERR The stream has exhausted the last possible ID, unable to add more items")
-    return ms + 1, 0
-
-
-def next_auto_id(value: StreamValue, now_ms: int) -> int:
-    """next_auto_parts as one ID."""
-    ms, seq = next_auto_parts(value, now_ms)
-    return (ms << 64) | seq
-
-
-def xadd(
-    value: StreamValue,
-    argv: list[bytes],
-    args: AddTrimArgs,
-    now_ms: int,
-    node_max_entries: int,
-    node_max_bytes: int,
-) -> tuple[int, Effect]:
-    """Append argv's fields (after the ID) and trim as asked; returns the new ID and the
-    effect. Raises StreamError as streamAppendItem's callers do."""
-    last = value.last_id
-    if last == MAX_ID:
-        raise StreamError("ERR The stream has exhausted the last possible ID, unable to add more items")
-    if not args.id_given:
-        entry_id = next_auto_id(value, now_ms)
-    elif args.seq_given:
-        entry_id = args.entry_id
-    elif last >> 64 == args.entry_id >> 64:
-        # `ms-*` in the last ID's millisecond: the next sequence number, if there is one.
-        if last & MAX_SEQ == MAX_SEQ:
-            raise StreamError("ERR The ID specified in XADD is equal or smaller than the target stream top item")
-        entry_id = last + 1
-    else:
-        entry_id = args.entry_id
-    if entry_id <= last:
-        raise StreamError("ERR The ID specified in XADD is equal or smaller than the target stream top item")
-    size = total_len(argv, args.id_pos + 1)
-    if size > MAX_ENTRY_BYTES:
-        raise StreamError("ERR Elements are too large to be stored")
-    value.append(entry_id >> 64, entry_id & MAX_SEQ, entry_id, argv, args.id_pos + 1, size, node_max_entries, node_max_bytes)
-
-    effect = argv.copy()
-    if args.strategy != TRIM_NONE:
-        _, reached = trim_walk(value, args)
-        rewrite_trim(effect, value, args, reached)
-    if not args.id_given or not args.seq_given:
-        effect[args.id_pos] = format_id(entry_id)
-    return entry_id, effect
-
-
-def xadd_plain(
-    value: StreamValue,
-    argv: list[bytes],
-    ms: int,
-    seq: int,
-    now_ms: int,
-    node_max_entries: int,
-    node_max_bytes: int,
-) -> Effect:
-    """XADD key <id> field value ... without options, the hot paths: `*` when ms < 0 (the ID
-    from the clock), else the complete ID ms-seq, the form replicas and the AOF apply for
-    every XADD (the caller has refused 0-0). Returns the effect, which names the new ID as
-    argv[2] does (the generated ID for `*`, the client's text otherwise)."""
-    effect = argv.copy()
-    if ms < 0:
-        ms, seq = next_auto_parts(value, now_ms)
-        _append_fields(value, argv, ms, seq, node_max_entries, node_max_bytes)
-        effect[2] = format_parts(ms, seq)
-    else:
-        append_at(value, argv, ms, seq, node_max_entries, node_max_bytes)
-    return effect
-
-
-def append_at(
-    value: StreamValue, argv: list[bytes], ms: int, seq: int, node_max_entries: int, node_max_bytes: int
-) -> None:
-    """XADD key ms-seq field value ...: argv's fields at the complete ID ms-seq, which must be
-    above the stream's last ID (the caller has refused 0-0). Raises StreamError."""
-    last_ms = value.last_ms
-    if last_ms == MAX_MS and value.last_seq == MAX_SEQ:
-        raise StreamError("ERR The stream has exhausted the last possible ID, unable to add more items")
-    if ms < last_ms or (ms == last_ms and seq <= value.last_seq):
-        raise StreamError("ERR The ID specified in XADD is equal or smaller than the target stream top item")
-    _append_fields(value, argv, ms, seq, node_max_entries, node_max_bytes)
-
-
-def _append_fields(
-    value: StreamValue, argv: list[bytes], ms: int, seq: int, node_max_entries: int, node_max_bytes: int
-) -> None:
-    size = total_len(argv, 3)
-    if size > MAX_ENTRY_BYTES:
-        raise StreamError("ERR Elements are too large to be stored")
-    value.append(ms, seq, (ms << 64) | seq, argv, 3, size, node_max_entries, node_max_bytes)
 
 
 def trim(value: StreamValue, args: AddTrimArgs) -> int:

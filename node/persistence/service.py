@@ -51,6 +51,7 @@ if TYPE_CHECKING:
     import asyncio
 
     from node.server.server import Server
+    from node.server.write_gates import WriteGates
 
 log = logging.getLogger("rill.persistence")
 
@@ -64,8 +65,10 @@ _REWRITE_FAILURES_BEFORE_BACKOFF: Final = 3
 _REWRITE_BACKOFF_MAX: Final = 3600
 
 class Persistence:
-    def __init__(self, server: Server) -> None:
+    def __init__(self, server: Server, write_gates: WriteGates) -> None:
         self.server = server
+        # Its -MISCONF gate (node/server/write_gates.py); only _update_denial sets it.
+        self.write_gates = write_gates
         self.config = server.config
         self.gate = server.reply_gate
         self.aof_state = AOF_OFF
@@ -133,7 +136,7 @@ class Persistence:
             self.aof.loading = False
             if collecting:
                 gc.enable()
-        self.server.dirty = 0
+        self.snapshots.saved_now()  # the loaded data set is the saved one
         self.server.reset_stats()
         self.keys_loaded = self.server.keyspace.key_count()
         self.load_seconds = time.monotonic() - started
@@ -253,7 +256,7 @@ class Persistence:
             text = rdb_refusal
         elif self.aof_state != AOF_OFF and (self.aof.write_failure or self.aof.fsync_failure):
             text = f"MISCONF Errors writing to the AOF file: {self.aof.write_failure or self.aof.fsync_failure}"
-        self.server.dispatcher.write_denial = text
+        self.write_gates.deny_writes(text)
 
     # -- the RDB file (node/persistence/snapshots.py) ----------------------------------------
 

@@ -51,7 +51,19 @@ class Snapshots:
         self.rdb_saves = 0
         self.bgsave_scheduled = False
         self.lastsave = int(time.time())  # unix time of the last successful save (LASTSAVE)
+        # The server's write count (node/server/server.py) when the data set was last saved or
+        # loaded: Redis's server.dirty is the count less this, and only this module moves it.
+        self._writes_at_save = 0
         self.config.on_change(self._on_config_change)
+
+    def changes_since_save(self) -> int:
+        """Writes since the last save (Redis's server.dirty: INFO rdb_changes_since_last_save,
+        the save points)."""
+        return self.server.writes - self._writes_at_save
+
+    def saved_now(self) -> None:
+        """The data set as it is now is on disk (a save, or the load at start-up)."""
+        self._writes_at_save = self.server.writes
 
     def path(self) -> str:
         return os.path.join(self.config.get("dir"), self.config.get("dbfilename"))
@@ -78,7 +90,7 @@ class Snapshots:
             remove_quietly(temp)
             log.warning("Write error saving DB on disk: %s", exc.strerror or exc)
             return False
-        self.server.dirty = 0
+        self.saved_now()
         self.lastsave = int(time.time())
         self.bgsave_ok = True
         self._status_changed()
@@ -112,19 +124,20 @@ class Snapshots:
             log.warning("Can't save in background: fork: %s", exc.strerror)
             self._bgsave_finished(False, time.monotonic())
             return False
-        job.on_done = functools.partial(self._bgsave_done, temp, self.server.dirty, job.started)
+        job.on_done = functools.partial(self._bgsave_done, temp, self.server.writes, job.started)
         self.child.job = job
         log.info("Background saving started by pid %d", job.pid)
         return True
 
-    def _bgsave_done(self, temp: str, dirty_before: int, started: float, ok: bool, message: str) -> None:
+    def _bgsave_done(self, temp: str, writes_at_fork: int, started: float, ok: bool, message: str) -> None:
         if ok:
             try:
                 replace_durably(temp, self.path())
             except OSError as exc:
                 ok, message = False, f"rename: {exc.strerror}"
         if ok:
-            self.server.dirty = max(0, self.server.dirty - dirty_before)
+            # What was written after the fork is not in the file.
+            self._writes_at_save = max(self._writes_at_save, writes_at_fork)
             self.lastsave = int(time.time())
             log.info("Background saving terminated with success")
         else:
@@ -143,7 +156,7 @@ class Snapshots:
         now = time.time()
         if not self.bgsave_ok and now - self.last_bgsave_try < _BGSAVE_RETRY_DELAY:
             return False
-        dirty = self.server.dirty
+        dirty = self.changes_since_save()
         since = now - self.lastsave
         for seconds, changes in self.save_points:
             if dirty >= changes and since > seconds:

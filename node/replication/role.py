@@ -40,10 +40,12 @@ from node.replication.redis_primary import RedisReplicas
 from node.replication.settings import client_tls, primary_settings, replica_settings, server_tls
 from node.replication.state_machine import NodeStateMachine
 from node.replication.waits import Waits
+from node.server.role_view import RoleView
 from replication import Backlog, CommitPoint, Primary, ReplicaLink, ReplicationError, new_replid
 
 if TYPE_CHECKING:
     from node.server.server import Server
+    from node.server.write_gates import WriteGates
 
 log = logging.getLogger("rill.replication")
 
@@ -68,12 +70,27 @@ def _log_connect_failure(task: asyncio.Future[None]) -> None:
         log.error("Replication link setup failed", exc_info=task.exception())
 
 
-class ReplicationNode:
-    """The replication side of one node (`ctx.node.replication`)."""
+class Role(RoleView):
+    """The node's replication role, which `ReplicationNode` owns and alone changes (the
+    server and the commands read it through node/server/role_view.py's `RoleView`)."""
 
-    def __init__(self, server: Server, persistence: Persistence) -> None:
+    def become_primary(self) -> None:
+        self._name = "master"
+
+    def become_replica(self) -> None:
+        self._name = "slave"
+
+
+class ReplicationNode:
+    """The replication side of one node (`ctx.node.replication`). It is given the node's
+    `Role` and the write gates it sets (node/server/write_gates.py: the quorum and the
+    lease) when it is built."""
+
+    def __init__(self, server: Server, persistence: Persistence, role: Role, write_gates: WriteGates) -> None:
         self.server = server
         self.persistence = persistence
+        self.role = role
+        self.write_gates = write_gates
         self.config = server.config
         # Who may replicate from this node: ACL users allowed PSYNC and REPLCONF.
         self._access = replica_access(server.acl, server.now_ms)
@@ -103,7 +120,7 @@ class ReplicationNode:
         if self.fencing.enabled:
             # Without its lease a primary adds nothing to its log on its own either: no
             # expired key is deleted, no PUBLISH propagated (node/commands/expiry.py, pubsub.py).
-            server.lease_check = self._lease_refusal
+            write_gates.require_lease(self._lease_refusal)
         # A replica acks at once when its AOF's fsync advances (a primary's WAITAOF waits).
         persistence.add_durability_listener(self._durability_changed)
         self.config.on_change(self._on_config_change)
@@ -127,7 +144,7 @@ class ReplicationNode:
         self.waits.attach(self.primary)
         self.primary.registry.add_ack_listener(self.failover.check)
         if self.config.get("replicaof"):
-            self.server.role = "slave"
+            self.role.become_replica()
             self.feed.record()
             self.fencing.stepped_down()
         elif effects.offset > 0:
@@ -225,7 +242,7 @@ class ReplicationNode:
         was_master = self.server.role == "master"
         self.demotions += int(was_master)
         self.fencing.stepped_down()
-        self.server.role = "slave"
+        self.role.become_replica()
         self.config.set("replicaof", f"{host} {port}", startup=True)
         self.master = (host, port)
         self.unblock_all(UNBLOCKED)
@@ -266,7 +283,7 @@ class ReplicationNode:
         self._drop_link()
         self.master = None
         self.config.set("replicaof", "", startup=True)
-        self.server.role = "master"
+        self.role.become_primary()
         self.promotions += 1
         self.backlog.shift_replid(replid)
         self.primary.waits.reopen()
@@ -437,7 +454,7 @@ class ReplicationNode:
         # Redis checks good replicas only when both settings are non-zero.
         self._min_replicas = bool(needed and max_lag)
         gated = self._min_replicas or self.fencing.enabled
-        self.server.dispatcher.write_quorum = self._check_writes if gated else None
+        self.write_gates.require_quorum(self._check_writes if gated else None)
 
     def _check_writes(self) -> str | None:
         """Why a write is refused before it runs: min-replicas-to-write (checkGoodReplicasStatus),

@@ -9,7 +9,7 @@ paused. Fenced mode depends on it: W timed on a clock that a step can shorten co
 replica while the old primary still holds its lease (docs/safety.md, *Fenced mode*).
 
 `wall_ms` is the wall clock, read where Redis shows a date (the "Next failover delay" log
-line) and by TILT, which watches both clocks (node/sentinel/policy.py, `_timer`).
+line) and by TILT, which watches both clocks (node/sentinel/policy/sentinel.py, `_timer`).
 
 Readings of `monotonic_ms` are offset to equal the wall clock at start-up, so they look like
 the mstime() values Redis's timers hold (never near 0, which the policy's fields use for

@@ -5,8 +5,8 @@ sentinelSetDebugConfigParameters, sentinelPublishCommand, sentinelRoleCommand).
 
 Each handler takes the runner and the command's arguments and returns a reply value for the
 node's RESP encoder (node.commands.reply), or raises CommandError. The arities in
-`SUBCOMMANDS` are those of Redis 7.2's command table, checked by the dispatcher before a
-handler runs. A handler that changes the policy's state executes the policy's actions before
+`SUBCOMMANDS` are those of Redis 7.2's command table (node/sentinel/command_table.py),
+checked by the dispatcher before a handler runs. A handler that changes the policy's state executes the policy's actions before
 it returns, so a configuration rewrite (a vote, a new master) is on disk before the reply is
 written; when that rewrite fails the reply is Redis's error.
 """
@@ -23,14 +23,16 @@ from node.commands.args import parse_int, to_int
 from node.commands.glob import glob_match
 from node.commands.helptext import help_reply
 from node.commands.reply import OK, CommandError
-from node.commands.table import CommandSpec, CommandTable, add_command
+from node.commands.table import CommandTable
 from node.sentinel import replies
+from node.sentinel.command_table import HELP_LINES, SUBCOMMAND_ARITIES
+from node.sentinel.command_table import command_table as sentinel_command_table
 from node.sentinel.instance import Instance
 from node.sentinel.messages import WARNING
 from node.sentinel.policy import SentinelError
+from node.sentinel.policy.options import TIMING_OPTIONS
 from node.sentinel.runner import Runner
 from node.sentinel.settings import HELLO_CHANNEL, SIMFAILURE_CRASH_AFTER_ELECTION, SIMFAILURE_CRASH_AFTER_PROMOTION
-from node.server.sentinel_mode import sentinel_commands
 
 FLUSH_FAILED: Final = "ERR Failed to save config file. Check server logs."
 NO_SUCH_MASTER: Final = "ERR No such master with that name"
@@ -41,14 +43,6 @@ SCRIPTS_DENIED: Final = (
 LOG_LEVEL_NAMES: Final = ("debug", "verbose", "notice", "warning", "nothing")
 
 Handler = Callable[[Runner, list[bytes]], Any]
-
-
-@dataclass(frozen=True, slots=True)
-class Subcommand:
-    name: str
-    arity: int  # Redis's: counts SENTINEL and the subcommand; negative = at least
-    handler: Handler
-    summary: str = ""
 
 
 def _text(arg: bytes) -> str:
@@ -219,14 +213,7 @@ def _set(runner: Runner, argv: list[bytes]) -> Any:
             if value is None:
                 error = f"ERR Invalid argument '{_text(argv[j])}' for SENTINEL SET '{option}'"
                 break
-            if opt == "down-after-milliseconds":
-                s.set_down_after(master, value)
-            elif opt == "failover-timeout":
-                master.failover_timeout = value
-            elif opt == "parallel-syncs":
-                master.parallel_syncs = value
-            else:
-                master.quorum = value
+            s.configure(master, opt, value)
         elif opt in ("notification-script", "client-reconfig-script") and more > 0:
             j += 1
             path = _text(argv[j])
@@ -240,19 +227,11 @@ def _set(runner: Runner, argv: list[bytes]) -> Any:
                     else "ERR Client reconfiguration script seems non existing or non executable"
                 )
                 break
-            if opt == "notification-script":
-                master.notification_script = path or None
-            else:
-                master.client_reconfig_script = path or None
+            s.configure(master, opt, path or None)
         elif opt in ("auth-pass", "auth-user") and more > 0:
             j += 1
-            value_text = _text(argv[j])
-            if opt == "auth-pass":
-                master.auth_pass = value_text or None
-                redacted = True
-            else:
-                master.auth_user = value_text or None
-            s.drop_instance_connections(master)
+            s.configure(master, opt, _text(argv[j]) or None)
+            redacted = opt == "auth-pass"
         elif opt == "rename-command" and more > 1:
             old, new = _text(argv[j + 1]), _text(argv[j + 2])
             j += 2
@@ -260,17 +239,15 @@ def _set(runner: Runner, argv: list[bytes]) -> Any:
                 bad = argv[j - 1] if new else argv[j]
                 error = f"ERR Invalid argument '{_text(bad)}' for SENTINEL SET '{option}'"
                 break
-            for name in [n for n in master.renamed_commands if n.lower() == old.lower()]:
-                del master.renamed_commands[name]
-            if old.lower() != new.lower():
-                master.renamed_commands[old] = new
+            # Renaming a command to itself undoes its renaming.
+            s.configure(master, opt, (old, new if old.lower() != new.lower() else None))
         elif opt == "master-reboot-down-after-period" and more > 0:
             j += 1
             value = _positive(argv[j], zero_ok=True)
             if value is None:
                 error = f"ERR Invalid argument '{_text(argv[j])}' for SENTINEL SET '{option}'"
                 break
-            master.master_reboot_down_after_period = value
+            s.configure(master, opt, value)
         else:
             error = f"ERR Unknown option or number of arguments for SENTINEL SET '{option}'"
             break
@@ -347,20 +324,13 @@ def _config_set(runner: Runner, argv: list[bytes]) -> Any:
         text = _text(value)
         if opt == "loglevel":
             runner.set_loglevel(text.lower())
-        elif opt == "resolve-hostnames":
-            s.resolve_hostnames = bool(_yes_no(value))
-        elif opt == "announce-hostnames":
-            s.announce_hostnames = bool(_yes_no(value))
-        elif opt == "announce-ip":
-            s.announce_ip = text or None
+        elif opt in ("resolve-hostnames", "announce-hostnames"):
+            s.configure(None, opt, bool(_yes_no(value)))
         elif opt == "announce-port":
-            s.announce_port = int(text)
-        elif opt == "sentinel-user":
-            s.sentinel_auth_user = text or None
-            drop = True
-        elif opt == "sentinel-pass":
-            s.sentinel_auth_pass = text or None
-            drop = True
+            s.configure(None, opt, int(text))
+        else:  # announce-ip, sentinel-user, sentinel-pass
+            s.configure(None, opt, text or None)
+            drop = drop or opt in ("sentinel-user", "sentinel-pass")
     s.flush_config()
     reply = _flushed(runner)
     if drop:
@@ -391,55 +361,37 @@ def _config_get(runner: Runner, argv: list[bytes]) -> Any:
     return out
 
 
-_DEBUG_FIELDS: Final = {
-    "info-period": "info_period",
-    "ping-period": "ping_period",
-    "ask-period": "ask_period",
-    "publish-period": "publish_period",
-    "default-down-after": "default_down_after",
-    "tilt-trigger": "tilt_trigger",
-    "tilt-period": "tilt_period",
-    "slave-reconf-timeout": "slave_reconf_timeout",
-    "min-link-reconnect-period": "min_link_reconnect_period",
-    "default-failover-timeout": "default_failover_timeout",
-    "election-timeout": "election_timeout",
-    "script-max-runtime": "script_max_runtime",
-    "script-retry-delay": "script_retry_delay",
-}
-
-
 def _debug(runner: Runner, argv: list[bytes]) -> Any:
     """SENTINEL DEBUG: the timing parameters, or set some (each applied as it is read)."""
     if len(argv) == 2:
         return replies.debug(runner.sentinel)
-    timings = runner.sentinel.timings
     j = 2
     while j < len(argv):
         option = _text(argv[j])
-        field = _DEBUG_FIELDS.get(option.lower())
-        if field is None or len(argv) - 1 - j <= 0:
+        name = option.lower()
+        if name not in TIMING_OPTIONS or len(argv) - 1 - j <= 0:
             raise CommandError(f"ERR Unknown option or number of arguments for SENTINEL DEBUG '{option}'")
         j += 1
         value = _positive(argv[j])
         if value is None:
             raise CommandError(f"ERR Invalid argument '{_text(argv[j])}' for SENTINEL DEBUG '{option}'")
-        setattr(timings, field, value)
+        runner.sentinel.configure(None, name, value)
         j += 1
     return OK
 
 
 def _simulate_failure(runner: Runner, argv: list[bytes]) -> Any:
     s = runner.sentinel
-    s.simfailure_flags = 0
+    s.configure(None, "simulate-failure", 0)
     for arg in argv[2:]:
         word = arg.lower()
         if word == b"crash-after-election":
-            s.simfailure_flags |= SIMFAILURE_CRASH_AFTER_ELECTION
+            s.configure(None, "simulate-failure", s.simfailure_flags | SIMFAILURE_CRASH_AFTER_ELECTION)
             runner.log_warning(
                 "Failure simulation: this Sentinel will crash after being successfully elected as failover leader"
             )
         elif word == b"crash-after-promotion":
-            s.simfailure_flags |= SIMFAILURE_CRASH_AFTER_PROMOTION
+            s.configure(None, "simulate-failure", s.simfailure_flags | SIMFAILURE_CRASH_AFTER_PROMOTION)
             runner.log_warning(
                 "Failure simulation: this Sentinel will crash after promoting the selected replica to master"
             )
@@ -450,88 +402,12 @@ def _simulate_failure(runner: Runner, argv: list[bytes]) -> Any:
     return OK
 
 
-_HELP: Final = (
-    "CKQUORUM <master-name>",
-    "    Check if the current Sentinel configuration is able to reach the quorum",
-    "    needed to failover a master and the majority needed to authorize the",
-    "    failover.",
-    "CONFIG SET param value [param value ...]",
-    "    Set a global Sentinel configuration parameter.",
-    "CONFIG GET <param> [param param param ...]",
-    "    Get global Sentinel configuration parameter.",
-    "DEBUG [<param> <value> ...]",
-    "    Show a list of configurable time parameters and their values (milliseconds).",
-    "    Or update current configurable parameters values (one or more).",
-    "GET-MASTER-ADDR-BY-NAME <master-name>",
-    "    Return the ip and port number of the master with that name.",
-    "FAILOVER <master-name>",
-    "    Manually failover a master node without asking for agreement from other",
-    "    Sentinels",
-    "FLUSHCONFIG",
-    "    Force Sentinel to rewrite its configuration on disk, including the current",
-    "    Sentinel state.",
-    "INFO-CACHE <master-name>",
-    "    Return last cached INFO output from masters and all its replicas.",
-    "IS-MASTER-DOWN-BY-ADDR <ip> <port> <current-epoch> <runid>",
-    "    Check if the master specified by ip:port is down from current Sentinel's",
-    "    point of view.",
-    "MASTER <master-name>",
-    "    Show the state and info of the specified master.",
-    "MASTERS",
-    "    Show a list of monitored masters and their state.",
-    "MONITOR <name> <ip> <port> <quorum>",
-    "    Start monitoring a new master with the specified name, ip, port and quorum.",
-    "MYID",
-    "    Return the ID of the Sentinel instance.",
-    "PENDING-SCRIPTS",
-    "    Get pending scripts information.",
-    "REMOVE <master-name>",
-    "    Remove master from Sentinel's monitor list.",
-    "REPLICAS <master-name>",
-    "    Show a list of replicas for this master and their state.",
-    "RESET <pattern>",
-    "    Reset masters for specific master name matching this pattern.",
-    "SENTINELS <master-name>",
-    "    Show a list of Sentinel instances for this master and their state.",
-    "SET <master-name> <option> <value> [<option> <value> ...]",
-    "    Set configuration parameters for certain masters.",
-    "SIMULATE-FAILURE [CRASH-AFTER-ELECTION] [CRASH-AFTER-PROMOTION] [HELP]",
-    "    Simulate a Sentinel crash.",
-)
-
-
 def _help(runner: Runner, argv: list[bytes]) -> Any:
-    lines = help_reply(argv[0], _HELP)
+    lines = help_reply(argv[0], HELP_LINES)
     lines[-1] = "    Print this help."  # 7.2's wording (7.0 said "Prints")
     return lines
 
 
-SUBCOMMANDS: Final = {
-    spec.name: spec
-    for spec in (
-        Subcommand("ckquorum", 3, _ckquorum),
-        Subcommand("config", -4, _config),
-        Subcommand("debug", -2, _debug),
-        Subcommand("failover", 3, _failover),
-        Subcommand("flushconfig", 2, _flushconfig),
-        Subcommand("get-master-addr-by-name", 3, _get_master_addr),
-        Subcommand("help", 2, _help),
-        Subcommand("info-cache", -3, _info_cache),
-        Subcommand("is-master-down-by-addr", 6, _is_master_down_by_addr),
-        Subcommand("master", 3, _master_cmd),
-        Subcommand("masters", 2, _masters),
-        Subcommand("monitor", 6, _monitor),
-        Subcommand("myid", 2, _myid),
-        Subcommand("pending-scripts", 2, _pending_scripts),
-        Subcommand("remove", 3, _remove),
-        Subcommand("replicas", 3, _replicas),
-        Subcommand("reset", 3, _reset),
-        Subcommand("sentinels", 3, _sentinels),
-        Subcommand("set", -5, _set),
-        Subcommand("simulate-failure", -3, _simulate_failure),
-        Subcommand("slaves", 3, _replicas),
-    )
-}
 
 
 # ---------------------------------------------------------------------------- beside SENTINEL
@@ -551,21 +427,48 @@ def publish(runner: Runner, argv: list[bytes]) -> Any:
     return 1
 
 
+_HANDLERS: Final[dict[str, Handler]] = {
+    "ckquorum": _ckquorum,
+    "config": _config,
+    "debug": _debug,
+    "failover": _failover,
+    "flushconfig": _flushconfig,
+    "get-master-addr-by-name": _get_master_addr,
+    "help": _help,
+    "info-cache": _info_cache,
+    "is-master-down-by-addr": _is_master_down_by_addr,
+    "master": _master_cmd,
+    "masters": _masters,
+    "monitor": _monitor,
+    "myid": _myid,
+    "pending-scripts": _pending_scripts,
+    "remove": _remove,
+    "replicas": _replicas,
+    "reset": _reset,
+    "sentinels": _sentinels,
+    "set": _set,
+    "simulate-failure": _simulate_failure,
+    "slaves": _replicas,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Subcommand:
+    name: str
+    arity: int  # Redis's: counts SENTINEL and the subcommand; negative = at least
+    handler: Handler
+
+
+SUBCOMMANDS: Final = {name: Subcommand(name, arity, _HANDLERS[name]) for name, arity in SUBCOMMAND_ARITIES.items()}
+
 
 def command_table(bind: Callable[[Handler], Any]) -> CommandTable:
-    """A sentinel's command table: the commands it shares with a node, SENTINEL with its
-    subcommands, and its own ROLE and PUBLISH; `bind` turns a handler into the table's
-    (session, argv) form (the shell binds them to its runner)."""
-    table = sentinel_commands()
-    sentinel = CommandSpec("sentinel", -2, frozenset({"admin"}), 0, 0, 0, None, "sentinel",
-                           "A container for Redis Sentinel commands.")
-    for sub in SUBCOMMANDS.values():
-        sentinel.subcommands[sub.name] = CommandSpec(
-            f"sentinel|{sub.name}", sub.arity, frozenset({"admin"}), 0, 0, 0, bind(sub.handler), "sentinel", sub.summary,
-        )
-    add_command(table, sentinel)
-    add_command(table, CommandSpec("role", 1, frozenset({"noscript", "loading", "stale", "fast"}), 0, 0, 0,
-                                   bind(role), "server", "Returns the replication role."))
-    add_command(table, CommandSpec("publish", 3, frozenset({"pubsub", "loading", "stale", "fast"}), 0, 0, 0,
-                                   bind(publish), "pubsub", "Posts a message to a channel."))
-    return table
+    """A sentinel's command table (node/sentinel/command_table.py) with these handlers; `bind`
+    turns a handler into the table's (session, argv) form (the shell binds them to its
+    runner)."""
+    beside = {"role": role, "publish": publish}
+
+    def handler(name: str) -> Any:
+        return bind(SUBCOMMANDS[name.removeprefix("sentinel|")].handler if name.startswith("sentinel|") else beside[name])
+
+    return sentinel_command_table(handler)

@@ -123,3 +123,12 @@ def select_fenced(master: Instance) -> Instance | None:
         return None
     tied = [s for s in candidates if position(s) == best]
     return min(tied, key=lambda s: (s is not master, s.slave_priority, s.runid is None, (s.runid or "").lower()))
+
+
+def forget_fencing(master: Instance) -> None:
+    """A failover or re-tenure is over: its FENCE replies count no more."""
+    master.fence_majority_time = 0
+    master.retenure = False
+    for ri in (master, *master.slaves.values()):
+        ri.fence_reply = None
+        ri.fence_sent_conn = None

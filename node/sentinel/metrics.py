@@ -11,7 +11,7 @@ INFO sentinel show) and from the runner's count of events.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Final
+from typing import Final
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
@@ -20,9 +20,8 @@ from node.metrics.core import CoreCollector, server_registry
 from node.metrics.exporter import MetricsExporter, serve
 from node.metrics.figures import PREFIX, Figure, families, section
 from node.sentinel.instance import FAILOVER_NONE, O_DOWN, S_DOWN
-
-if TYPE_CHECKING:
-    from node.sentinel.shell import SentinelShell
+from node.sentinel.runner import Runner
+from node.server.core import ServerCore
 
 _PREFIX: Final = PREFIX + "sentinel_"
 _STATUSES: Final = ("ok", "sdown", "odown")
@@ -36,23 +35,25 @@ _SENTINEL: Final = (
 
 
 class SentinelCollector(Collector):
-    """A prometheus_client collector for one sentinel process."""
+    """A prometheus_client collector for one sentinel process: its server core's INFO
+    sections and its runner (the policy, the events raised)."""
 
-    def __init__(self, shell: SentinelShell) -> None:
-        self.shell = shell
+    def __init__(self, core: ServerCore, runner: Runner) -> None:
+        self.core = core
+        self.runner = runner
 
     def collect(self) -> Iterator[Metric]:
-        yield from families(section(self.shell.core.info_sections, "sentinel"), _SENTINEL)
+        yield from families(section(self.core.info_sections, "sentinel"), _SENTINEL)
         yield from self._masters()
         events = CounterMetricFamily(
             _PREFIX + "events", "Events raised, by type (+sdown, +odown, +switch-master, +tilt, ...)", labels=["event"]
         )
-        for name, count in sorted(self.shell.runner.events.items()):
+        for name, count in sorted(self.runner.events.items()):
             events.add_metric([name], count)
         yield events
 
     def _masters(self) -> Iterator[Metric]:
-        sentinel = self.shell.runner.sentinel
+        sentinel = self.runner.sentinel
         labels = ["master"]
         status = GaugeMetricFamily(_PREFIX + "master_status", "1 for the master's status as this sentinel sees it",
                                    labels=["master", "status"])
@@ -81,11 +82,11 @@ class SentinelCollector(Collector):
         yield from (status, address, replicas, replicas_down, sentinels, quorum, epoch, failover)
 
 
-async def start_metrics(shell: SentinelShell) -> MetricsExporter | None:
-    """Serves the sentinel's metrics on `metrics-port` (on its bind addresses); None when 0."""
-    port = shell.loaded.options.metrics_port
+async def start_metrics(core: ServerCore, runner: Runner, port: int) -> MetricsExporter | None:
+    """Serves the sentinel's metrics on `port` (its `metrics-port`), on the core's bind
+    addresses; None when 0."""
     if not port:
         return None
-    hosts = shell.core.config.get("bind").split()
-    registry = server_registry(CoreCollector(shell.core), SentinelCollector(shell))
+    hosts = core.config.get("bind").split()
+    registry = server_registry(CoreCollector(core), SentinelCollector(core, runner))
     return await serve(registry, hosts, port)

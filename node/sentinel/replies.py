@@ -169,14 +169,15 @@ def _info(ri: Instance) -> bytes | None:
 
 
 
-def info_fields(s: Sentinel, now: int) -> list[tuple[str, object]]:
-    """The fields of INFO's `# Sentinel` section, in Redis's order."""
+def info_fields(s: Sentinel, now: int, scripts: tuple[int, int] = (0, 0)) -> list[tuple[str, object]]:
+    """The fields of INFO's `# Sentinel` section, in Redis's order; `scripts` are the
+    scripts running and queued (the runner's)."""
     fields: list[tuple[str, object]] = [
         ("sentinel_masters", len(s.masters)),
         ("sentinel_tilt", int(s.tilt)),
         ("sentinel_tilt_since_seconds", (now - s.tilt_start_time) // 1000 if s.tilt else -1),
-        ("sentinel_running_scripts", s.running_scripts),
-        ("sentinel_scripts_queue_length", s.scripts_queue_length),
+        ("sentinel_running_scripts", scripts[0]),
+        ("sentinel_scripts_queue_length", scripts[1]),
         ("sentinel_simulate_failure_flags", s.simfailure_flags),
     ]
     for i, ri in enumerate(s.masters.values()):
@@ -189,9 +190,9 @@ def info_fields(s: Sentinel, now: int) -> list[tuple[str, object]]:
     return fields
 
 
-def info_section(s: Sentinel, now: int) -> str:
+def info_section(s: Sentinel, now: int, scripts: tuple[int, int] = (0, 0)) -> str:
     """The `# Sentinel` section of INFO."""
-    return "# Sentinel\r\n" + "".join(f"{name}:{value}\r\n" for name, value in info_fields(s, now))
+    return "# Sentinel\r\n" + "".join(f"{name}:{value}\r\n" for name, value in info_fields(s, now, scripts))
 
 
 def role(s: Sentinel) -> list[Any]:

@@ -85,6 +85,8 @@ class Runner:
         self._timer: asyncio.TimerHandle | None = None
         self.ticks = 0
         self.events: dict[str, int] = {}  # events raised, by type (the metrics' counters)
+        # Scripts running and waiting, as of the last timer run (INFO's sentinel section).
+        self.script_counts = (0, 0)
 
     def now(self) -> int:
         """The policy's time: CLOCK_BOOTTIME (durations), never the wall clock."""
@@ -123,8 +125,7 @@ class Runner:
         try:
             self.step(Tick(now, self.clock.wall_ms()))
             self.execute(list(self.scripts.tick(now)))
-            self.sentinel.running_scripts = self.scripts.running
-            self.sentinel.scripts_queue_length = len(self.scripts.jobs)
+            self.script_counts = (self.scripts.running, len(self.scripts.jobs))
         finally:
             self._schedule()
 

@@ -21,10 +21,10 @@ from node.commands.table import CommandTable
 from node.config import Config
 from node.metrics.exporter import MetricsExporter
 from node.sentinel import commands, replies
-from node.sentinel import config as sentinel_config
 from node.sentinel.clock import wall_clock_ms
 from node.sentinel.metrics import start_metrics
 from node.sentinel.runner import Runner
+from node.sentinel.server_options import core_config
 from node.sentinel.startup import Loaded, StartupError, ensure_id, load, setup_logging
 from node.server.core import ServerCore
 from node.server.info import Fields
@@ -38,7 +38,7 @@ _CLOSE_TIMEOUT: Final = 2.0
 def server_config(loaded: Loaded) -> Config:
     """The core's settings from the sentinel's file: where to listen, the password, the ACL
     users, TLS."""
-    config = sentinel_config.core_config(loaded.options)
+    config = core_config(loaded.options)
     config.config_file = loaded.config_path
     return config
 
@@ -70,7 +70,7 @@ class SentinelShell:
         return commands.command_table(self._bind)
 
     def _info_fields(self) -> Fields:
-        return replies.info_fields(self.runner.sentinel, self.runner.now())
+        return replies.info_fields(self.runner.sentinel, self.runner.now(), self.runner.script_counts)
 
     def _shutdown_requested(self, session: Session | None, flags: frozenset[str]) -> None:
         log.warning("User requested shutdown...")
@@ -87,7 +87,7 @@ class SentinelShell:
         await self.core.listen()
         self.runner.links.tls = self.core.tls.client_context()
         try:
-            self.metrics_exporter = await start_metrics(self)
+            self.metrics_exporter = await start_metrics(self.core, self.runner, self.loaded.options.metrics_port)
         except OSError:
             self.core.stop_listening()
             raise

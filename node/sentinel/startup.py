@@ -82,7 +82,7 @@ def ensure_id(loaded: Loaded) -> None:
     it keeps it across restarts."""
     if loaded.sentinel.myid:
         return
-    loaded.sentinel.myid = secrets.token_hex(RUN_ID_SIZE // 2)
+    loaded.sentinel.configure(None, "myid", secrets.token_hex(RUN_ID_SIZE // 2))
     try:
         sentinel_config.flush(loaded.config_path, loaded.sentinel, loaded.options)
     except OSError as exc:

@@ -35,7 +35,7 @@ import logging
 import ssl
 import time
 from collections import deque
-from typing import TYPE_CHECKING, Any, Final, cast
+from typing import TYPE_CHECKING, Any, Final, Protocol, cast
 
 from node.commands.context import Block, Session
 from node.commands.reply import OutputLimitReached, ReplyError
@@ -46,7 +46,43 @@ from node.server.resp import encode, encode_error
 from node.server.tls import begin_server_tls
 
 if TYPE_CHECKING:
-    from node.server.core import ServerCore
+    from node.commands.acl_users import AclUsers
+    from node.config import Config
+    from node.server.blocking import BlockingManager
+    from node.server.dispatch import Dispatcher
+    from node.server.pause import ClientPause
+    from node.server.reply_gate import ReplyGate
+
+
+class ClientHost(Protocol):
+    """The server as its client connections see it (node/server/core.py's ServerCore, which
+    builds them): it registers a client, runs its commands, parks it, gates its replies and
+    counts its traffic."""
+
+    stats_net_input: int
+    stats_net_output: int
+    stats_output_limit_disconnections: int
+    stats_query_limit_disconnections: int
+
+    @property
+    def config(self) -> Config: ...
+    @property
+    def acl(self) -> AclUsers: ...
+    @property
+    def dispatcher(self) -> Dispatcher: ...
+    @property
+    def blocking(self) -> BlockingManager: ...
+    @property
+    def pause(self) -> ClientPause: ...
+    @property
+    def reply_gate(self) -> ReplyGate: ...
+
+    def register(self, conn: ClientConnection, addr: str, laddr: str, fd: int, tls: bool = False) -> Session | None: ...
+    def unregister(self, session: Session) -> None: ...
+    def execute(self, session: Session, argv: list[bytes]) -> Any: ...
+    def after_batch(self) -> None: ...
+    def now_ms(self) -> int: ...
+    def output_pending(self, conn: ClientConnection) -> None: ...
 
 log = logging.getLogger("rill.server")
 
@@ -72,7 +108,7 @@ class ClientConnection(asyncio.Protocol):
         "_backed_up", "_held_input", "_held_size", "_resume_scheduled", "_reading_paused",
     )
 
-    def __init__(self, server: ServerCore, tls: ssl.SSLContext | None = None) -> None:
+    def __init__(self, server: ClientHost, tls: ssl.SSLContext | None = None) -> None:
         self.server = server
         # The TLS context of a client of the TLS port, until its connection is made.
         self.tls = tls

@@ -14,8 +14,10 @@ sentinel uses it as it is, with its own table and INFO section:
     ...
     core.stop_listening(); await core.close_clients(deadline)
 
-The core is the `Core` command handlers see (`Session.node`) unless an owner sets `node` (a
-node sets its `RillNode`), and implements the `Clients` and `Admin` protocols.
+The core is the `Core` command handlers see (`Session.node`) unless it is built with another
+(`node=`: a node's `RillNode`), and implements the `Clients` and `Admin` protocols. What it
+reads of its owner it is given when built: the role (read-only, `role=`), the write gates
+(`gates=`), the replication's sync counters (`sync_stats=`).
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Final
 
-from node.commands.acl_users import AclUsers
+from node.commands.acl_users import AclClient, AclUsers
 from node.commands.context import Core, Session
 from node.commands.table import CommandTable
 from node.config import Config
@@ -40,7 +42,9 @@ from node.server.pause import ALL, CLIENT, WRITE, ClientPause
 from node.server.pubsub import PubSubRegistry
 from node.server.reply_gate import ReplyGate
 from node.server.resp import encode_error
+from node.server.role_view import RoleView
 from node.server.tls import TLS_DIRECTIVES, TlsConfigError, TlsContexts
+from node.server.write_gates import WriteGates
 
 log = logging.getLogger("rill.server")
 
@@ -54,7 +58,8 @@ class ServerCore:
 
     def __init__(
         self, config: Config, commands: CommandTable, clock: Callable[[], int], mode: str = "standalone",
-        effects: EffectLog | None = None,
+        effects: EffectLog | None = None, *, role: RoleView | None = None, gates: WriteGates | None = None,
+        node: Core | None = None, sync_stats: Callable[[], Fields] | None = None,
     ) -> None:
         self.config = config
         # Milliseconds since the epoch; tests drive the server with a fake clock.
@@ -62,19 +67,21 @@ class ServerCore:
         self.commands = commands
         # The ACL users of this server: the `user` lines of the configuration (or its aclfile)
         # are loaded now, so a bad one stops the start-up (ConfigError, as Redis exits).
-        self.acl = AclUsers(commands, config)
-        self.acl.sessions = self.sessions
-        self.acl.close = self.close_session
+        self.acl = AclUsers(commands, config, self.sessions, self._close_client)
         self.acl.load_config(config)
         self.mode = mode
-        # A node's replication role ("master" or "slave"); a sentinel's is "sentinel".
-        self.role = "sentinel" if mode == "sentinel" else "master"
+        # A node's replication role ("master" or "slave"), read-only here: its replication side
+        # changes it (node/server/role_view.py). A sentinel's is "sentinel".
+        self._role = role if role is not None else RoleView("sentinel" if mode == "sentinel" else "master")
+        # The rules that refuse writes, each set by its owner (node/server/write_gates.py).
+        self.gates = gates if gates is not None else WriteGates()
         # The log whose units the dispatcher delimits (a write's effects form one unit). A
         # server without data gets one of its own: its commands log nothing, so it stays empty.
         self.effects = effects if effects is not None else EffectLog()
-        # What command handlers see as their server (Session.node); a node sets its RillNode.
-        self.node: Core = self
-        self.dispatcher = Dispatcher(commands, self.effects)
+        # What command handlers see as their server (Session.node): a node's RillNode, which
+        # builds this server; the core itself for a server without data.
+        self.node: Core = node if node is not None else self
+        self.dispatcher = Dispatcher(commands, self.effects, self.gates)
         self.blocking = BlockingManager(self.effects.unit)
         # CLIENT PAUSE and FAILOVER's pause: the dispatcher postpones what they pause.
         self.pause = ClientPause(self.dispatcher.set_pause_level)
@@ -86,8 +93,8 @@ class ServerCore:
         self.info_sections = InfoSections()
         add_core_sections(self.info_sections, self)
         self.metrics = InstantaneousMetrics()
-        # INFO stats' sync_full/sync_partial_ok/sync_partial_err (a node's replication sets it).
-        self.sync_stats: Callable[[], Fields] = _no_syncs
+        # INFO stats' sync_full/sync_partial_ok/sync_partial_err (a node's: its replication's).
+        self.sync_stats: Callable[[], Fields] = sync_stats if sync_stats is not None else _no_syncs
         # Called by SHUTDOWN (and request_shutdown) with the flags: the owner stops the server.
         self.shutdown_requested: Callable[[Session | None, frozenset[str]], None] | None = None
         self._output_pending: list[ClientConnection] = []
@@ -110,9 +117,12 @@ class ServerCore:
         self.stats_keyspace_hits = 0
         self.stats_keyspace_misses = 0
         self.run_id = secrets.token_hex(20)
-        # Fenced mode: why this primary may not add to its log now (node/replication/role.py).
-        self.lease_check: Callable[[], str | None] | None = None
         config.on_change(self._on_config_change)
+
+    @property
+    def role(self) -> str:
+        """"master" or "slave" (a node), "sentinel"."""
+        return self._role.name
 
     def now_ms(self) -> int:
         return self.clock()
@@ -120,9 +130,9 @@ class ServerCore:
     def lease_refusal(self) -> str | None:
         """Fenced mode: the error a primary without its lease answers what would add to its
         log on its own (PUBLISH; it deletes no expired key either); None while it may, and
-        always outside fenced mode (`lease_check` is set by the node's replication side)."""
-        check = self.lease_check
-        return None if check is None or self.role != "master" else check()
+        always outside fenced mode (the lease gate is set by the node's replication side)."""
+        check = self.gates.lease
+        return None if check is None or self._role.name != "master" else check()
 
     def propagate_to_replicas(self, argv: Sequence[bytes]) -> None:
         """A replication-only effect (PUBLISH) into the log; the effect log drops it unless it
@@ -161,6 +171,11 @@ class ServerCore:
 
     def close_session(self, session: Session) -> None:
         conn = self.connections.get(session.id)
+        if conn is not None:
+            conn.close()
+
+    def _close_client(self, client: AclClient) -> None:
+        conn = self.connections.get(client.id)
         if conn is not None:
             conn.close()
 
@@ -243,7 +258,7 @@ class ServerCore:
         # The replication link's session ("master") applies its primary's writes on a replica
         # as the primary ran them (which also lets them take the dispatcher's fast path).
         from_master = "master" in session.flags
-        role = "master" if from_master else self.role
+        role = "master" if from_master else self._role.name
         if not self.monitors:
             reply = self.dispatcher.execute(session, argv, role, from_master)
         else:

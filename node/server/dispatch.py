@@ -25,6 +25,7 @@ from node.commands.table import CommandSpec, CommandTable, lookup, queues_write
 from node.engine.memory import DatasetMeter
 from node.log.effect_log import EffectLog
 from node.server.pause import ALL, NONE
+from node.server.write_gates import WriteGates
 
 # Commands that run immediately even inside MULTI (processCommand's exec/discard/multi/
 # watch/quit/reset exception).
@@ -69,7 +70,7 @@ class Dispatcher:
     `table`, the server's command table.
     """
 
-    def __init__(self, table: CommandTable, effects: EffectLog) -> None:
+    def __init__(self, table: CommandTable, effects: EffectLog, gates: WriteGates) -> None:
         self._table = table
         # Name as sent (e.g. b"XADD") → spec; avoids lower-casing on every call.
         self._cache: dict[bytes, CommandSpec] = {}
@@ -89,12 +90,10 @@ class Dispatcher:
         # handler returns, so for EXEC it names EXEC, not the last queued command. MONITOR
         # shows only commands that ran.
         self.executed: CommandSpec | None = None
-        # Set by the persistence service while the AOF or a snapshot cannot be written: the
-        # -MISCONF text that write commands (and PING, as in Redis) get instead of running.
-        self._write_denial: str | None = None
-        # Set by the replication side while min-replicas-to-write or fenced mode is on:
-        # returns the -NOREPLICAS text when writes must be refused now, else None.
-        self._write_quorum: Callable[[], str | None] | None = None
+        # Persistence's -MISCONF and replication's quorum (node/server/write_gates.py: who
+        # sets each); a change updates writes_unchecked.
+        self._gates = gates
+        gates.on_change(self._update_unchecked)
         # Set by the node while maxmemory is on: whether used memory is over it now.
         self._memory_full: Callable[[], bool] | None = None
         # Set with it: the dataset estimate each write updates (what it named, before/after).
@@ -102,24 +101,6 @@ class Dispatcher:
         # CLIENT PAUSE / FAILOVER (node/server/pause.py): what is postponed now.
         self._pause = NONE
         self._unpaused_plain: dict[bytes, _Plain] | None = None
-
-    @property
-    def write_denial(self) -> str | None:
-        return self._write_denial
-
-    @write_denial.setter
-    def write_denial(self, text: str | None) -> None:
-        self._write_denial = text
-        self._update_unchecked()
-
-    @property
-    def write_quorum(self) -> Callable[[], str | None] | None:
-        return self._write_quorum
-
-    @write_quorum.setter
-    def write_quorum(self, check: Callable[[], str | None] | None) -> None:
-        self._write_quorum = check
-        self._update_unchecked()
 
     def limit_memory(self, full: Callable[[], bool] | None, meter: DatasetMeter | None) -> None:
         """maxmemory on (`full` says whether used memory is over it; `meter` is kept up to
@@ -130,7 +111,7 @@ class Dispatcher:
 
     def _update_unchecked(self) -> None:
         self.writes_unchecked = (
-            self._write_denial is None and self._write_quorum is None and self._memory_full is None
+            self._gates.denial is None and self._gates.quorum is None and self._memory_full is None
             and self._pause == NONE
         )
 
@@ -300,20 +281,23 @@ class Dispatcher:
                     return self.reject(session, spec, denial)
         if self._memory_full is not None and role == "master" and self._refuses_for_memory(session, spec):
             return self.reject(session, spec, OOM_ERROR)
+        gates = self._gates
+        write_denial = gates.denial
         if (
-            self.write_denial is not None
+            write_denial is not None
             and role == "master"
             and ("write" in flags or spec.name == "ping" or (spec.name == "exec" and _queues_write(session)))
             and "replay" not in session.flags
         ):
-            return self.reject(session, spec, self.write_denial)
+            return self.reject(session, spec, write_denial)
+        quorum = gates.quorum
         if (
-            self._write_quorum is not None
+            quorum is not None
             and role == "master"
             and ("write" in flags or (spec.name == "exec" and _queues_write(session)))
             and "replay" not in session.flags
         ):
-            denial = self._write_quorum()  # min-replicas-to-write: checkGoodReplicasStatus
+            denial = quorum()  # min-replicas-to-write: checkGoodReplicasStatus
             if denial is not None:
                 return self.reject(session, spec, denial)
         # processCommand refuses writes on a replica before queueing them, so MULTI on a

@@ -24,15 +24,68 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, Protocol
 
 from node import __version__, reported_version
 from node.commands.acl_rules import DENIED_AUTH, DENIED_CHANNEL, DENIED_CMD, DENIED_KEY
 
 if TYPE_CHECKING:
-    from node.server.core import ServerCore
+    from node.commands.acl_users import AclUsers
+    from node.commands.context import Session
+    from node.config import Config
+    from node.server.blocking import BlockingManager
+    from node.server.dispatch import Dispatcher
+    from node.server.pubsub import PubSubRegistry
 
 Fields = list[tuple[str, object]]
+
+
+class CoreFigures(Protocol):
+    """What the core's INFO sections read of the server core (node/server/core.py, which
+    adds them when it is built): its identity, clients, counters and registries."""
+
+    @property
+    def config(self) -> Config: ...
+    @property
+    def mode(self) -> str: ...
+    @property
+    def run_id(self) -> str: ...
+    @property
+    def start_time(self) -> float: ...
+    @property
+    def port(self) -> int: ...
+    @property
+    def tls_port(self) -> int: ...
+    @property
+    def acl(self) -> AclUsers: ...
+    @property
+    def dispatcher(self) -> Dispatcher: ...
+    @property
+    def blocking(self) -> BlockingManager: ...
+    @property
+    def pubsub(self) -> PubSubRegistry: ...
+    @property
+    def metrics(self) -> InstantaneousMetrics: ...
+    @property
+    def stats_connections(self) -> int: ...
+    @property
+    def stats_rejected_connections(self) -> int: ...
+    @property
+    def stats_net_input(self) -> int: ...
+    @property
+    def stats_net_output(self) -> int: ...
+    @property
+    def stats_output_limit_disconnections(self) -> int: ...
+    @property
+    def stats_query_limit_disconnections(self) -> int: ...
+    @property
+    def stats_keyspace_hits(self) -> int: ...
+    @property
+    def stats_keyspace_misses(self) -> int: ...
+
+    def sessions(self) -> Iterable[Session]: ...
+    def expiry_stats(self) -> Fields: ...
+    def sync_stats(self) -> Fields: ...
 
 # Redis's section order (genRedisInfoString).
 _REDIS_ORDER: Final = (
@@ -128,7 +181,7 @@ class InstantaneousMetrics:
 # -- the sections every server has -----------------------------------------------------------
 
 
-def add_core_sections(info: InfoSections, core: ServerCore) -> None:
+def add_core_sections(info: InfoSections, core: CoreFigures) -> None:
     """Server, clients, stats, cpu; and commandstats and errorstats except in sentinel mode
     (sentinelInfoCommand keeps only server, clients, cpu, stats and its own section)."""
     info.add("server", "Server", lambda: server_fields(core))
@@ -140,7 +193,7 @@ def add_core_sections(info: InfoSections, core: ServerCore) -> None:
         info.add("errorstats", "Errorstats", lambda: errorstats_fields(core))
 
 
-def server_fields(core: ServerCore) -> Fields:
+def server_fields(core: CoreFigures) -> Fields:
     uname = os.uname()
     uptime = int(time.time() - core.start_time)
     compiler = platform.python_compiler().split()
@@ -191,7 +244,7 @@ def _listeners(binds: list[str], port: int, tls_port: int) -> Fields:
     return out
 
 
-def clients_fields(core: ServerCore) -> Fields:
+def clients_fields(core: CoreFigures) -> Fields:
     sessions = list(core.sessions())
     waiters = core.blocking.waiters()
     blocked_keys = {ref for waiter in waiters for ref in waiter.keys}
@@ -210,7 +263,7 @@ def clients_fields(core: ServerCore) -> Fields:
     ]
 
 
-def stats_fields(core: ServerCore) -> Fields:
+def stats_fields(core: CoreFigures) -> Fields:
     metrics = core.metrics
     dispatcher = core.dispatcher
     pubsub = core.pubsub
@@ -294,7 +347,7 @@ def _float32(value: float) -> float:
     return float(struct.unpack("f", struct.pack("f", value))[0])
 
 
-def commandstats_fields(core: ServerCore) -> Fields:
+def commandstats_fields(core: CoreFigures) -> Fields:
     lines: Fields = []
     for name, st in core.dispatcher.stats.items():
         if st.calls or st.failed or st.rejected:
@@ -307,5 +360,5 @@ def commandstats_fields(core: ServerCore) -> Fields:
     return lines
 
 
-def errorstats_fields(core: ServerCore) -> Fields:
+def errorstats_fields(core: CoreFigures) -> Fields:
     return [(f"errorstat_{code}", f"count={n}") for code, n in sorted(core.dispatcher.errors.items())]

@@ -19,10 +19,13 @@ import asyncio
 import math
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Final
+from typing import Final, Protocol
 
-if TYPE_CHECKING:
-    from node.server.connection import ClientConnection
+
+class Postponed(Protocol):
+    """A client whose command waits for the pause to end (node/server/connection.py)."""
+
+    def reprocess_postponed(self) -> None: ...
 
 NONE: Final = 0
 WRITE: Final = 1
@@ -41,7 +44,7 @@ class ClientPause:
         self._purposes: dict[str, tuple[float, int]] = {}  # purpose -> (end, level)
         self.level = NONE
         self._timer: asyncio.TimerHandle | None = None
-        self._postponed: list[ClientConnection] = []
+        self._postponed: list[Postponed] = []
 
     def pause(self, purpose: str, end: float, level: int) -> None:
         """Pause `level` for `purpose` until `end` (on this clock; math.inf: until unpaused).
@@ -56,7 +59,7 @@ class ClientPause:
         self._purposes.pop(purpose, None)
         self._update()
 
-    def postponed(self, conn: ClientConnection) -> None:
+    def postponed(self, conn: Postponed) -> None:
         """`conn`'s command waits for the pause to become less restrictive."""
         self._postponed.append(conn)
 

@@ -21,8 +21,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Final
 
-from node.commands.context import CHANNEL, PATTERN, SHARD, Session, Subscriptions
+from node.commands.context import CHANNEL, PATTERN, SHARD, Session
 from node.commands.glob import compile_glob
+from node.commands.subscriptions import Subscriptions
 from node.log.encode import bulk_header
 
 _CRLF: Final = b"\r\n"

@@ -11,13 +11,16 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Final, Protocol
 
-from node.commands.context import Session
+from node.commands.context import Core, Session
 from node.commands.expiry import Expiry, is_expired
 from node.commands.table import TABLE, lookup
 from node.config import Config
 from node.engine.keyspace import Keyspace
 from node.log.effect_log import EffectLog
 from node.server.core import ServerCore
+from node.server.info import Fields
+from node.server.role_view import RoleView
+from node.server.write_gates import WriteGates
 
 
 class CommitNotes(Protocol):
@@ -30,19 +33,26 @@ class CommitNotes(Protocol):
 class Server(ServerCore):
     """The clients, command execution and data of one node."""
 
-    def __init__(self, config: Config, keyspace: Keyspace, effects: EffectLog, clock: Callable[[], int]) -> None:
-        super().__init__(config, TABLE, clock, effects=effects)
+    def __init__(
+        self, config: Config, keyspace: Keyspace, effects: EffectLog, clock: Callable[[], int], *,
+        role: RoleView | None = None, gates: WriteGates | None = None, node: Core | None = None,
+        sync_stats: Callable[[], Fields] | None = None,
+    ) -> None:
+        super().__init__(config, TABLE, clock, effects=effects, role=role, gates=gates, node=node, sync_stats=sync_stats)
         self.keyspace = keyspace
         self.expiry = Expiry()
         self._watchers: dict[tuple[int, bytes], set[Session]] = {}
-        self.dirty = 0  # writes since the last save (Redis's server.dirty)
+        # Writes since start, counted here only (by the write path below). Redis's server.dirty,
+        # the writes since the last save, is this less the count at that save, which the
+        # snapshots keep (node/persistence/snapshots.py: changes_since_save).
+        self.writes = 0
         # Set while committed reads track streams (a replica set of more than one node).
         self.commit_notes: CommitNotes | None = None
 
     # -- the write path, as commands reach it through their Node ----------------------------
 
     def propagate(self, db_index: int, argv: Sequence[bytes]) -> None:
-        self.dirty += 1
+        self.writes += 1
         self.effects.append(db_index, argv)
         notes = self.commit_notes
         if notes is not None:
@@ -59,7 +69,7 @@ class Server(ServerCore):
         """What propagate() does for `count` XADDs to `key` that a replica appended from its
         primary's log in one run (the log muted: it records the primary's bytes); `before` is
         the stream's last ID before them."""
-        self.dirty += count
+        self.writes += count
         notes = self.commit_notes
         if notes is not None:
             notes.note_run(db_index, key, before)

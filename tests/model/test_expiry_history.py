@@ -55,7 +55,8 @@ class Node:
         config.set("databases", str(DBS), startup=True)
         self.node = RillNode(config, clock=lambda: clock[0] + offset)
         self.server = self.node.server
-        self.server.role = role
+        if role == "slave":  # as the replication side makes it one (node/replication/role.py)
+            self.node.replication.role.become_replica()
         self.session = Session(self.node, 1)
         self.effects: list[bytes] = []
         self.server.effects.add_listener(lambda data, end: self.effects.append(data))

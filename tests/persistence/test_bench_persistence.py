@@ -34,8 +34,8 @@ def test_load_bench_restarts_both_servers_from_their_files(tmp_path: Path) -> No
         cwd=ROOT, capture_output=True, text=True, timeout=180,
     )
     assert done.returncode == 0, done.stderr
-    [path] = tmp_path.glob("load-*.json")
-    results = json.loads(path.read_text())["results"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["history.jsonl", "latest.json"]
+    results = json.loads((tmp_path / "latest.json").read_text())["results"]
     for case in ("snapshot", "aof-log"):
         for kind in ("redis", "rill"):
             assert results[case][kind]["load_s"] is not None, (case, kind, done.stderr)

@@ -115,11 +115,11 @@ def test_runs_appended_in_c_count_and_touch_as_single_xadds_do(replicas: tuple[_
     for name, replica in ((b"XADD", direct), (b"XAdd", dispatched)):
         replica.apply([name, b"s", b"1-1", b"f", b"v"])  # creates the stream: the ordinary way
         replica.call(b"WATCH", b"s")
-        dirty = replica.server.dirty
+        dirty = replica.server.writes
         replica.apply(*[[name, b"s", b"2-%d" % i, b"f", b"v%d" % i] for i in range(300)], [b"PING"],
                       *[[name, b"s", b"3-%d" % i, b"f", b"w"] for i in range(10)])
         assert replica.client.watch_dirty
-        assert replica.server.dirty - dirty == 310
+        assert replica.server.writes - dirty == 310
     assert direct.xadd_stats() == dispatched.xadd_stats() == (311, 0)
     assert direct.server.dispatcher.total_commands == dispatched.server.dispatcher.total_commands == 313  # with PING and WATCH
     for probe in ([b"DEBUG", b"DIGEST"], [b"XINFO", b"STREAM", b"s", b"FULL"], [b"XLEN", b"s"]):
@@ -136,7 +136,7 @@ def test_interleaved_streams_are_appended_stream_by_stream_as_the_log_has_them(r
     for name, replica in ((b"XADD", direct), (b"XAdd", dispatched)):
         replica.apply([name, b"a", b"1-0", b"f", b"v"])
         replica.call(b"WATCH", b"c")
-        dirty = replica.server.dirty
+        dirty = replica.server.writes
         commands: list[list[bytes]] = []
         for i in range(700):
             key = keys[(i * 7 + i // 50) % len(keys)]
@@ -147,7 +147,7 @@ def test_interleaved_streams_are_appended_stream_by_stream_as_the_log_has_them(r
                 commands.append([b"XAdd", b"z", b"1-1", b"f", b"not the log's spelling"])
         replica.apply(*commands)
         assert replica.client.watch_dirty
-        assert replica.server.dirty - dirty == len(commands)
+        assert replica.server.writes - dirty == len(commands)
     assert direct.xadd_stats() == dispatched.xadd_stats()
     assert direct.server.dispatcher.total_commands == dispatched.server.dispatcher.total_commands
     for probe in ([b"DEBUG", b"DIGEST"], *([b"XINFO", b"STREAM", key, b"FULL"] for key in [*keys, b"z"])):

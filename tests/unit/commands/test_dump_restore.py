@@ -48,7 +48,8 @@ class Node:
     def __init__(self, replay: bool = False, role: str = "master") -> None:
         self.clock = [T0]
         self.node = RillNode(Config(), clock=lambda: self.clock[0])
-        self.node.server.role = role
+        if role == "slave":  # as the replication side makes it one (node/replication/role.py)
+            self.node.replication.role.become_replica()
         self.session = Session(self.node, 1)
         if replay:
             # A log replay (the AOF); on a replica, its link to the primary.

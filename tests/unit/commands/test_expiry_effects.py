@@ -29,7 +29,8 @@ class Node:
         self.now = T0
         self.node = RillNode(Config(), clock=lambda: self.now)
         self.server = self.node.server
-        self.server.role = role
+        if role == "slave":  # as the replication side makes it one (node/replication/role.py)
+            self.node.replication.role.become_replica()
         self.session = Session(self.node, 1)
         self.units: list[bytes] = []
         self.server.effects.add_listener(lambda data, offset: self.units.append(data))

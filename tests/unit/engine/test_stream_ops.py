@@ -9,6 +9,7 @@ from typing import Any
 import hiredis
 import pytest
 
+from node.engine import stream_append
 from node.engine import stream_ops as ops
 from node.engine.groups import INVALID_ENTRIES_READ, ConsumerGroup
 from node.engine.ids import MAX_ID, MAX_MS, MAX_SEQ, format_id, make_id
@@ -47,18 +48,18 @@ def xclaim_eff(key: bytes, group: bytes, consumer: bytes, i: int, t: int, n: int
 
 def test_auto_id_uses_the_clock_millisecond_when_it_is_ahead() -> None:
     s = stream_with(I(5, 3))
-    assert ops.next_auto_id(s, NOW) == I(NOW, 0)
+    assert stream_append.next_auto_id(s, NOW) == I(NOW, 0)
 
 
 def test_auto_id_increments_the_sequence_when_the_clock_is_behind() -> None:
     s = stream_with(I(NOW + 10, 3))
-    assert ops.next_auto_id(s, NOW) == I(NOW + 10, 4)
+    assert stream_append.next_auto_id(s, NOW) == I(NOW + 10, 4)
 
 
 def test_xadd_star_effect_names_the_generated_id() -> None:
     s = StreamValue()
     argv = [b"XADD", b"k", b"*", b"a", b"1"]
-    effect = ops.xadd_plain(s, argv, -1, 0, NOW, 100, 4096)
+    effect = stream_append.xadd_plain(s, argv, -1, 0, NOW, 100, 4096)
     assert s.last_id == I(NOW)
     assert effect == [b"XADD", b"k", format_id(I(NOW)), b"a", b"1"]
     assert argv[2] == b"*", "the client's argv is left alone"
@@ -69,7 +70,7 @@ def test_xadd_ms_star_continues_the_sequence_of_the_same_millisecond() -> None:
     s = stream_with(I(7, 4))
     argv = [b"XADD", b"k", b"7-*", b"a", b"1"]
     args = AddTrimArgs(id_pos=2, entry_id=I(7), id_given=True, seq_given=False)
-    new_id, effect = ops.xadd(s, argv, args, NOW, 100, 4096)
+    new_id, effect = stream_append.xadd(s, argv, args, NOW, 100, 4096)
     assert new_id == I(7, 5)
     assert effect[2] == b"7-5"
 
@@ -77,14 +78,14 @@ def test_xadd_ms_star_continues_the_sequence_of_the_same_millisecond() -> None:
 def test_xadd_ms_star_in_a_new_millisecond_starts_at_zero() -> None:
     s = stream_with(I(7, 4))
     args = AddTrimArgs(id_pos=2, entry_id=I(9), id_given=True, seq_given=False)
-    assert ops.xadd(s, [b"XADD", b"k", b"9-*", b"a", b"1"], args, NOW, 100, 4096)[0] == I(9, 0)
+    assert stream_append.xadd(s, [b"XADD", b"k", b"9-*", b"a", b"1"], args, NOW, 100, 4096)[0] == I(9, 0)
 
 
 def test_xadd_explicit_id_not_above_the_top_is_refused() -> None:
     s = stream_with(I(7, 4))
     args = AddTrimArgs(id_pos=2, entry_id=I(7, 4), id_given=True)
     with pytest.raises(StreamError, match="equal or smaller than the target stream top item"):
-        ops.xadd(s, [b"XADD", b"k", b"7-4", b"a", b"1"], args, NOW, 100, 4096)
+        stream_append.xadd(s, [b"XADD", b"k", b"7-4", b"a", b"1"], args, NOW, 100, 4096)
     assert s.length == 1
 
 
@@ -92,7 +93,7 @@ def test_xadd_on_an_exhausted_stream_is_refused() -> None:
     s = StreamValue()
     s.last_id = MAX_ID
     with pytest.raises(StreamError, match="exhausted the last possible ID"):
-        ops.xadd_plain(s, [b"XADD", b"k", b"*", b"a", b"1"], -1, 0, NOW, 100, 4096)
+        stream_append.xadd_plain(s, [b"XADD", b"k", b"*", b"a", b"1"], -1, 0, NOW, 100, 4096)
 
 
 @pytest.mark.parametrize(
@@ -109,7 +110,7 @@ def test_xadd_on_an_exhausted_stream_is_refused() -> None:
 def test_xadd_star_ids_and_their_wire_form(last: int, now: int, expected: int) -> None:
     s = StreamValue()
     s.last_id = last
-    effect = ops.xadd_plain(s, [b"XADD", b"k", b"*", b"a", b"1"], -1, 0, now, 100, 4096)
+    effect = stream_append.xadd_plain(s, [b"XADD", b"k", b"*", b"a", b"1"], -1, 0, now, 100, 4096)
     assert s.last_id == expected
     assert (s.last_ms, s.last_seq) == (expected >> 64, expected & MAX_SEQ)
     assert effect == [b"XADD", b"k", format_id(expected), b"a", b"1"]
@@ -119,21 +120,21 @@ def test_xadd_star_ids_and_their_wire_form(last: int, now: int, expected: int) -
 def test_xadd_plain_with_a_complete_id_propagates_the_clients_text_and_refuses_the_top() -> None:
     s = stream_with(I(7, 4))
     argv = [b"XADD", b"k", b"0007-5", b"a", b"1"]
-    effect = ops.xadd_plain(s, argv, 7, 5, NOW, 100, 4096)
+    effect = stream_append.xadd_plain(s, argv, 7, 5, NOW, 100, 4096)
     assert s.last_id == I(7, 5)
     assert effect == argv and effect is not argv
     with pytest.raises(StreamError, match="equal or smaller than the target stream top item"):
-        ops.xadd_plain(s, [b"XADD", b"k", b"7-5", b"a", b"1"], 7, 5, NOW, 100, 4096)
+        stream_append.xadd_plain(s, [b"XADD", b"k", b"7-5", b"a", b"1"], 7, 5, NOW, 100, 4096)
     s.last_id = MAX_ID
     with pytest.raises(StreamError, match="exhausted the last possible ID"):
-        ops.xadd_plain(s, [b"XADD", b"k", b"9-1", b"a", b"1"], 9, 1, NOW, 100, 4096)
+        stream_append.xadd_plain(s, [b"XADD", b"k", b"9-1", b"a", b"1"], 9, 1, NOW, 100, 4096)
 
 
 def test_xadd_explicit_id_with_exact_trim_is_propagated_verbatim() -> None:
     s = stream_with(I(1), I(2), I(3))
     argv = [b"XADD", b"k", b"MAXLEN", b"2", b"4-0", b"a", b"1"]
     args = AddTrimArgs(id_pos=4, entry_id=I(4), id_given=True, strategy=TRIM_MAXLEN, threshold_pos=3, maxlen=2)
-    _, effect = ops.xadd(s, argv, args, NOW, 100, 4096)
+    _, effect = stream_append.xadd(s, argv, args, NOW, 100, 4096)
     assert effect == argv
     assert [i for i, _ in s.range(0, MAX_ID)] == [I(3), I(4)]
 
@@ -143,7 +144,7 @@ def test_xadd_approximate_maxlen_is_rewritten_to_the_resulting_length() -> None:
     s = stream_with(I(1), I(2), I(3), I(4), max_entries=2)
     argv = [b"XADD", b"k", b"MAXLEN", b"~", b"3", b"*", b"a", b"1"]
     args = AddTrimArgs(id_pos=5, strategy=TRIM_MAXLEN, threshold_pos=4, approx=True, maxlen=3, limit=10000)
-    new_id, effect = ops.xadd(s, argv, args, NOW, 2, 4096)
+    new_id, effect = stream_append.xadd(s, argv, args, NOW, 2, 4096)
     assert s.length == 3
     assert effect == [b"XADD", b"k", b"MAXLEN", b"=", b"3", format_id(new_id), b"a", b"1"]
 
@@ -154,7 +155,7 @@ def test_xadd_approximate_minid_is_rewritten_to_the_first_stored_id() -> None:
     argv = [b"XADD", b"k", b"MINID", b"~", b"4", b"5-0", b"a", b"1"]
     args = AddTrimArgs(id_pos=5, entry_id=I(5), id_given=True, strategy=TRIM_MINID, threshold_pos=4,
                        approx=True, minid=I(4), limit=10000)  # fmt: skip
-    _, effect = ops.xadd(s, argv, args, NOW, 2, 4096)
+    _, effect = stream_append.xadd(s, argv, args, NOW, 2, 4096)
     # The deleted 3-0 still heads its node, and Redis names the first stored entry.
     assert effect[3:5] == [b"=", b"3-0"]
 
@@ -164,7 +165,7 @@ def test_xadd_rewrite_keeps_a_limit_argument_as_redis_does() -> None:
     argv = [b"XADD", b"k", b"MAXLEN", b"~", b"1", b"LIMIT", b"5", b"3-0", b"a", b"1"]
     args = AddTrimArgs(id_pos=7, entry_id=I(3), id_given=True, strategy=TRIM_MAXLEN, threshold_pos=4,
                        approx=True, maxlen=1, limit=5)  # fmt: skip
-    _, effect = ops.xadd(s, argv, args, NOW, 100, 4096)
+    _, effect = stream_append.xadd(s, argv, args, NOW, 100, 4096)
     assert effect == [b"XADD", b"k", b"MAXLEN", b"=", b"3", b"LIMIT", b"5", b"3-0", b"a", b"1"]
 
 

@@ -1,7 +1,7 @@
 """Applying a log's XADDs to one stream both ways, for the tests of the C appender
 (node/engine/_logged_xadd.c): as a replica does (blocks grouped by stream, runs of a group in
 C, each command a run stops at the ordinary way) and the ordinary way only
-(`stream_ops.append_at`, one parsed command at a time); and the stream's whole inner state,
+(`stream_append.append_entry`, one parsed command at a time); and the stream's whole inner state,
 to compare the two."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 import struct
 from typing import Any
 
-from node.engine import logged_run, stream_ops
+from node.engine import logged_run, stream_append, stream_ops
 from node.engine.ids import parse_id
 from node.engine.stream_value import StreamValue
 from node.log.scan import command_at, command_end
@@ -39,7 +39,7 @@ def ordinary(value: StreamValue, argv: list[bytes], max_entries: int, max_bytes:
     if not (ms or seq):
         return False
     try:
-        stream_ops.append_at(value, argv, ms, seq, max_entries, max_bytes)
+        stream_append.append_entry(value, argv, 3, ms, seq, max_entries, max_bytes)
     except stream_ops.StreamError:
         return False
     return True

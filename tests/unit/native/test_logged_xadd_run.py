@@ -1,6 +1,6 @@
 """`logged_xadd_block` and `Stream.append_logged_run` (C, node/engine/_logged_xadd.c) group a
 replica's XADD effects by stream and append them straight from the log's bytes. That must
-leave every stream exactly as the ordinary path (`stream_ops.append_at`, one parsed command at
+leave every stream exactly as the ordinary path (`stream_append.append_entry`, one parsed command at
 a time) does: the same nodes, packed keys, offsets, data bytes, listpack accounting (which
 decides node splits, XTRIM ~ and XINFO), counters and last ID, whatever the IDs, fields,
 values, deletions, node limits and interleaving of streams."""

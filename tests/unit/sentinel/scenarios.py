@@ -207,6 +207,28 @@ def sweep(seeds: range, jobs: int, progress: Callable[[dict[str, Any]], None] | 
     return total
 
 
+def trace_digests(seeds: range, kind: str) -> list[dict[str, Any]]:
+    """Per seed, a digest of everything a run produced (every event with its time and
+    sentinel, the promotions, the acknowledged writes, the steps, the end time) and its
+    verdict: two checkouts that decide alike give equal lines (a refactor of the policy must).
+    `kind`: "sweep" (`sweep_seed`) or "default" (`run_seed`)."""
+    import hashlib
+
+    from tests.unit.sentinel.invariants import Violation
+
+    rows: list[dict[str, Any]] = []
+    for seed in seeds:
+        try:
+            sim = sweep_seed(seed) if kind == "sweep" else run_seed(seed)[0]
+        except Violation as exc:
+            rows.append({"seed": seed, "verdict": f"violation: {exc}"})
+            continue
+        trace = repr((sim.events, sim.promotions, sorted(sim.acked.items()), sim.steps, sim.now))
+        rows.append({"seed": seed, "verdict": "ok", "digest": hashlib.sha256(trace.encode()).hexdigest(),
+                     "events": len(sim.events), "promotions": len(sim.promotions)})
+    return rows
+
+
 if __name__ == "__main__":
     import argparse
     import json
@@ -223,8 +245,16 @@ if __name__ == "__main__":
     swept.add_argument("--first", type=int, default=0)
     swept.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     swept.add_argument("--progress", help="a file rewritten with the totals after each chunk of seeds")
+    traces = commands.add_parser("traces", help="a digest of each seed's run, one JSON line per seed, to compare "
+                                                "two checkouts")
+    traces.add_argument("kind", choices=("sweep", "default"))
+    traces.add_argument("--seeds", type=int, default=2000)
+    traces.add_argument("--first", type=int, default=0)
     args = parser.parse_args()
-    if args.command == "losses":
+    if args.command == "traces":
+        for row in trace_digests(range(args.first, args.first + args.seeds), args.kind):
+            print(json.dumps(row, sort_keys=True), flush=True)
+    elif args.command == "losses":
         for mode in ("default", "fenced"):
             print(mode, loss_report(range(args.seeds), fenced=mode == "fenced", kinds=tuple(args.faults.split(","))))
     else:

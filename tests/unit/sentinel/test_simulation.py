@@ -19,7 +19,8 @@ from collections.abc import Callable
 
 import pytest
 
-from node.sentinel import election, fenced, policy, selection
+from node.sentinel import election, fenced, selection
+from node.sentinel.policy import voting
 from tests.unit.sentinel import sim as sim_module
 from tests.unit.sentinel.invariants import Violation
 from tests.unit.sentinel.scenarios import run_seed, split_seed, sweep, sweep_chunk
@@ -94,13 +95,13 @@ def test_invariants_notice_a_worse_replica_promoted(monkeypatch: pytest.MonkeyPa
 
 
 def test_invariants_notice_two_votes_in_one_epoch(monkeypatch: pytest.MonkeyPatch) -> None:
-    vote = policy.Sentinel._vote
+    vote = voting.Voting.vote
 
-    def forgetful(self: policy.Sentinel, master: object, epoch: int, runid: str) -> tuple[str | None, int]:
+    def forgetful(self: voting.Voting, master: object, epoch: int, runid: str) -> tuple[str | None, int]:
         master.leader_epoch = 0  # type: ignore[attr-defined]
         return vote(self, master, epoch, runid)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(policy.Sentinel, "_vote", forgetful)
+    monkeypatch.setattr(voting.Voting, "vote", forgetful)
     assert "voted for" in _first_violation(run_seed, 40)
 
 
@@ -116,7 +117,7 @@ def test_fenced_invariants_notice_a_primary_that_ignores_its_lease(monkeypatch: 
 
 
 def test_fenced_invariants_notice_sentinels_that_do_not_wait_out_the_lease(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(policy, "lease_wait_ms", lambda lease, drift: 0)
+    monkeypatch.setattr(fenced, "lease_wait_ms", lambda lease, drift: 0)
     found = _first_violation(
         lambda s: run_seed(s, fenced=True, workload=True, faults=1, kinds=("partition-sentinels",), lease_ms=4000), 80
     )
@@ -253,7 +254,7 @@ def test_fenced_mode_keeps_g1_and_g2_over_a_thousand_seeded_fault_schedules() ->
 
 
 def test_the_sweep_notices_sentinels_that_do_not_wait_out_the_lease(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(policy, "lease_wait_ms", lambda lease, drift: 0)
+    monkeypatch.setattr(fenced, "lease_wait_ms", lambda lease, drift: 0)
     for start in range(0, 200, 20):
         violations = sweep_chunk(range(start, start + 20))["violations"]
         if violations:
