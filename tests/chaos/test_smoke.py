@@ -144,9 +144,11 @@ def test_an_interrupted_run_leaves_nothing_behind(sig: int, tmp_path: object) ->
     """Ctrl-C (or SIGTERM) in the middle of the workload: the run stops its processes and
     proxies and removes its namespaces before it exits."""
     out = os.path.join(str(tmp_path), "run")
+    # As from a terminal: SIGINT at its default, whatever this process inherited (a background
+    # job of a non-interactive shell starts with SIGINT ignored, and so would the run).
     proc = subprocess.Popen([sys.executable, "-m", "chaos", "run", "--target", "redis", "--scenario", "kill-primary",
                              "--duration", "20", "--out", out], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            start_new_session=True)
+                            start_new_session=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     mine = f"{PREFIX}-{proc.pid}-"
     try:
         deadline = time.monotonic() + 60
