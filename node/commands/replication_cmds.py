@@ -25,7 +25,7 @@ _INVALID_PORT: Final = "ERR Invalid master port"
 
 # SLAVEOF NO ONE EPOCH e POSITION log-epoch offset (8 arguments) is fenced mode's promotion,
 # sent by a sentinel's failover in the failover's epoch with the position the promoted
-# replica's FENCE reply showed (node/sentinel/policy.py); the 5-argument form without the
+# replica's FENCE reply showed (node/sentinel/policy/failover.py); the 5-argument form without the
 # position is refused in fenced mode but parsed, for its error.
 @command("replicaof", 3, "admin noscript stale no_async_loading", group="server", extra_argc=(5, 8),
          summary="Configures a server as replica of another, or promotes it to a master.")
