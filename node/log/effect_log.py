@@ -3,7 +3,11 @@ with Redis-style replication offsets (bytes of RESP) under a replication id.
 
 The log owns the node's replication position: its `offset` (the end of the log) and its
 `history` (replid, replid2 and the switch offset), which the node's backlog shares (the same
-object, never a copy) and the AOF records.
+object, never a copy) and the AOF records. The backlog and the AOF writer follow the offset
+through the units they are given and keep their own end only to know where their bytes stop;
+when one of them is found to end elsewhere than the log it follows (`check_follower`), that is
+a bug, reported as `PositionMismatch`, never repaired by moving one of them: a repair would
+hide which bytes a replica or a restart gets.
 
 Effects of one command (or one EXEC) are a unit: when there are several they are wrapped
 in MULTI/EXEC so a replica or an AOF replay applies all or none. Listeners (AOF writer,
@@ -30,6 +34,10 @@ from replication.history import History
 
 Listener = Callable[[bytes, int], None]
 
+
+class PositionMismatch(AssertionError):
+    """A follower of the effect log (the backlog, the AOF) does not end where the log does."""
+
 _MULTI = encode_command([b"MULTI"])
 _EXEC = encode_command([b"EXEC"])
 
@@ -46,9 +54,8 @@ class EffectLog:
         self._durable: list[Listener] = []
         # Replication-only effects waiting for the end of the unit in progress.
         self._replica_only: list[Sequence[bytes]] = []
-        # A replica applying its primary's units: its own re-encoding of their effects is
-        # dropped, the primary's bytes are logged instead (`replicated`).
-        self.muted = False
+        # While a replica applies its primary's units (`applying_primary_units`).
+        self._muted = False
 
     @property
     def replid(self) -> str:
@@ -80,6 +87,12 @@ class EffectLog:
         self.offset = offset
         self.force_select()
 
+    def check_follower(self, follower: str, end: int) -> None:
+        """Raises PositionMismatch unless `follower` ("the backlog", "the AOF"), which says it
+        ends at `end`, ends where the log does."""
+        if end != self.offset:
+            raise PositionMismatch(f"{follower} ends at offset {end} but the effect log at {self.offset}")
+
     def add_listener(self, listener: Listener, durable: bool = False) -> None:
         """`listener(data, end_offset)` for every unit from now on; a `durable` one gets a
         replication-only unit as empty data (see the module's docstring)."""
@@ -93,6 +106,16 @@ class EffectLog:
             self._listeners.remove(listener)
         if listener in self._durable:
             self._durable.remove(listener)
+
+    @contextmanager
+    def applying_primary_units(self) -> Iterator[None]:
+        """While a replica applies its primary's units: its own re-encoding of their effects
+        is dropped (the primary's bytes are logged instead, `replicated`)."""
+        self._muted = True
+        try:
+            yield
+        finally:
+            self._muted = False
 
     def replicating(self) -> bool:
         """Whether a listener other than a durable one (a backlog) records the log."""
@@ -111,7 +134,7 @@ class EffectLog:
         self._depth += 1
 
     def append(self, db_index: int, argv: Sequence[bytes]) -> None:
-        if self.muted:
+        if self._muted:
             return  # a replica applying its primary's log records the primary's bytes instead
         self._pending.append((db_index, argv))
         if self._depth == 0:
@@ -137,7 +160,7 @@ class EffectLog:
     def append_for_replicas(self, argv: Sequence[bytes]) -> None:
         """A replication-only effect (PUBLISH): a unit of its own for replicas, none for the
         AOF, logged only while the log is replicated; inside a unit it follows that unit."""
-        if self.muted or not self.replicating():
+        if self._muted or not self.replicating():
             return
         self._replica_only.append(argv)
         if self._depth == 0:

@@ -9,7 +9,7 @@ engine does not take (another form, a MULTI in progress, an XADD that would fail
 refused having changed nothing: the caller (`node.log.applier`) runs it the ordinary way,
 which reports its error. Either way the node learns of the appends one way, `_appended`:
 `dirty`, WATCH, blocked readers and committed reads see them as of the same XADDs
-propagated (the log is muted on a replica: it records the primary's bytes).
+propagated (a replica's log drops them, `applying_primary_units`: it records the primary's bytes).
 """
 
 from __future__ import annotations

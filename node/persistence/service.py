@@ -441,20 +441,18 @@ class Persistence:
         self._follow_log_identity()
 
     def _follow_log_identity(self) -> None:
-        """Keeps what a restart loads in step with the effect log's identity. A new
+        """Keeps what a restart loads in step with the effect log's identity: a new
         replication id (a promotion, a restart, a replica adopting its primary's) is recorded
-        by starting a new incr file whose manifest line names it; a log at another offset
-        than the AOF's end (a full sync loaded another data set) needs a rewrite. Without
-        this a restart would come back with the old id or a wrong offset."""
+        by starting a new incr file whose manifest line names it. Without this a restart
+        would come back with the old id. The open AOF ends where the log does (it is given
+        every unit; a full sync replaces the data set with the AOF off, `replacing_data_set`):
+        anything else is a bug (PositionMismatch), which no rewrite would explain."""
         writer = self.writer
         if self.aof_state != AOF_ON or writer is None or self.rewrite_scheduled:
             return
         effects = self.server.effects
-        if writer.end_offset != effects.offset:
-            log.warning("The effect log is at offset %d but the AOF at %d: rewriting the AOF",
-                        effects.offset, writer.end_offset)
-            self.rewrite_scheduled = True
-        elif effects.replid != self._recorded_replid:
+        effects.check_follower("the AOF", writer.end_offset)
+        if effects.replid != self._recorded_replid:
             self._record_identity()
 
     def _record_identity(self) -> None:

@@ -9,18 +9,15 @@ the primary's, which the link stores in the backlog itself.
 from __future__ import annotations
 
 import asyncio
-import logging
 import time
 from typing import TYPE_CHECKING
 
+from node.log.effect_log import PositionMismatch
 from node.replication.loop_load import LoopLoad
 from replication import Backlog
-from replication.backlog import new_replid
 
 if TYPE_CHECKING:
     from node.server.server import Server
-
-log = logging.getLogger("rill.replication")
 
 
 class BacklogFeed:
@@ -102,14 +99,11 @@ class BacklogFeed:
         self._last_flush = time.monotonic()
         backlog = self.backlog
         data = pending[0] if len(pending) == 1 else b"".join(pending)
+        # The units end where the effect log did when the last was committed; the backlog
+        # must end where they start (a bug otherwise: nothing is stored, see check_follower).
         if backlog.end + len(data) != self._pending_end:
-            # The effect log and the backlog disagree: a bug. The backlog restarts at the
-            # log's position, which sends every replica through a full sync.
-            log.error("the backlog ends at %d but the effect log at %d: resetting the backlog",
-                      backlog.end + len(data), self._pending_end)
-            # A new id: a replica at exactly the new end must not continue across the gap.
-            backlog.reset(new_replid(), self._pending_end)
-            return
+            raise PositionMismatch(f"the backlog ends at offset {backlog.end}, but the units flushed to it "
+                                   f"start at {self._pending_end - len(data)}")
         backlog.extend(data, [len(unit) for unit in pending])
 
     def _on_config_change(self, name: str, value: str) -> None:

@@ -228,8 +228,7 @@ class CommittedReads:
     def restart(self, why: str, at: int | None = None) -> None:
         """Forgets every record: streams are committed whole once the point passes `at` (by
         default where the log ends now)."""
-        backlog = self.repl.backlog
-        self.floor = at if at is not None else (backlog.end if backlog is not None else self.server.effects.offset)
+        self.floor = at if at is not None else self.repl.end_offset()
         self._streams.clear()
         self._waiting.clear()
         self._noted.clear()

@@ -24,7 +24,7 @@ import asyncio
 import logging
 import math
 import time
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from node.commands.args import parse_int
 from node.commands.context import Session
@@ -36,7 +36,9 @@ from replication.errors import LinkLost
 from replication.registry import STATE_ONLINE
 
 if TYPE_CHECKING:
-    from node.replication.role import ReplicationNode
+    from node.replication.fencing import Fencing
+    from node.server.server import Server
+    from replication import Primary
 
 log = logging.getLogger("rill.replication")
 
@@ -55,10 +57,26 @@ NOT_IN_FENCED_MODE: Final = (
 SYNC_REFUSED: Final = "NOMASTERLINK Can't SYNC while failing over"
 
 
+class Replication(Protocol):
+    """What FAILOVER uses of the node's replication side (node/replication/role.py's
+    `ReplicationNode`, which builds it and alone changes the role)."""
+
+    @property
+    def server(self) -> Server: ...
+    @property
+    def primary(self) -> Primary | None: ...
+    @property
+    def fencing(self) -> Fencing: ...
+    def flush(self) -> None: ...
+    def end_offset(self) -> int: ...
+    def promote(self, session: Session | None) -> Any: ...
+    def become_replica_for_failover(self, host: str, port: int) -> None: ...
+
+
 class Failover:
     """The node's FAILOVER state (`state` is INFO's master_failover_state)."""
 
-    def __init__(self, repl: ReplicationNode) -> None:
+    def __init__(self, repl: Replication) -> None:
         self.repl = repl
         self.state = NO_FAILOVER
         self.target: tuple[str, int] | None = None
@@ -167,8 +185,7 @@ class Failover:
         primary = repl.primary
         if primary is None:
             return
-        repl.flush()
-        end = repl.backlog.end if repl.backlog is not None else repl.server.effects.offset
+        end = repl.end_offset()
         for replica in primary.registry.replicas():
             if self.target is not None and (replica.host.lower(), replica.port) != (self.target[0].lower(), self.target[1]):
                 continue

@@ -4,15 +4,48 @@ replication port (and on a replica how many batches it applied in slices)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from node.replication.discovery import INFO_PORT_FIELD
 
 if TYPE_CHECKING:
-    from node.replication.role import ReplicationNode
+    from node.config import Config
+    from node.replication.backlog_feed import BacklogFeed
+    from node.replication.failover import Failover
+    from node.replication.fencing import Fencing
+    from node.replication.redis_link import RedisReplicaLink
+    from node.server.server import Server
+    from replication import Backlog, Primary, ReplicaLink
 
 
-def _link_state(repl: ReplicationNode) -> str:
+class Replication(Protocol):
+    """What ROLE and INFO read of the node's replication side (node/replication/role.py's
+    `ReplicationNode`)."""
+
+    @property
+    def server(self) -> Server: ...
+    @property
+    def config(self) -> Config: ...
+    @property
+    def backlog(self) -> Backlog | None: ...
+    @property
+    def feed(self) -> BacklogFeed: ...
+    @property
+    def primary(self) -> Primary | None: ...
+    @property
+    def link(self) -> ReplicaLink | RedisReplicaLink | None: ...
+    @property
+    def master(self) -> tuple[str, int] | None: ...
+    @property
+    def repl_port(self) -> int: ...
+    @property
+    def fencing(self) -> Fencing: ...
+    @property
+    def failover(self) -> Failover: ...
+    def end_offset(self) -> int: ...
+
+
+def _link_state(repl: Replication) -> str:
     """ROLE's replica state (connect, connecting, sync, connected)."""
     link = repl.link
     if link is None:
@@ -23,11 +56,9 @@ def _link_state(repl: ReplicationNode) -> str:
     return "sync" if status.sync_in_progress else "connecting"
 
 
-def role_reply(repl: ReplicationNode) -> list[Any]:
+def role_reply(repl: Replication) -> list[Any]:
     """ROLE."""
-    repl.flush()
-    backlog = repl.backlog
-    offset = backlog.end if backlog is not None else repl.server.effects.offset
+    offset = repl.end_offset()
     if repl.server.role == "master":
         replicas = repl.primary.registry.replicas() if repl.primary is not None else []
         return [b"master", offset, [
@@ -41,10 +72,10 @@ def role_reply(repl: ReplicationNode) -> list[Any]:
     return [b"slave", host.encode(), port, _link_state(repl).encode(), status.offset if status is not None and up else -1]
 
 
-def info_fields(repl: ReplicationNode) -> list[tuple[str, object]]:
+def info_fields(repl: Replication) -> list[tuple[str, object]]:
     """INFO replication, Redis 7.2's fields in its order, then Rill's replication port (and
     on a replica how many batches it applied in slices)."""
-    repl.flush()
+    end = repl.end_offset()
     server = repl.server
     fields: list[tuple[str, object]] = [("role", server.role)]
     if server.role == "slave":
@@ -75,7 +106,7 @@ def info_fields(repl: ReplicationNode) -> list[tuple[str, object]]:
         fields += [
             ("master_replid", effects.replid),
             ("master_replid2", effects.replid2),
-            ("master_repl_offset", effects.offset),
+            ("master_repl_offset", end),
             ("second_repl_offset", effects.second_offset + 1 if effects.second_offset >= 0 else -1),
             ("repl_backlog_active", 0),
             ("repl_backlog_size", repl.config.get_int("repl-backlog-size")),
@@ -83,7 +114,6 @@ def info_fields(repl: ReplicationNode) -> list[tuple[str, object]]:
             ("repl_backlog_histlen", 0),
         ]
     fields.append((INFO_PORT_FIELD, repl.repl_port))
-    end = backlog.end if backlog is not None else server.effects.offset
     fields += repl.fencing.info_fields(end, server.role == "master")
     if server.role == "slave":
         # How often this replica's CPU was contended enough to apply in slices.
@@ -92,11 +122,11 @@ def info_fields(repl: ReplicationNode) -> list[tuple[str, object]]:
     return fields
 
 
-def _replica_fields(repl: ReplicationNode) -> list[tuple[str, object]]:
+def _replica_fields(repl: Replication) -> list[tuple[str, object]]:
     host, port = repl.master if repl.master is not None else ("", 0)
     status = repl.link.status() if repl.link is not None else None
     # The link's offset: the node's log end, or a Redis primary's offset (redis_link.py).
-    offset = status.offset if status is not None else repl.backlog.end if repl.backlog is not None else repl.server.effects.offset
+    offset = status.offset if status is not None else repl.end_offset()
     up = status is not None and status.link_up
     syncing = status is not None and status.sync_in_progress
     fields: list[tuple[str, object]] = [
@@ -128,7 +158,7 @@ def _replica_fields(repl: ReplicationNode) -> list[tuple[str, object]]:
     return fields
 
 
-def sync_stats(repl: ReplicationNode) -> list[tuple[str, object]]:
+def sync_stats(repl: Replication) -> list[tuple[str, object]]:
     """INFO stats' sync_full, sync_partial_ok, sync_partial_err (this node as a primary)."""
     primary = repl.primary
     if primary is None:
@@ -140,6 +170,6 @@ def sync_stats(repl: ReplicationNode) -> list[tuple[str, object]]:
     ]
 
 
-def backlog_memory(repl: ReplicationNode) -> int:
+def backlog_memory(repl: Replication) -> int:
     """INFO memory's mem_replication_backlog."""
     return repl.backlog.memory_bytes() if repl.backlog is not None else 0

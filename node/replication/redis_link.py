@@ -40,7 +40,7 @@ import gc
 import logging
 import time
 from collections.abc import Callable, Coroutine
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from node.commands.context import Block, Session
 from node.commands.reply import ReplyError
@@ -65,7 +65,9 @@ from replication import LinkStatus, ReplicaSettings
 from replication.backlog import new_replid
 
 if TYPE_CHECKING:
-    from node.replication.role import ReplicationNode
+    from node.persistence.service import Persistence
+    from node.server.server import Server
+    from replication import Backlog
 
 log = logging.getLogger("rill.replication")
 
@@ -174,10 +176,25 @@ class ReadCounters:
                 session.select(selected)
 
 
+class Replication(Protocol):
+    """What a link to a Redis primary uses of the node's replication side
+    (node/replication/role.py's `ReplicationNode`, which builds it)."""
+
+    apply_errors: int  # counted here too: INFO's rill_apply_errors
+
+    @property
+    def server(self) -> Server: ...
+    @property
+    def persistence(self) -> Persistence: ...
+    @property
+    def backlog(self) -> Backlog | None: ...
+    def flush(self) -> None: ...
+
+
 class RedisReplicaLink:
     """Replicates from the redis-server at host:port (its RESP port) into this node."""
 
-    def __init__(self, repl: ReplicationNode, host: str, port: int, settings: ReplicaSettings,
+    def __init__(self, repl: Replication, host: str, port: int, settings: ReplicaSettings,
                  announce_host: str = "", announce_port: int = 0) -> None:
         self.repl = repl
         self.server = repl.server

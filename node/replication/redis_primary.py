@@ -39,7 +39,7 @@ import logging
 import time
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import hiredis
 
@@ -56,8 +56,12 @@ from node.rdb.values import UnsupportedType
 from replication.registry import STATE_ONLINE, STATE_SEND_BULK
 
 if TYPE_CHECKING:
-    from node.replication.role import ReplicationNode
+    from node.replication.backlog_feed import BacklogFeed
+    from node.replication.failover import Failover
+    from node.replication.redis_link import RedisReplicaLink
     from node.server.connection import ClientConnection
+    from node.server.server import Server
+    from replication import Backlog, Primary, ReplicaLink
 
 log = logging.getLogger("rill.replication")
 
@@ -85,10 +89,29 @@ class ReplicaConf:
     rdb_only: bool = False
 
 
+class Replication(Protocol):
+    """What serving Redis replicas uses of the node's replication side (node/replication/role.py's
+    `ReplicationNode`, which builds it)."""
+
+    @property
+    def server(self) -> Server: ...
+    @property
+    def backlog(self) -> Backlog | None: ...
+    @property
+    def feed(self) -> BacklogFeed: ...
+    @property
+    def primary(self) -> Primary | None: ...
+    @property
+    def link(self) -> ReplicaLink | RedisReplicaLink | None: ...
+    @property
+    def failover(self) -> Failover: ...
+    def flush(self) -> None: ...
+
+
 class RedisReplicas:
     """The node's Redis replicas (`ReplicationNode.redis_replicas`)."""
 
-    def __init__(self, repl: ReplicationNode) -> None:
+    def __init__(self, repl: Replication) -> None:
         self.repl = repl
         self.server = repl.server
         self._confs: OrderedDict[int, ReplicaConf] = OrderedDict()

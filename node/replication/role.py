@@ -189,12 +189,21 @@ class ReplicationNode:
         backlog's end (snapshot, INFO, ROLE, a role change)."""
         self.feed.flush()
 
-    def snapshot(self) -> bytes:
-        """The keyspace at the backlog's end, in the persistence snapshot format."""
+    def end_offset(self) -> int:
+        """The node's replication position (master_repl_offset): the effect log's offset,
+        which owns it (node/log/effect_log.py), once the units committed so far are in the
+        backlog; a backlog that then ends elsewhere is a bug (PositionMismatch)."""
         self.flush()
-        backlog = self.backlog
-        assert backlog is not None
-        meta = SnapshotMeta(backlog.replid, backlog.replid2, backlog.second_offset, backlog.end, int(time.time()))
+        effects = self.server.effects
+        if self.backlog is not None:
+            effects.check_follower("the backlog", self.backlog.end)
+        return effects.offset
+
+    def snapshot(self) -> bytes:
+        """The keyspace at the log's end, in the persistence snapshot format."""
+        end = self.end_offset()
+        effects = self.server.effects
+        meta = SnapshotMeta(effects.replid, effects.replid2, effects.second_offset, end, int(time.time()))
         out = io.BytesIO()
         dump(out, self.server.keyspace, meta)
         return out.getvalue()
@@ -206,16 +215,14 @@ class ReplicationNode:
 
     def history_changed(self) -> None:
         """A new replid (promotion, a replica adopting its primary's) or a reset backlog (a
-        full sync, a reset after a disagreement): the history is the effect log's already; a
-        reset also moves the log to the backlog's offset. The AOF records it at once."""
+        full sync): the history is the effect log's already (shared), and so is the offset
+        (whoever reset the backlog moved the log there first). The AOF records it at once."""
         backlog = self.backlog
         assert backlog is not None
+        self.server.effects.check_follower("the backlog", backlog.end)
         # The same log under a new id (a restart, a reset): its epochs are recorded under it
         # before the AOF records the id. A replica's and a promotion's change recorded them.
         self.fencing.rename(backlog.replid)
-        effects = self.server.effects
-        if effects.offset != backlog.end:
-            effects.move_to(backlog.end)
         self.persistence.log_identity_changed()
 
     # -- role changes ---------------------------------------------------------------------
@@ -267,8 +274,7 @@ class ReplicationNode:
         if self.failover.running:
             return ReplyError(FAILING_OVER)
         assert self.backlog is not None and self.primary is not None
-        self.flush()
-        at = self.backlog.end
+        at = self.end_offset()
         refusal = self.fencing.check_promotion(epoch, at, position)
         if refusal is not None:
             return ReplyError(refusal)
@@ -314,9 +320,7 @@ class ReplicationNode:
         or an error when the promise could not be saved (then nothing changed)."""
         if not self.fencing.enabled:
             return ReplyError(NOT_FENCED)
-        self.flush()
-        assert self.backlog is not None
-        reply = self.fencing.fence_to(epoch, self.backlog.end)
+        reply = self.fencing.fence_to(epoch, self.end_offset())
         if isinstance(reply, ReplyError):
             return reply
         if self.link is not None:
@@ -373,7 +377,7 @@ class ReplicationNode:
         self.machine, self.link = machine, link
         self._connecting = None
         log.info("Connecting to MASTER %s:%d (replication port %d) at offset %d of %s",
-                 host, port, repl_port, self.backlog.end, self.backlog.replid)
+                 host, port, repl_port, self.end_offset(), self.server.effects.replid)
         link.start()
 
     def _follow_redis(self, host: str, port: int) -> None:

@@ -14,7 +14,7 @@ import os
 import tempfile
 import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, Protocol
 
 from node.commands.context import Session
 from node.engine.keyspace import Keyspace
@@ -22,13 +22,29 @@ from node.log.applier import ApplyError, LogApplier, replica_failure
 from node.persistence.snapshot import SnapshotError, SnapshotMeta, load_snapshot
 
 if TYPE_CHECKING:
-    from node.replication.role import ReplicationNode
+    from node.persistence.service import Persistence
+    from node.server.server import Server
 
 log = logging.getLogger("rill.replication")
 
 # Errors applying the primary's log are logged at most this often (a diverged replica would
 # otherwise log every batch until its full sync).
 _APPLY_ERROR_LOG_PERIOD: Final = 10.0
+
+
+class Replication(Protocol):
+    """What the state machine uses of the node's replication side (node/replication/role.py's
+    `ReplicationNode`, which builds it)."""
+
+    apply_errors: int  # counted here: INFO's rill_apply_errors
+
+    @property
+    def server(self) -> Server: ...
+    @property
+    def persistence(self) -> Persistence: ...
+    def snapshot(self) -> bytes: ...
+    def fsynced_offset(self) -> int: ...
+    def written_offset(self) -> int: ...
 
 
 class NodeStateMachine:
@@ -38,7 +54,7 @@ class NodeStateMachine:
     One per link: when the node changes role the machine is detached, and anything a link
     that is being cancelled still hands it is refused."""
 
-    def __init__(self, repl: ReplicationNode, primary_addr: str) -> None:
+    def __init__(self, repl: Replication, primary_addr: str) -> None:
         self.repl = repl
         self.server = repl.server
         self.active = True
@@ -67,14 +83,12 @@ class NodeStateMachine:
         self._check_active()
         effects = self.server.effects
         # The node logs the primary's bytes, not its own re-encoding of them.
-        effects.muted = True
         try:
-            self.applier.apply_batch(data)
+            with effects.applying_primary_units():
+                self.applier.apply_batch(data)
         except ApplyError:
             self._log_failure()
             raise
-        finally:
-            effects.muted = False
         # The primary's PUBLISHes go on to sub-replicas (the backlog), not to the AOF.
         effects.replicated(data, end_offset, self.applier.replica_only)
         self.server.after_batch()

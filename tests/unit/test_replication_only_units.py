@@ -63,8 +63,8 @@ def test_inside_a_unit_it_comes_after_the_unit() -> None:
 def test_a_muted_log_drops_it_as_any_effect() -> None:
     log, backlog = EffectLog(), Recorder()
     log.add_listener(backlog)
-    log.muted = True
-    log.append_for_replicas(PUB)
+    with log.applying_primary_units():
+        log.append_for_replicas(PUB)
     assert backlog.units == [] and log.offset == 0
 
 

@@ -135,9 +135,8 @@ def test_every_unit_outside_database_zero_names_its_database() -> None:
 def test_a_replica_logs_its_primarys_bytes_and_offsets_not_its_own_encoding() -> None:
     log, seen = _log()
     log.append(0, [b"SET", b"a", b"1"])
-    log.muted = True
-    log.append(0, [b"SET", b"b", b"1"])  # the replica's own re-encoding of an applied effect
-    log.muted = False
+    with log.applying_primary_units():
+        log.append(0, [b"SET", b"b", b"1"])  # the replica's own re-encoding of an applied effect
     primary_bytes = _units([b"SET", b"b", b"1"])
     log.replicated(primary_bytes, 5000)
     assert seen[1:] == [(primary_bytes, 5000)]
