@@ -11,6 +11,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from bench.procs import free_port
+from node.commands.context import Session
 from node.commands.table import CommandTable
 from node.config import Config
 from node.server.core import ServerCore
@@ -37,17 +38,17 @@ class RunningCore:
 @contextmanager
 def running_core(
     commands: CommandTable, mode: str = "standalone", setup: Callable[[ServerCore], None] | None = None,
-    **directives: str,
+    on_shutdown: Callable[[Session | None, frozenset[str]], None] | None = None, **directives: str,
 ) -> Iterator[RunningCore]:
-    """Starts a ServerCore with `commands` (`setup` may add sections, hooks...) and stops it,
-    clients closed, when the block ends."""
+    """Starts a ServerCore with `commands` (`setup` may add sections...; `on_shutdown` is what
+    SHUTDOWN calls) and stops it, clients closed, when the block ends."""
     config = Config()
     config.set("port", str(free_port()), startup=True)
     config.set("bind", "127.0.0.1", startup=True)
     for name, value in directives.items():
         config.set(name.replace("_", "-"), value, startup=True)
     loop = asyncio.new_event_loop()
-    core = ServerCore(config, commands, wall_clock_ms, mode=mode)
+    core = ServerCore(config, commands, wall_clock_ms, mode=mode, on_shutdown=on_shutdown)
     if setup is not None:
         setup(core)
     started = threading.Event()

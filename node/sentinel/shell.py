@@ -49,11 +49,11 @@ class SentinelShell:
     def __init__(self, loaded: Loaded) -> None:
         self.loaded = loaded
         self.runner = Runner(loaded.sentinel, loaded.options, loaded.config_path)
-        self.core = ServerCore(server_config(loaded), self._table(), wall_clock_ms, mode="sentinel")
+        self.core = ServerCore(server_config(loaded), self._table(), wall_clock_ms, mode="sentinel",
+                               on_shutdown=self._shutdown_requested)
         # Rewrites of sentinel.conf write the running sentinel's ACL users.
         loaded.options.acl_lines = self.core.acl.config_lines
         self.core.info_sections.add("sentinel", "Sentinel", self._info_fields)
-        self.core.shutdown_requested = self._shutdown_requested
         self.runner.publish = self.core.pubsub.publish
         self._stop = asyncio.Event()
         self.metrics_exporter: MetricsExporter | None = None  # `metrics-port`, when set

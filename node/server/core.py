@@ -6,9 +6,8 @@ sentinel uses it as it is, with its own table and INFO section:
 
     table = sentinel_commands()  # node.server.sentinel_mode: what a sentinel shares with a node
     add_command(table, CommandSpec("sentinel", -2, frozenset({"admin"}), 0, 0, 0, shell.sentinel_command))
-    core = ServerCore(config, table, clock, mode="sentinel")
+    core = ServerCore(config, table, clock, mode="sentinel", on_shutdown=shell.on_shutdown)  # (session, flags)
     core.info_sections.add("sentinel", "Sentinel", shell.info_fields)
-    core.shutdown_requested = shell.on_shutdown  # (session, flags)
     await core.listen()
     core.pubsub.publish(b"+sdown", b"master mymaster 127.0.0.1 6379")  # events to subscribers
     ...
@@ -17,7 +16,7 @@ sentinel uses it as it is, with its own table and INFO section:
 The core is the `Core` command handlers see (`Session.node`) unless it is built with another
 (`node=`: a node's `RillNode`), and implements the `Clients` and `Admin` protocols. What it
 reads of its owner it is given when built: the role (read-only, `role=`), the write gates
-(`gates=`), the replication's sync counters (`sync_stats=`).
+(`gates=`), the replication's sync counters (`sync_stats=`), what SHUTDOWN calls (`on_shutdown=`).
 """
 
 from __future__ import annotations
@@ -60,6 +59,7 @@ class ServerCore:
         self, config: Config, commands: CommandTable, clock: Callable[[], int], mode: str = "standalone",
         effects: EffectLog | None = None, *, role: RoleView | None = None, gates: WriteGates | None = None,
         node: Core | None = None, sync_stats: Callable[[], Fields] | None = None,
+        on_shutdown: Callable[[Session | None, frozenset[str]], None] | None = None,
     ) -> None:
         self.config = config
         # Milliseconds since the epoch; tests drive the server with a fake clock.
@@ -96,7 +96,7 @@ class ServerCore:
         # INFO stats' sync_full/sync_partial_ok/sync_partial_err (a node's: its replication's).
         self.sync_stats: Callable[[], Fields] = sync_stats if sync_stats is not None else _no_syncs
         # Called by SHUTDOWN (and request_shutdown) with the flags: the owner stops the server.
-        self.shutdown_requested: Callable[[Session | None, frozenset[str]], None] | None = None
+        self._on_shutdown = on_shutdown
         self._output_pending: list[ClientConnection] = []
         self._next_client_id = 1
         self._server: asyncio.AbstractServer | None = None
@@ -236,8 +236,8 @@ class ServerCore:
         self.acl.reset_stats()
 
     def request_shutdown(self, session: Session | None, flags: frozenset[str] = frozenset()) -> None:
-        if self.shutdown_requested is not None:
-            self.shutdown_requested(session, flags)
+        if self._on_shutdown is not None:
+            self._on_shutdown(session, flags)
 
     def sleep(self, seconds: float) -> None:
         time.sleep(seconds)  # blocks the whole server, as DEBUG SLEEP does in Redis

@@ -16,6 +16,7 @@ from collections.abc import Iterator
 import pytest
 import redis
 
+from node.commands.context import Session
 from node.server.core import ServerCore
 from node.server.sentinel_mode import sentinel_commands
 from tests.conformance.harness import RawConnection
@@ -160,10 +161,10 @@ def test_the_server_side_publish_hook_reaches_subscribers(servers: tuple[int, Ru
 def test_shutdown_hands_its_flags_to_the_owner_and_blocks_the_caller() -> None:
     calls: list[tuple[int, frozenset[str]]] = []
 
-    def setup(core: ServerCore) -> None:
-        core.shutdown_requested = lambda session, flags: calls.append((session.id if session else 0, flags))
+    def on_shutdown(session: Session | None, flags: frozenset[str]) -> None:
+        calls.append((session.id if session else 0, flags))
 
-    with running_core(sentinel_commands(), mode="sentinel", setup=setup) as rc:
+    with running_core(sentinel_commands(), mode="sentinel", on_shutdown=on_shutdown) as rc:
         conn = RawConnection(rc.port, timeout=0.5)
         my_id = int(conn.call("CLIENT", "ID")[1:-2])
         conn.send("SHUTDOWN", "NOSAVE")
