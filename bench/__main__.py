@@ -8,15 +8,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import subprocess
 import sys
 import tempfile
 import time
-from typing import Any
 
-from bench.client import RespClient
-from bench.procs import ROOT, BenchError, Server, install_exit_handlers, start_redis, start_rill
+from bench.procs import ROOT, BenchError, Server, environment, install_exit_handlers, start_redis, start_rill
 from bench.report import row_dict, table, write_json
 from bench.throughput import DEFAULT_TESTS, PIPELINED_SCALE, STREAM_READ_MAX_REQUESTS, TESTS, Row, run_row
 
@@ -71,30 +68,6 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
-def _server_version(server: Server) -> str:
-    with RespClient(server.port) as client:
-        info = client.call("INFO", "server")
-    if isinstance(info, bytes):
-        for line in info.decode().splitlines():
-            if line.startswith("redis_version:"):
-                return line.split(":", 1)[1].strip()
-    return "unknown"
-
-
-def _environment(servers: dict[str, Server]) -> dict[str, Any]:
-    tool = subprocess.run(["redis-benchmark", "--version"], capture_output=True, text=True).stdout.strip()
-    return {
-        "cpus": os.cpu_count(),
-        "platform": platform.platform(),
-        "python": platform.python_version(),
-        "redis_benchmark": tool,
-        "redis_server_version": _server_version(servers["redis"]),
-        "rill_reported_version": _server_version(servers["rill"]),
-        # Compiled with mypyc (make native) or running from the .py sources.
-        "rill_native": any(name.startswith("_native__mypyc.") for name in os.listdir(os.path.join(ROOT, "node"))),
-    }
-
-
 def main(argv: list[str] | None = None) -> int:
     args = _parse_args(argv)
     status = 0
@@ -112,7 +85,7 @@ def _throughput(args: argparse.Namespace) -> int:
     try:
         servers["redis"] = start_redis()
         servers["rill"] = start_rill(args.profile)
-        env = _environment(servers)
+        env = environment(servers)
         print(f"redis-server pid {servers['redis'].pid} port {servers['redis'].port}, "
               f"rill pid {servers['rill'].pid} port {servers['rill'].port}; "
               f"-c {args.clients} -n {args.requests} -P {args.pipelines}", file=sys.stderr, flush=True)

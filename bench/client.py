@@ -1,9 +1,8 @@
-"""A minimal pipelining RESP client for preparing benchmark data and probing commands.
-
-redis-benchmark does the measuring; this client only loads streams quickly (thousands of
-commands per write) and sends one command to learn whether a server supports it. It speaks
-plain RESP2 over a socket with hiredis as the reply parser, so it behaves the same against
-both servers.
+"""bench/'s blocking RESP client: loads streams quickly (thousands of commands per write),
+sends one command to learn whether a server supports it, and times request/reply exchanges
+(`send` then `read`). It speaks plain RESP2 over a socket with hiredis as the reply parser,
+so it behaves the same against every server. (The asyncio drivers of the latency suites have
+their own protocol class, `bench.stream_latency.Connection`.)
 """
 
 from __future__ import annotations
@@ -29,6 +28,8 @@ def encode(argv: Sequence[bytes | str | int]) -> bytes:
 class RespClient:
     def __init__(self, port: int, timeout: float = 60.0) -> None:
         self._sock = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+        # Timed exchanges are single small writes: no Nagle delay on them.
+        self._sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self._reader = hiredis.Reader()
 
     def close(self) -> None:
@@ -52,6 +53,17 @@ class RespClient:
                 continue
             replies.append(item)
         return replies
+
+    def send(self, *commands: Sequence[bytes | str | int]) -> None:
+        """Writes the commands at once without reading; `read` takes their replies in order."""
+        self._sock.sendall(b"".join(encode(argv) for argv in commands))
+
+    def read(self) -> object:
+        """The next reply; an error reply raises ServerReplyError."""
+        reply = self._read(1)[0]
+        if isinstance(reply, hiredis.ReplyError):
+            raise ServerReplyError(f"server error: {str(reply).strip()}")
+        return reply
 
     def call(self, *argv: bytes | str | int) -> object:
         """Send one command; an error reply is returned as a hiredis.ReplyError value."""

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import atexit
 import os
+import platform
 import random
 import shutil
 import signal
@@ -17,6 +18,9 @@ import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
+
+from bench.client import RespClient
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -214,3 +218,28 @@ def install_exit_handlers() -> None:
     atexit.register(stop_all)
     if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
         signal.signal(signal.SIGTERM, _exit_on_sigterm)
+
+
+def server_version(server: Server) -> str:
+    with RespClient(server.port) as client:
+        info = client.call("INFO", "server")
+    if isinstance(info, bytes):
+        for line in info.decode().splitlines():
+            if line.startswith("redis_version:"):
+                return line.split(":", 1)[1].strip()
+    return "unknown"
+
+
+def environment(servers: dict[str, Server]) -> dict[str, Any]:
+    """What a run of the throughput-style suites ran on (the JSON's `environment` block)."""
+    tool = subprocess.run(["redis-benchmark", "--version"], capture_output=True, text=True).stdout.strip()
+    return {
+        "cpus": os.cpu_count(),
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "redis_benchmark": tool,
+        "redis_server_version": server_version(servers["redis"]),
+        "rill_reported_version": server_version(servers["rill"]),
+        # Compiled with mypyc (make native) or running from the .py sources.
+        "rill_native": any(name.startswith("_native__mypyc.") for name in os.listdir(os.path.join(ROOT, "node"))),
+    }

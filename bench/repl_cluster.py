@@ -17,7 +17,6 @@ import os
 import resource
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -27,9 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import hiredis
-
-from bench.client import RespClient, encode
+from bench.client import RespClient
 from bench.procs import BenchError, Server, _launch, free_port, steal_share
 from bench.throughput import RUN_TIMEOUT_S, parse_csv_rps
 from node.replication.loop_load import host_steal_ticks
@@ -188,33 +185,6 @@ def redis_benchmark(cluster: Cluster, requests: int, clients: int, pipeline: int
             "replicas_caught_up_after_s": round(catch_up, 3)}
 
 
-class Conn:
-    """A blocking RESP2 connection for timed request/reply exchanges."""
-
-    def __init__(self, port: int) -> None:
-        self.sock = socket.create_connection(("127.0.0.1", port))
-        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        self.reader = hiredis.Reader()
-
-    def send(self, *commands: tuple[Any, ...]) -> None:
-        self.sock.sendall(b"".join(encode(c) for c in commands))
-
-    def read(self) -> object:
-        while True:
-            reply = self.reader.gets()
-            if reply is not False:
-                if isinstance(reply, hiredis.ReplyError):
-                    raise BenchError(f"server error: {reply}")
-                return reply
-            data = self.sock.recv(1 << 20)
-            if not data:
-                raise BenchError("connection closed")
-            self.reader.feed(data)
-
-    def close(self) -> None:
-        self.sock.close()
-
-
 def timed_round_trips(samples: int, warmup: int, replicas: int,
                       round_trip: Callable[[int], tuple[float, object]]) -> tuple[list[float], int]:
     """`round_trip(i)` (returning the seconds it timed and the WAIT's reply) `samples` times
@@ -234,7 +204,7 @@ def xadd_wait_samples(port: int, samples: int, replicas: int, warmup: int = 100,
                       key: str = "waitstream", timeout_ms: int = 100) -> tuple[list[float], int]:
     """`XADD` then `WAIT replicas timeout_ms`, both in one write, timed until both replies
     are in (timed_round_trips)."""
-    conn = Conn(port)
+    conn = RespClient(port)
 
     def round_trip(i: int) -> tuple[float, object]:
         started = time.perf_counter()
@@ -273,7 +243,7 @@ def lag_samples(cluster: Cluster, rate: int, seconds: float, key: str = "lagstre
 
     def read() -> None:
         try:
-            conn = Conn(cluster.replicas[0].port)
+            conn = RespClient(cluster.replicas[0].port)
             last: bytes = b"0-0"
             ready.set()
             while len(seen) < total:
@@ -294,7 +264,7 @@ def lag_samples(cluster: Cluster, rate: int, seconds: float, key: str = "lagstre
     reader = threading.Thread(target=read, daemon=True)
     reader.start()
     ready.wait(10)
-    writer = Conn(cluster.primary.port)
+    writer = RespClient(cluster.primary.port)
     batch = max(1, rate // 500)  # a batch every 2 ms
     interval = batch / rate
     begun = next_tick = time.perf_counter()

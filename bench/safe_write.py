@@ -56,7 +56,6 @@ from bench.client import RespClient, encode
 from bench.procs import ROOT, BenchError, busy_cpu_seconds, install_exit_handlers, steal_share
 from bench.repl_cluster import (
     Cluster,
-    Conn,
     children_cpu_seconds,
     lag_samples,
     percentile,
@@ -114,7 +113,7 @@ def config(group: str, kind: str, valkey_io_threads: int) -> Config:
 def wait_alone_samples(port: int, samples: int, replicas: int, warmup: int = 100) -> tuple[list[float], int]:
     """`XADD`, its reply read, then `WAIT replicas`: the seconds from sending the WAIT to its
     reply (the replicas' acknowledgement of a write the primary already answered)."""
-    conn = Conn(port)
+    conn = RespClient(port)
 
     def round_trip(i: int) -> tuple[float, object]:
         conn.send(("XADD", "waitalone", "*", "n", i))

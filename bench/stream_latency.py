@@ -39,7 +39,7 @@ from typing import Any, cast
 import hiredis
 
 from bench.client import RespClient, ServerReplyError, encode
-from bench.procs import ROOT, BenchError, Server, install_exit_handlers, start_redis, start_rill
+from bench.procs import ROOT, BenchError, Server, environment, install_exit_handlers, start_redis, start_rill
 from bench.report import write_json
 from bench.stream_scaling import schedstat_ns
 
@@ -362,7 +362,6 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from bench.__main__ import _environment  # the same environment block as the throughput suite
 
     args = parse_args(argv)
     if args.driver:
@@ -376,7 +375,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         servers["redis"] = start_redis()
         servers["rill"] = start_rill()
-        env = _environment(servers)
+        env = environment(servers)
         print(f"redis-server pid {servers['redis'].pid} port {servers['redis'].port}, "
               f"rill pid {servers['rill'].pid} port {servers['rill'].port}; {args.rate:g} msg/s, "
               f"{args.producers} producers, {args.consumers} consumers, {args.seconds:g} s each; "

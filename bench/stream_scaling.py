@@ -48,7 +48,7 @@ from typing import Any
 import hiredis
 
 from bench.client import RespClient, ServerReplyError, encode
-from bench.procs import ROOT, BenchError, Server, install_exit_handlers, start_redis, start_rill
+from bench.procs import ROOT, BenchError, Server, environment, install_exit_handlers, start_redis, start_rill
 from bench.report import write_json
 
 SIZES = (10_000, 100_000, 1_000_000, 10_000_000)
@@ -539,7 +539,6 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from bench.__main__ import _environment  # the same environment block as the throughput suite
 
     args = parse_args(argv)
     plan: Plan = args.plan
@@ -552,7 +551,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         servers["redis"] = start_redis()
         servers["rill"] = start_rill()
-        env = _environment(servers)
+        env = environment(servers)
         print(f"redis-server pid {servers['redis'].pid} port {servers['redis'].port}, "
               f"rill pid {servers['rill'].pid} port {servers['rill'].port}; sizes {list(plan.sizes)}, "
               f"{plan.ops} ops, PEL {plan.pel}, {plan.cycles} cycles, {plan.rounds} rounds; "
