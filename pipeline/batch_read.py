@@ -34,7 +34,7 @@ from pyspark.sql.datasource import (
 )
 
 from pipeline import arrow, ids, servers
-from pipeline.connection import Node, discover, read_nodes
+from pipeline.endpoints import Node, discover, read_nodes
 from pipeline.options import Bound, OptionError, connection_options, read_options
 from pipeline.planning import batch_range, stream_state
 from pipeline.reading import RangePartition, ReadSpec, read_range

@@ -22,7 +22,7 @@ import redis
 from pyspark.sql.datasource import InputPartition
 
 from pipeline import arrow, ids
-from pipeline.connection import Node
+from pipeline.endpoints import Node
 from pipeline.options import Bound
 from pipeline.reading import ReadSpec
 

@@ -27,7 +27,7 @@ import redis
 from pyspark.sql.datasource import InputPartition
 
 from pipeline import arrow, ids, servers
-from pipeline.connection import NODE_ERRORS, Node, NoNodeError, Topology, discover, read_nodes
+from pipeline.endpoints import NODE_ERRORS, Node, NoNodeError, Topology, discover, read_nodes
 from pipeline.options import ConnectionOptions
 
 log = logging.getLogger("pipeline.rill")

@@ -37,7 +37,7 @@ from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMa
 
 from pipeline import arrow, groups, ids, servers
 from pipeline.batch_read import deal, first_entries, use_committed
-from pipeline.connection import NODE_ERRORS, Node, Topology, discover, read_nodes
+from pipeline.endpoints import NODE_ERRORS, Node, Topology, discover, read_nodes
 from pipeline.offsets import Offset, fingerprint
 from pipeline.options import connection_options, read_options
 from pipeline.planning import BEHIND, StreamState, initial_offset, lost_after, stream_state, vouch

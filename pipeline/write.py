@@ -35,7 +35,7 @@ import redis
 from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowWriter, WriterCommitMessage
 
 from pipeline import idempotence, ids, servers
-from pipeline.connection import NODE_ERRORS, Node, NotPrimaryError, Topology, rediscover
+from pipeline.endpoints import NODE_ERRORS, Node, NotPrimaryError, Topology, rediscover
 from pipeline.options import ConnectionOptions, OptionError, WriteOptions, connection_options, write_options
 
 log = logging.getLogger("pipeline.rill")

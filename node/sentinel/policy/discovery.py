@@ -10,7 +10,7 @@ is the failover's business (failover.py, `Failover.on_info`)."""
 from __future__ import annotations
 
 from node.sentinel.hello import Hello, parse_hello
-from node.sentinel.info import InfoReport, parse_info
+from node.sentinel.info_reply import InfoReport, parse_info
 from node.sentinel.instance import MASTER, MASTER_REBOOT, SENTINEL, SLAVE, FencedSettings, Instance
 from node.sentinel.messages import NOTICE, VERBOSE, WARNING, RespError, Value
 from node.sentinel.policy.connections import PUBLISH, Connections

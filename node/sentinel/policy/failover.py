@@ -15,7 +15,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from node.sentinel import fenced, selection
-from node.sentinel.info import InfoReport
+from node.sentinel.info_reply import InfoReport
 from node.sentinel.instance import (
     FAILOVER_FENCE,
     FAILOVER_IN_PROGRESS,
