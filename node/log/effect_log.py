@@ -34,13 +34,13 @@ from replication.history import History
 
 Listener = Callable[[bytes, int], None]
 
+_MULTI = encode_command([b"MULTI"])
+_EXEC = encode_command([b"EXEC"])
+
 
 class PositionMismatch(Exception):
     """A follower of the effect log (the backlog, the AOF) does not end where the log does: a
     broken invariant, a bug. (An Exception: mypyc compiles no subclass of AssertionError.)"""
-
-_MULTI = encode_command([b"MULTI"])
-_EXEC = encode_command([b"EXEC"])
 
 
 class EffectLog:
