@@ -25,7 +25,7 @@ from replication.errors import (
 from replication.history import NO_REPLID, History
 from replication.lease import Lease, lease_clock_ns
 from replication.primary import Primary
-from replication.registry import ReplicaInfo, ReplicaRegistry
+from replication.registry import OnlineAcks, ReplicaInfo, ReplicaRegistry
 from replication.replica import LinkStatus, ReplicaLink
 from replication.settings import OutputBufferLimit, PrimarySettings, ReplicaSettings
 from replication.state_machine import StateMachine
@@ -51,6 +51,7 @@ __all__ = [
     "LinkLost",
     "LinkStatus",
     "NotAcknowledging",
+    "OnlineAcks",
     "OutputBufferLimit",
     "Primary",
     "PrimarySettings",

@@ -6,6 +6,7 @@ counts and min-replicas-to-write.
 from __future__ import annotations
 
 import time
+from bisect import bisect_left
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -30,6 +31,21 @@ class ReplicaInfo:
     lag: float  # seconds since its last ack (Redis's `lag`, which INFO prints as an integer)
 
 
+@dataclass(frozen=True)
+class OnlineAcks:
+    """What the online replicas acknowledged, read once for many counts (a primary checks every
+    parked WAIT on each ack): each kind's offsets in ascending order, one per replica."""
+
+    applied: list[int]
+    written: list[int]  # -1: the replica reported no log file write
+    fsynced: list[int]  # -1: the replica persists nothing
+
+    @staticmethod
+    def count(offsets: list[int], offset: int) -> int:
+        """How many of `offsets` (one of the lists above) reach `offset`."""
+        return len(offsets) - bisect_left(offsets, offset)
+
+
 @dataclass
 class _Entry:
     replica_id: str
@@ -47,6 +63,8 @@ class ReplicaRegistry:
         self._clock = clock
         self._entries: dict[str, _Entry] = {}  # insertion order = INFO's slave0, slave1, ...
         self._ack_listeners: list[AckListener] = []
+        # online_acks() until an entry changes: every WAIT counts, many between two acks.
+        self._online_acks: OnlineAcks | None = None
 
     def add_ack_listener(self, listener: AckListener) -> None:
         """Called after every ack (and every removal) so waiters re-count."""
@@ -54,15 +72,18 @@ class ReplicaRegistry:
 
     def add(self, replica_id: str, host: str, port: int, state: str, offset: int) -> None:
         self._entries[replica_id] = _Entry(replica_id, host, port, state, offset, -1, self._clock())
+        self._online_acks = None
 
     def remove(self, replica_id: str) -> None:
         if self._entries.pop(replica_id, None) is not None:
+            self._online_acks = None
             self._notify()
 
     def set_state(self, replica_id: str, state: str) -> None:
         entry = self._entries.get(replica_id)
         if entry is not None:
             entry.state = state
+            self._online_acks = None
             # Lag counts from when the replica could first ack, not from the handshake.
             entry.last_ack = self._clock()
 
@@ -74,6 +95,7 @@ class ReplicaRegistry:
         entry.fsynced_offset = fsynced_offset
         entry.written_offset = written_offset
         entry.last_ack = self._clock()
+        self._online_acks = None
         self._notify()
 
     def _notify(self) -> None:
@@ -123,6 +145,16 @@ class ReplicaRegistry:
             (e.written_offset if written and e.written_offset >= 0 else e.offset)
             for e in self._entries.values() if e.state == STATE_ONLINE
         ]
+
+    def online_acks(self) -> OnlineAcks:
+        """The offsets count_acked, count_written and count_fsynced count, as one snapshot."""
+        acks = self._online_acks
+        if acks is None:
+            online = [e for e in self._entries.values() if e.state == STATE_ONLINE]
+            acks = self._online_acks = OnlineAcks(sorted([e.offset for e in online]),
+                                                  sorted([e.written_offset for e in online]),
+                                                  sorted([e.fsynced_offset for e in online]))
+        return acks
 
     def count_fsynced(self, offset: int) -> int:
         """Online replicas that acknowledged fsyncing `offset` (replicationCountAOFAcksByOffset)."""

@@ -36,6 +36,9 @@ class BacklogFeed:
         self._pending: list[bytes] = []
         self._pending_end = 0
         self._last_flush = 0.0
+        # A flush is queued for the end of this event-loop turn (`flush_soon`, or `_on_unit`
+        # with no interval to wait).
+        self._flush_queued = False
         self._batch_interval = self.config.get_int("repl-batch-interval") / 1000
         self._busy_batch_interval = self.config.get_int("repl-busy-batch-interval") / 1000
         self._loop_load = LoopLoad()
@@ -66,7 +69,8 @@ class BacklogFeed:
             delay = self._last_flush + interval - now
             if delay > 0:
                 self._loop.call_later(delay, self.flush)
-            else:
+            elif not self._flush_queued:
+                self._flush_queued = True
                 self._loop.call_soon(self.flush)
         self._pending.append(data)
         self._pending_end = end_offset
@@ -82,12 +86,23 @@ class BacklogFeed:
         self.recording = True
         self.server.effects.add_listener(self._unit_listener)
 
+    def flush_soon(self) -> None:
+        """Flushes at the end of this event-loop turn, whatever the batch intervals: a client
+        waits for replicas (WAIT). One flush for all the WAITs of a turn: with 50 clients each
+        sending XADD + WAIT, a flush per WAIT (a backlog append and its listeners each) cost
+        the primary a fifth of its CPU, and the replica stream could take no more of them
+        sooner (its pump runs after this turn either way)."""
+        if self._pending and not self._flush_queued and self._loop is not None:
+            self._flush_queued = True
+            self._loop.call_soon(self.flush)
+
     def flush(self) -> None:
         """Moves the units committed so far into the backlog: once per event-loop turn (or
         at most every repl-batch-interval under load, when set, and every
-        repl-busy-batch-interval while this loop is saturated), at once when a client waits
-        for replicas (WAIT, WAITAOF), and before anything reads the backlog's end (snapshot,
-        INFO, ROLE, a role change)."""
+        repl-busy-batch-interval while this loop is saturated), at the end of the turn when a
+        client waits for replicas (WAIT, `flush_soon`), at once for WAITAOF, and before
+        anything reads the backlog's end (snapshot, INFO, ROLE, a role change)."""
+        self._flush_queued = False
         if not self.recording:
             if self.backlog is not None and self.backlog.end != self.server.effects.offset:
                 self.backlog.skip_to(self.server.effects.offset)

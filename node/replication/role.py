@@ -116,7 +116,7 @@ class ReplicationNode:
         self.commit = CommitPoint()
         # Redis replicas of this node (PSYNC/SYNC on the RESP port).
         self.redis_replicas = RedisReplicas(self)
-        self.waits = Waits(server, persistence, self.flush, self.fencing)
+        self.waits = Waits(server, persistence, self.feed, self.fencing)
         if self.fencing.enabled:
             # Without its lease a primary adds nothing to its log on its own either: no
             # expired key is deleted, no PUBLISH propagated (node/commands/expiry.py, pubsub.py).

@@ -19,14 +19,15 @@ fencing.py): decided without a lease, at once, on an ack or at its timeout, its 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from node.commands.context import Block, Session
 from node.commands.reply import CommandError, ReplyError
 from node.persistence.service import AOF_OFF, AOF_ON, Persistence
+from node.replication.backlog_feed import BacklogFeed
 from node.replication.fencing import Fencing
+from replication import OnlineAcks
 
 if TYPE_CHECKING:
     from node.server.server import Server
@@ -35,6 +36,16 @@ if TYPE_CHECKING:
 
 def _never_ready(session: Session) -> None:
     return None
+
+
+@dataclass(frozen=True)
+class _Counts:
+    """A moment's counts, for every parked wait at once."""
+
+    refusal: str | None  # fenced mode: the error WAIT gets now (no lease); None outside it
+    replicated: list[int]  # what WAIT counts, per online replica, ascending
+    fsynced: list[int]  # what WAITAOF counts, per online replica, ascending
+    local_synced: int  # this node's durable AOF offset (WAITAOF numlocal); -1: none counts
 
 
 @dataclass(eq=False)
@@ -51,13 +62,13 @@ class _Wait:
 class Waits:
     """The node's parked WAIT and WAITAOF clients (`ctx.node.waits`)."""
 
-    def __init__(self, server: Server, persistence: Persistence, flush: Callable[[], None], fencing: Fencing) -> None:
+    def __init__(self, server: Server, persistence: Persistence, feed: BacklogFeed, fencing: Fencing) -> None:
         self.server = server
         self.persistence = persistence
         self.fencing = fencing
-        # Ships the log's pending units to the replicas now (a waiting client's write must
-        # not wait for the next batch).
-        self._flush = flush
+        # Ships the log's pending units to the replicas (a waiting client's write must not
+        # wait for the next batch, which a busy primary spaces by repl-busy-batch-interval).
+        self._feed = feed
         self._primary: Primary | None = None
         self._waits: list[_Wait] = []
         persistence.add_durability_listener(self.changed)
@@ -71,10 +82,10 @@ class Waits:
         """WAIT: the replicas that applied the client's last write (c->woff)."""
         assert self._primary is not None
         wait = _Wait(session, Block([], timeout_ms, _never_ready), session.woff, numreplicas, 0, False)
-        done, reply = self._state(wait)
+        done, reply = self._state(wait, self._counts())
         if done or session.in_exec:
             return reply
-        self._flush()  # the client's write goes to the replicas now, not at the next tick
+        self._feed.flush_soon()  # the client's write goes to the replicas at the end of this turn
         wait.block.timeout_reply = reply
         self._park(wait)
         return wait.block
@@ -90,13 +101,13 @@ class Waits:
                 raise CommandError("ERR WAITAOF cannot be used when numlocal is set but appendonly is disabled.")
             offset = self.server.effects.offset
         wait = _Wait(session, Block([], timeout_ms, _never_ready), offset, numreplicas, numlocal, True)
-        done, reply = self._state(wait)
+        done, reply = self._state(wait, self._counts())
         if done or session.in_exec or "replay" in session.flags:
             return reply
         wait.block.timeout_reply = reply
         self._park(wait)
         if numreplicas and self._primary is not None:
-            self._flush()
+            self._feed.flush()  # now: the ack requested next must cover the client's write
             self._primary.request_acks()  # Redis's REPLCONF GETACK: a fresh ack from each replica
         return wait.block
 
@@ -111,32 +122,35 @@ class Waits:
         if wait in self._waits:
             self._waits.remove(wait)
         if wait.session.blocked_on is wait.block:
-            _, reply = self._state(wait)
+            _, reply = self._state(wait, self._counts())
             if self.server.unblock_session(wait.session, reply):
                 self.server.after_batch()
 
-    def _state(self, wait: _Wait) -> tuple[bool, Any]:
-        """Whether `wait` is satisfied (or must be answered with an error now), and the reply
-        it gets now."""
-        refusal = self.fencing.refusal(self._primary) if self.server.role == "master" else None
-        if refusal is not None:
-            return True, ReplyError(refusal)
-        registry = self._primary.registry if self._primary is not None else None
-        if not wait.fsync:
-            count = 0
-            if registry is not None:
-                count = registry.count_written(wait.offset) if self.fencing.enabled else registry.count_acked(wait.offset)
-            return count >= wait.numreplicas, count
-        local = self._local_fsynced(wait.offset)
-        count = registry.count_fsynced(wait.offset) if registry is not None and wait.numreplicas else 0
-        return local >= wait.numlocal and count >= wait.numreplicas, [local, count]
-
-    def _local_fsynced(self, offset: int) -> int:
-        # Until the first base is in a manifest (AOF_WAIT_REWRITE) an fsynced incr file would
-        # not be loaded after a crash: it does not count.
+    def _counts(self) -> _Counts:
+        """What the waits are checked against now: read once for all of them."""
+        primary = self._primary
+        refusal = self.fencing.refusal(primary) if self.server.role == "master" else None
+        acks = primary.registry.online_acks() if primary is not None else OnlineAcks([], [], [])
         persistence = self.persistence
         writer = persistence.writer
-        return int(persistence.aof_state == AOF_ON and writer is not None and writer.synced_offset >= offset)
+        # Until the first base is in a manifest (AOF_WAIT_REWRITE) an fsynced incr file would
+        # not be loaded after a crash: it does not count.
+        local = writer.synced_offset if persistence.aof_state == AOF_ON and writer is not None else -1
+        # Fenced mode's WAIT counts what replicas wrote to their log file, not what they applied.
+        return _Counts(refusal, acks.written if self.fencing.enabled else acks.applied, acks.fsynced, local)
+
+    @staticmethod
+    def _state(wait: _Wait, counts: _Counts) -> tuple[bool, Any]:
+        """Whether `wait` is satisfied (or must be answered with an error now), and the reply
+        it gets now."""
+        if counts.refusal is not None:
+            return True, ReplyError(counts.refusal)
+        if not wait.fsync:
+            count = OnlineAcks.count(counts.replicated, wait.offset)
+            return count >= wait.numreplicas, count
+        local = int(counts.local_synced >= wait.offset)
+        count = OnlineAcks.count(counts.fsynced, wait.offset) if wait.numreplicas else 0
+        return local >= wait.numlocal and count >= wait.numreplicas, [local, count]
 
     def changed(self) -> None:
         """Something counted changed (an ack, a replica left, the AOF's durable offset):
@@ -146,10 +160,11 @@ class Waits:
         waits, self._waits = self._waits, []
         keep: list[_Wait] = []
         released = False
+        counts = self._counts()
         for wait in waits:
             if wait.session.blocked_on is not wait.block:
                 continue  # timed out, unblocked or disconnected
-            done, reply = self._state(wait)
+            done, reply = self._state(wait, counts)
             if done:
                 if wait.timer is not None:
                     wait.timer.cancel()

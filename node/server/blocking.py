@@ -45,13 +45,18 @@ class BlockingManager:
         self._by_key: dict[KeyRef, deque[Waiter]] = {}
         self._ready: dict[KeyRef, None] = {}  # insertion-ordered set
         self.blocked_count = 0
+        # The loop of the first timed block, kept: asyncio.get_running_loop() makes a getpid()
+        # system call each time (CPython 3.11), and every WAIT of a busy primary blocks.
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     def block(self, session: Session, block: Block, deliver: Callable[[Any], None]) -> Waiter:
         waiter = Waiter(session, block, deliver)
         for ref in waiter.keys:
             self._by_key.setdefault(ref, deque()).append(waiter)
         if block.timeout_ms > 0:
-            loop = asyncio.get_running_loop()
+            loop = self._loop
+            if loop is None:
+                loop = self._loop = asyncio.get_running_loop()
             waiter.timer = loop.call_later(block.timeout_ms / 1000.0, self._timeout, waiter)
         self._schedule_wake(waiter)
         session.blocked_on = block
