@@ -1,14 +1,18 @@
 """bench/'s blocking RESP client: loads streams quickly (thousands of commands per write),
 sends one command to learn whether a server supports it, and times request/reply exchanges
 (`send` then `read`). It speaks plain RESP2 over a socket with hiredis as the reply parser,
-so it behaves the same against every server. (The asyncio drivers of the latency suites have
-their own protocol class, `bench.stream_latency.Connection`.)
+so it behaves the same against every server. The asyncio drivers of the latency suites (many
+connections in one event loop, each paced or timed) use `AsyncConnection`, the same RESP over
+an asyncio protocol.
 """
 
 from __future__ import annotations
 
+import asyncio
 import socket
-from collections.abc import Iterable, Sequence
+import time
+from collections.abc import Callable, Iterable, Sequence
+from typing import cast
 
 import hiredis
 
@@ -102,3 +106,42 @@ class RespClient:
 def _show(argv: Sequence[bytes | str | int]) -> str:
     words = [a.decode("utf-8", "replace") if isinstance(a, bytes) else str(a) for a in argv]
     return " ".join(words)
+
+
+ERRORS: list[str] = []  # error replies an asyncio driver got (any makes its run fail)
+
+
+class AsyncConnection(asyncio.Protocol):
+    """One RESP connection of an asyncio driver: raw writes out, each parsed reply handed to
+    `on_reply` with the arrival time of the bytes that completed it in (time.time_ns()). An
+    error reply is also recorded in ERRORS, which a driver reports (any fails its run)."""
+
+    def __init__(self, on_reply: Callable[[object, int], None]) -> None:
+        self.on_reply = on_reply
+        self.reader = hiredis.Reader()
+        self.transport: asyncio.WriteTransport | None = None
+        self.lost = False
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        # uvloop's TCP transports do not subclass asyncio's classes, but have their methods.
+        self.transport = cast(asyncio.WriteTransport, transport)
+
+    def data_received(self, data: bytes) -> None:
+        now = time.time_ns()
+        self.reader.feed(data)
+        while (reply := self.reader.gets()) is not False:
+            if isinstance(reply, hiredis.ReplyError):
+                # Counted in the in-flight bookkeeping like any reply, reported at the end.
+                ERRORS.append(str(reply).strip())
+            self.on_reply(reply, now)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.lost = True
+
+    def write(self, data: bytes) -> None:
+        assert self.transport is not None
+        self.transport.write(data)
+
+
+async def connect(conn: AsyncConnection, port: int) -> None:
+    await asyncio.get_running_loop().create_connection(lambda: conn, "127.0.0.1", port)

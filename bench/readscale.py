@@ -39,11 +39,10 @@ from typing import Any
 
 import hiredis
 
-from bench.client import RespClient, encode
+from bench.client import ERRORS, AsyncConnection, RespClient, connect, encode
 from bench.procs import ROOT, BenchError, busy_cpu_seconds, install_exit_handlers, steal_share
 from bench.repl_cluster import Cluster, start_cluster, wait_caught_up
 from bench.report import write_json
-from bench.stream_latency import ERRORS, Connection
 from node.replication.loop_load import host_steal_ticks
 
 KINDS = ("redis", "rill")
@@ -80,7 +79,7 @@ class Writer:
         self.commands = [encode(("XADD", key, "MAXLEN", "~", MAXLEN, "*", "v", VALUE)) for key in keys]
         self.depth = depth
         self.window = window
-        self.conn = Connection(self.on_reply)
+        self.conn = AsyncConnection(self.on_reply)
         self.next = 0
         self.acked = 0
         self.running = True
@@ -110,7 +109,7 @@ class Tailer:
         self.key = key
         self.window = window
         self.staleness_ms = staleness_ms
-        self.conn = Connection(self.on_reply)
+        self.conn = AsyncConnection(self.on_reply)
         self.last = b"$"
         self.entries = 0
         self.running = True
@@ -135,7 +134,7 @@ class Scanner:
     def __init__(self, key: str, window: _Window) -> None:
         self.key = key
         self.window = window
-        self.conn = Connection(self.on_reply)
+        self.conn = AsyncConnection(self.on_reply)
         self.cursor = b"-"
         self.calls = 0
         self.entries = 0
@@ -154,10 +153,6 @@ class Scanner:
             self.start()
 
 
-def _factory(conn: Connection) -> Callable[[], Connection]:
-    return lambda: conn
-
-
 async def _drive(args: argparse.Namespace) -> dict[str, Any]:
     loop = asyncio.get_running_loop()
     window = _Window(0, args.warmup, args.seconds)  # set once the orchestrator sends the start
@@ -172,7 +167,7 @@ async def _drive(args: argparse.Namespace) -> dict[str, Any]:
         clients += [Scanner(keys[i % len(keys)], window) for i in range(args.scanners)]
     # Readers are dealt over the given ports in turn: one port, or one per replica.
     for i, client in enumerate(clients):
-        await loop.create_connection(_factory(client.conn), "127.0.0.1", ports[i % len(ports)])
+        await connect(client.conn, ports[i % len(ports)])
     # The window starts when both drivers are connected (a fixed delay was too short on a busy
     # host: the window passed before the clients ran and every count was 0).
     print("connected", flush=True)

@@ -52,7 +52,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from bench.client import RespClient, encode
+from bench.client import ERRORS, AsyncConnection, RespClient, connect, encode
 from bench.procs import ROOT, BenchError, busy_cpu_seconds, install_exit_handlers, steal_share
 from bench.repl_cluster import (
     Cluster,
@@ -67,7 +67,6 @@ from bench.repl_cluster import (
     xadd_wait_samples,
 )
 from bench.report import write_json
-from bench.stream_latency import ERRORS, Connection
 from node.replication.loop_load import host_steal_ticks
 
 KINDS = ("redis", "valkey", "rill")
@@ -159,7 +158,7 @@ class WaitingWriter:
         self.replicas = replicas
         self.begin_ns = self.end_ns = 0
         self.latencies_us = latencies_us
-        self.conn = Connection(self.on_reply)
+        self.conn = AsyncConnection(self.on_reply)
         self.replies = 0
         self.sent_ns = 0
         self.short = 0
@@ -181,11 +180,10 @@ class WaitingWriter:
 
 
 async def _drive(args: argparse.Namespace) -> dict[str, Any]:
-    loop = asyncio.get_running_loop()
     latencies: list[int] = []
     writers = [WaitingWriter(args.replicas, latencies) for _ in range(args.clients)]
     for writer in writers:
-        await loop.create_connection(lambda w=writer: w.conn, "127.0.0.1", args.port)  # type: ignore[misc]
+        await connect(writer.conn, args.port)
     # The window starts once every client is connected; the orchestrator reads it to measure
     # the servers' CPU over the same interval.
     begin = time.time_ns() + int(args.warmup * 1e9)

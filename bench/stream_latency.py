@@ -33,12 +33,11 @@ import subprocess
 import sys
 import time
 from collections import deque
-from collections.abc import Callable
-from typing import Any, cast
+from typing import Any
 
 import hiredis
 
-from bench.client import RespClient, ServerReplyError, encode
+from bench.client import ERRORS, AsyncConnection, RespClient, ServerReplyError, connect, encode
 from bench.procs import ROOT, BenchError, Server, environment, install_exit_handlers, start_redis, start_rill
 from bench.report import write_json
 from bench.stream_scaling import schedstat_ns
@@ -50,41 +49,9 @@ READ_COUNT = 100
 BLOCK_MS = 2000
 TICK_S = 0.001
 DRAIN_S = 3.0  # after the producers stop, how long the consumers may take to catch up
-ERRORS: list[str] = []  # error replies the driver got (any makes the run fail)
 
 
 # -- driver: the client process ----------------------------------------------------------------
-
-class Connection(asyncio.Protocol):
-    """One RESP connection: raw writes out, each parsed reply with the arrival time of the
-    bytes that completed it in."""
-
-    def __init__(self, on_reply: Callable[[object, int], None]) -> None:
-        self.on_reply = on_reply
-        self.reader = hiredis.Reader()
-        self.transport: asyncio.WriteTransport | None = None
-        self.lost = False
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        # uvloop's TCP transports do not subclass asyncio's classes, but have their methods.
-        self.transport = cast(asyncio.WriteTransport, transport)
-
-    def data_received(self, data: bytes) -> None:
-        now = time.time_ns()
-        self.reader.feed(data)
-        while (reply := self.reader.gets()) is not False:
-            if isinstance(reply, hiredis.ReplyError):
-                # Counted in the in-flight bookkeeping like any reply, reported at the end.
-                ERRORS.append(str(reply).strip())
-            self.on_reply(reply, now)
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        self.lost = True
-
-    def write(self, data: bytes) -> None:
-        assert self.transport is not None
-        self.transport.write(data)
-
 
 class Producer:
     """XADD key * ts <ns> at `rate` messages/s; keeps its XADD round trips."""
@@ -93,7 +60,7 @@ class Producer:
         self.head = b"*5\r\n$4\r\nXADD\r\n" + encode((key,))[4:] + b"$1\r\n*\r\n$2\r\nts\r\n"
         self.rate = rate
         self.measure_from_ns = measure_from_ns
-        self.conn = Connection(self.on_reply)
+        self.conn = AsyncConnection(self.on_reply)
         self.in_flight: deque[int] = deque()
         self.sent = 0
         self.measured_sent = 0
@@ -136,7 +103,7 @@ class Consumer:
         self.ack_head = (key, group)
         self.measure_from_ns = measure_from_ns
         self.latencies = latencies
-        self.conn = Connection(self.on_reply)
+        self.conn = AsyncConnection(self.on_reply)
         self.expect: deque[bool] = deque()  # True: an XREADGROUP reply, False: an XACK reply
         self.running = True
         self.received = 0
@@ -202,7 +169,6 @@ def histogram(latencies_ns: list[int]) -> dict[str, Any]:
 
 async def drive(port: int, key: str, group: str, rate: float, seconds: float, warmup: float,
                 consumers: int, producers: int) -> dict[str, Any]:
-    loop = asyncio.get_running_loop()
     start_ns = time.time_ns()
     measure_from_ns = start_ns + int(warmup * 1e9)
     until_ns = measure_from_ns + int(seconds * 1e9)
@@ -211,7 +177,7 @@ async def drive(port: int, key: str, group: str, rate: float, seconds: float, wa
     cons = [Consumer(key, group, f"consumer-{i}", measure_from_ns, latencies) for i in range(consumers)]
     conns = [c.conn for c in cons] + [p.conn for p in prods]
     for conn in conns:
-        await loop.create_connection(_factory(conn), "127.0.0.1", port)
+        await connect(conn, port)
     for consumer in cons:
         consumer.start()
     await asyncio.sleep(0.2)  # every consumer is blocked before the first message
@@ -249,10 +215,6 @@ async def drive(port: int, key: str, group: str, rate: float, seconds: float, wa
         "tick_late_ms": {"p50": round(_percentile(lateness, 0.5) / 1e6, 3),
                          "p99": round(_percentile(lateness, 0.99) / 1e6, 3)},
     }
-
-
-def _factory(conn: Connection) -> Callable[[], Connection]:
-    return lambda: conn
 
 
 def _self_wait_ns() -> int:

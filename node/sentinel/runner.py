@@ -72,6 +72,7 @@ class Runner:
         *,
         clock: Clock = SYSTEM_CLOCK,
         crash: Callable[[int], None] = os._exit,
+        publish: Publish | None = None,
     ) -> None:
         self.sentinel = sentinel
         self.options = options
@@ -80,8 +81,8 @@ class Runner:
         self._crash = crash
         self.links = Links(self)
         self.scripts = ScriptQueue(sentinel.timings)
-        # Set by the shell once its Pub/Sub exists: events published before are only logged.
-        self.publish: Publish | None = None
+        # Where the policy's published events go (the shell's Pub/Sub); None: only logged.
+        self._publish = publish
         self._timer: asyncio.TimerHandle | None = None
         self.ticks = 0
         self.events: dict[str, int] = {}  # events raised, by type (the metrics' counters)
@@ -176,8 +177,8 @@ class Runner:
     def _event(self, event: Event) -> None:
         self.events[event.type] = self.events.get(event.type, 0) + 1
         log.log(LOG_LEVELS[event.level], "%s %s", event.type, event.message)
-        if event.published and self.publish is not None:
-            self.publish(event.type.encode(), event.message.encode("utf-8", "surrogateescape"))
+        if event.published and self._publish is not None:
+            self._publish(event.type.encode(), event.message.encode("utf-8", "surrogateescape"))
 
     def flush_config(self) -> bool:
         """sentinelFlushConfig: rewrite the file from the policy's state, durably."""

@@ -35,9 +35,9 @@ def runner(tmp_path: object) -> Iterator[Runner]:
     with open(path, "w") as f:
         f.write(text)
     sentinel, options = sentinel_config.load(text, now=NOW, rng=random.Random(1))
-    r = Runner(sentinel, options, path, clock=FixedClock())
     published: list[tuple[bytes, bytes]] = []
-    r.publish = lambda channel, payload: published.append((channel, payload)) or 0
+    r = Runner(sentinel, options, path, clock=FixedClock(),
+               publish=lambda channel, payload: published.append((channel, payload)) or 0)
     r.published = published  # type: ignore[attr-defined]
     yield r
 
