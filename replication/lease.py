@@ -40,6 +40,8 @@ class Lease:
         self.epoch = 0  # the tenure the echoes count for
         self._issued = 0  # the newest stamp handed out
         self._echoes: dict[str, int] = {}  # replica id -> newest stamp it echoed
+        # expires_ns() until the echoes change: every write and WAIT of a fenced primary asks.
+        self._expires: int | None = None
 
     def stamp(self) -> int:
         """A stamp to send now."""
@@ -51,6 +53,7 @@ class Lease:
         """A new tenure (a promotion): echoes of earlier ones prove nothing about it."""
         self.epoch = epoch
         self._echoes.clear()
+        self._expires = None
 
     def echo(self, replica_id: str, stamp: int, epoch: int) -> bool:
         """A replica following us in `epoch` echoed `stamp` (0: none yet). False when the
@@ -63,6 +66,7 @@ class Lease:
             return False
         if stamp > self._echoes.get(replica_id, 0):
             self._echoes[replica_id] = stamp
+            self._expires = None
             # Echoes too old to hold a lease go (replicas that left do not pile up).
             horizon = stamp - self.duration_ns
             for other, seen in list(self._echoes.items()):
@@ -72,12 +76,15 @@ class Lease:
 
     def expires_ns(self) -> int:
         """When the lease lapses, on the lease clock (0: never held)."""
-        if self.needed == 0:
-            return 1 << 62
-        stamps = sorted(self._echoes.values(), reverse=True)
-        if len(stamps) < self.needed:
-            return 0
-        return stamps[self.needed - 1] + self.duration_ns
+        expires = self._expires
+        if expires is None:
+            if self.needed == 0:
+                expires = 1 << 62
+            else:
+                stamps = sorted(self._echoes.values(), reverse=True)
+                expires = stamps[self.needed - 1] + self.duration_ns if len(stamps) >= self.needed else 0
+            self._expires = expires
+        return expires
 
     def holds(self) -> bool:
         return self._clock_ns() < self.expires_ns()

@@ -622,11 +622,12 @@ class ReplicaLink:
 
     async def _ack_loop(self, call: Call) -> None:
         while True:
-            try:
-                async with asyncio.timeout(self.settings.ack_period):
-                    await self._ack_needed.wait()
-            except TimeoutError:
-                pass
+            if not self._ack_needed.is_set():  # (a batch applied meanwhile: no timer to arm)
+                try:
+                    async with asyncio.timeout(self.settings.ack_period):
+                        await self._ack_needed.wait()
+                except TimeoutError:
+                    pass
             self._ack_needed.clear()
             # Checked at the moment the ack is written: once fenced by a newer epoch, no ack
             # (and no echo of a stamp) reaches the old primary, whatever was received before.

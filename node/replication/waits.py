@@ -71,6 +71,7 @@ class Waits:
         self._feed = feed
         self._primary: Primary | None = None
         self._waits: list[_Wait] = []
+        self._loop: asyncio.AbstractEventLoop | None = None
         persistence.add_durability_listener(self.changed)
 
     def attach(self, primary: Primary) -> None:
@@ -114,7 +115,10 @@ class Waits:
     def _park(self, wait: _Wait) -> None:
         if self.fencing.enabled and wait.block.timeout_ms > 0:
             # The reply at the timeout depends on the lease at that moment: timed here.
-            wait.timer = asyncio.get_running_loop().call_later(wait.block.timeout_ms / 1000, self._expire, wait)
+            loop = self._loop
+            if loop is None:  # kept: get_running_loop() makes a getpid() call (CPython 3.11)
+                loop = self._loop = asyncio.get_running_loop()
+            wait.timer = loop.call_later(wait.block.timeout_ms / 1000, self._expire, wait)
             wait.block.timeout_ms = 0
         self._waits.append(wait)
 
