@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 from replication import (
     Backlog,
     ClientTls,
+    CommitPoint,
     Fence,
     Lease,
     OutputBufferLimit,
@@ -20,6 +21,7 @@ from replication import (
     ReplicaSettings,
     ReplicationError,
     ServerTls,
+    majority_offset,
     new_replid,
     new_run_id,
 )
@@ -52,6 +54,7 @@ class Node:
         fenced: bool = False,
         needed: int = 1,
         lease: float = 0.6,
+        committed: bool = False,
     ) -> None:
         self.backlog = Backlog(backlog_size)
         self.machine = ToyMachine(persistent=fenced if persistent is None else persistent)
@@ -62,14 +65,25 @@ class Node:
         self.saves: list[int] = []
         self.fence = Fence(self.backlog.replid, save=lambda f: self.saves.append(f.fence_epoch)) if fenced else None
         self.lease = Lease(needed, lease) if fenced else None
+        # With `committed`, its committed point (replication/commit.py), as a node's: moved by
+        # its replicas' acks while it is a primary (majority of itself and two replicas), by
+        # what its primary announces while it follows one.
+        self.commit = CommitPoint() if committed else None
         self.failover_handler: Callable[[str], str | None] | None = None
         self.handshakes: list[ReplicationError | None] = []
 
     async def serve(self, settings: PrimarySettings = FAST_PRIMARY, tls: ServerTls | None = None) -> int:
         self.primary = Primary(
             self.backlog, self.machine.snapshot, settings, fence=self.fence, lease=self.lease,
-            failover_handler=self.failover_handler,
+            failover_handler=self.failover_handler, commit=self.commit,
         )
+        if self.commit is not None:
+            commit, registry, backlog = self.commit, self.primary.registry, self.backlog
+
+            def recount() -> None:
+                commit.advance(majority_offset(registry.online_offsets(written=False), 1, backlog.end) or 0)
+
+            registry.add_ack_listener(recount)
         self.port = await self.primary.start("127.0.0.1", 0, tls)
         return self.port
 
@@ -114,6 +128,7 @@ class Node:
             fence=self.fence,
             failover=failover,
             on_handshake=self.handshakes.append,
+            commit=self.commit,
         )
         self.link.start()
         return self.link
