@@ -311,10 +311,11 @@ def _rewrite_server(state: _RewriteState, options: ServerOptions, cwd: str) -> N
     state.mark("save")  # a sentinel saves no data: its save lines go
 
 
-def _rewrite_users(state: _RewriteState, options: ServerOptions) -> None:
-    """rewriteConfigUserOption: every ACL user (none when an ACL file holds them)."""
+def _rewrite_users(state: _RewriteState, options: ServerOptions, users: list[str] | None) -> None:
+    """rewriteConfigUserOption: every ACL user (none when an ACL file holds them): `users`,
+    the running sentinel's, or before it runs those its file describes."""
     if "aclfile" not in options.core_directives:
-        for line in acl_lines(options):
+        for line in users if users is not None else acl_lines(options):
             state.rewrite_line("user", line, True)
     state.mark("user")
 
@@ -427,23 +428,26 @@ def _rewrite_sentinel(state: _RewriteState, sentinel: Sentinel) -> None:
         state.mark("sentinel " + option)
 
 
-def render(old_text: str | None, sentinel: Sentinel, options: ServerOptions, cwd: str) -> str:
-    """The new content of the configuration file (rewriteConfig, in sentinel mode)."""
+def render(old_text: str | None, sentinel: Sentinel, options: ServerOptions, cwd: str,
+           users: list[str] | None = None) -> str:
+    """The new content of the configuration file (rewriteConfig, in sentinel mode); `users`:
+    the running sentinel's ACL users as `user` lines (None: those its file describes)."""
     state = _RewriteState(old_text, _option_of)
     _rewrite_server(state, options, cwd)
-    _rewrite_users(state, options)
+    _rewrite_users(state, options, users)
     _rewrite_sentinel(state, sentinel)
     state.remove_orphaned()
     return state.content()
 
 
-def flush(path: str, sentinel: Sentinel, options: ServerOptions) -> None:
+def flush(path: str, sentinel: Sentinel, options: ServerOptions, users: list[str] | None = None) -> None:
     """sentinelFlushConfig: rewrite `path` from the sentinel's state, atomically and durably
-    (a crash leaves the old file or the new one; a vote is on disk before it is answered)."""
+    (a crash leaves the old file or the new one; a vote is on disk before it is answered);
+    `users` as for `render`."""
     try:
         with open(path, encoding="utf-8", errors="surrogateescape") as f:
             old: str | None = f.read()
     except FileNotFoundError:
         old = None
-    content = render(old, sentinel, options, os.getcwd())
+    content = render(old, sentinel, options, os.getcwd(), users)
     atomic_write(path, content.encode("utf-8", "surrogateescape"), temp_path=f"{path}.{os.getpid()}.tmp")

@@ -73,6 +73,7 @@ class Runner:
         clock: Clock = SYSTEM_CLOCK,
         crash: Callable[[int], None] = os._exit,
         publish: Publish | None = None,
+        acl_lines: Callable[[], list[str]] | None = None,
     ) -> None:
         self.sentinel = sentinel
         self.options = options
@@ -83,6 +84,9 @@ class Runner:
         self.scripts = ScriptQueue(sentinel.timings)
         # Where the policy's published events go (the shell's Pub/Sub); None: only logged.
         self._publish = publish
+        # The running sentinel's ACL users as `user` lines, for rewrites of its file (None: the
+        # users the file describes).
+        self._acl_lines = acl_lines
         self._timer: asyncio.TimerHandle | None = None
         self.ticks = 0
         self.events: dict[str, int] = {}  # events raised, by type (the metrics' counters)
@@ -183,7 +187,8 @@ class Runner:
     def flush_config(self) -> bool:
         """sentinelFlushConfig: rewrite the file from the policy's state, durably."""
         try:
-            sentinel_config.flush(self.config_path, self.sentinel, self.options)
+            users = self._acl_lines() if self._acl_lines is not None else None
+            sentinel_config.flush(self.config_path, self.sentinel, self.options, users)
         except OSError as exc:
             log.warning("WARNING: Sentinel was not able to save the new configuration on disk!!!: %s", exc.strerror)
             return False

@@ -6,7 +6,6 @@ reads the file with them and rewrites it."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -124,9 +123,6 @@ class ServerOptions:
     # Directives the sentinel's server core takes as a node does (TLS, the ACL file, the ACL
     # LOG's length, acl-pubsub-default): name -> its words, checked when read.
     core_directives: dict[str, list[str]] = field(default_factory=dict)
-    # The running sentinel's ACL users as `user` lines (set by the shell once its server
-    # exists); a rewrite before that (the first start's) describes the file's users.
-    acl_lines: Callable[[], list[str]] | None = None
     metrics_port: int = 0  # Rill's own: Prometheus metrics over HTTP (node/sentinel/metrics.py); 0 = off
 
 
@@ -240,10 +236,8 @@ def core_config(options: ServerOptions) -> NodeConfig:
 
 
 def acl_lines(options: ServerOptions) -> list[str]:
-    """The `user` lines a rewrite writes: the running sentinel's users, or before it runs,
-    those its file and requirepass describe."""
-    if options.acl_lines is not None:
-        return options.acl_lines()
+    """The ACL users the file and requirepass describe, as `user` lines: what a rewrite writes
+    before the sentinel runs (its first start's); a running one writes its users (`flush`)."""
     config = core_config(options)
     acl = AclUsers(command_table(_unbound), config)
     acl.load_config(config)

@@ -48,19 +48,23 @@ class SentinelShell:
 
     def __init__(self, loaded: Loaded) -> None:
         self.loaded = loaded
-        self.runner = Runner(loaded.sentinel, loaded.options, loaded.config_path, publish=self._publish)
+        # The runner is built first (the core's command table binds it): what it needs of the
+        # core it reaches through these methods, which it calls only once it runs.
+        self.runner = Runner(loaded.sentinel, loaded.options, loaded.config_path, publish=self._publish,
+                             acl_lines=self._acl_lines)
         self.core = ServerCore(server_config(loaded), self._table(), wall_clock_ms, mode="sentinel",
                                on_shutdown=self._shutdown_requested)
-        # Rewrites of sentinel.conf write the running sentinel's ACL users.
-        loaded.options.acl_lines = self.core.acl.config_lines
         self.core.info_sections.add("sentinel", "Sentinel", self._info_fields)
         self._stop = asyncio.Event()
         self.metrics_exporter: MetricsExporter | None = None  # `metrics-port`, when set
 
     def _publish(self, channel: bytes, payload: bytes) -> int:
-        """The runner's published events, to this sentinel's subscribers. (The runner is built
-        before the core, whose command table binds it; it publishes only once it runs.)"""
+        """The runner's published events, to this sentinel's subscribers."""
         return self.core.pubsub.publish(channel, payload)
+
+    def _acl_lines(self) -> list[str]:
+        """The running sentinel's ACL users, which rewrites of sentinel.conf write."""
+        return self.core.acl.config_lines()
 
     def _bind(self, handler: commands.Handler) -> Any:
         runner = self.runner
