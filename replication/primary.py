@@ -229,8 +229,15 @@ class Primary:
         # Waking an idle pump sends a heartbeat with the news; a busy one carries it in its
         # next batch anyway, and one waiting for an ack is woken by it (_take_ack).
         for session in self._sessions.values():
-            if session.online and not session.closed and session.commit_sent < offset and session.acked >= session.sent:
+            if not session.closed and self._owes_commit_news(session):
                 session.wake.set()
+
+    def _owes_commit_news(self, session: _Session) -> bool:
+        """Whether the committed point moved past what `session`'s replica was told and a
+        heartbeat may tell it now: only with no batch in flight, whose ack wakes the pump and
+        whose successor carries the news anyway. (With 50 clients on XADD + WAIT 2, a heartbeat
+        after most acks made a third of the messages to each replica.)"""
+        return session.online and session.acked >= session.sent and session.commit_sent < self._committed()
 
     def _committed(self) -> int:
         return self.commit.offset if self.commit is not None else 0
@@ -555,12 +562,7 @@ class Primary:
                 continue
             idle = self._clock() - last_sent
             ping_period = self._ping_period()
-            # News of the committed point goes in a heartbeat only when no batch is in flight:
-            # otherwise its ack wakes this pump, and the news goes with the next batch or in a
-            # heartbeat then. With 50 clients on XADD + WAIT 2 a heartbeat after most acks
-            # made a third of the messages to each replica.
-            commit_news = session.online and session.acked >= session.sent and session.commit_sent < self._committed()
-            if session.ack_requested or idle >= ping_period or commit_news:
+            if session.ack_requested or idle >= ping_period or self._owes_commit_news(session):
                 heartbeat = pb.Heartbeat(
                     primary_offset=backlog.end,
                     ack_requested=session.ack_requested,
@@ -658,8 +660,7 @@ class Primary:
         session.acked = applied
         session.last_ack = self._clock()
         self.registry.ack(session.replica_id, applied, fsynced, written)
-        if applied >= session.sent and (session.position < self.backlog.end
-                                        or session.commit_sent < self._committed()):
+        if (applied >= session.sent and session.position < self.backlog.end) or self._owes_commit_news(session):
             session.wake.set()  # the batch that was held back goes now, or the commit's news
         return None
 

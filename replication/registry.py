@@ -130,13 +130,13 @@ class ReplicaRegistry:
 
     def count_acked(self, offset: int) -> int:
         """Online replicas that acknowledged applying `offset` (replicationCountAcksByOffset)."""
-        return sum(1 for e in self._entries.values() if e.state == STATE_ONLINE and e.offset >= offset)
+        return OnlineAcks.count(self.online_acks().applied, offset)
 
     def count_written(self, offset: int) -> int:
         """Online replicas whose log file has `offset` (fenced mode's WAIT: what a SIGKILL of
         the replica keeps). Only what a replica reported written counts: not what it applied,
         nor the offset of its handshake before its first ack."""
-        return sum(1 for e in self._entries.values() if e.state == STATE_ONLINE and e.written_offset >= offset)
+        return OnlineAcks.count(self.online_acks().written, offset)
 
     def online_offsets(self, written: bool) -> list[int]:
         """What each online replica acknowledged holding: the offsets WAIT counts (applied, or
@@ -158,7 +158,7 @@ class ReplicaRegistry:
 
     def count_fsynced(self, offset: int) -> int:
         """Online replicas that acknowledged fsyncing `offset` (replicationCountAOFAcksByOffset)."""
-        return sum(1 for e in self._entries.values() if e.state == STATE_ONLINE and e.fsynced_offset >= offset)
+        return OnlineAcks.count(self.online_acks().fsynced, offset)
 
     def good_replicas(self, max_lag: float) -> int:
         """Online replicas whose last ack is at most `max_lag` seconds old (min-replicas-max-lag)."""
