@@ -146,7 +146,7 @@ _DIRECTIVES: Final[tuple[Directive, ...]] = (
     # slices of whole units taking about this much CPU time each and yields the CPU and the
     # event loop between them (replication/replica.py): processes sharing its core, and its
     # clients, wait one slice, not a whole batch. 0 = no slicing.
-    Directive("repl-apply-slice-time", "500", "int", minimum=0, maximum=1_000_000),
+    Directive("repl-apply-slice-time", "0", "int", minimum=0, maximum=1_000_000),
     # TLS for the replication gRPC link (Rill's counterpart of tls-replication; the RESP port
     # has no TLS): the node's certificate, served as a primary and presented as a replica;
     # the CA that signs its peers' certificates; whether replicas must present one.

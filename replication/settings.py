@@ -60,9 +60,9 @@ class ReplicaSettings:
     backoff_initial: float = 0.1  # first reconnect delay; doubles per failed attempt
     backoff_max: float = 5.0  # cap, also the pace for non-retriable errors
     # While contended, a batch is applied in slices of whole units taking about this much CPU
-    # time each, the CPU yielded between them (see ReplicaLink._apply); 0 applies each batch
-    # in one go.
-    apply_slice_seconds: float = 0.0005
+    # time each, the CPU yielded between them (see ReplicaLink._apply); 0 (the default)
+    # applies each batch in one go: a replica that yields its CPU falls behind its primary.
+    apply_slice_seconds: float = 0.0
 
     def __post_init__(self) -> None:
         if self.timeout <= 0 or self.ack_period <= 0:

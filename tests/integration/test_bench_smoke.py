@@ -99,7 +99,7 @@ def test_replication_bench_reports_every_row_and_each_process_cpu(tmp_path: Path
             for steal, attempts in zip(row["steal_percent_rounds"], row["attempts_rounds"]):
                 assert attempts == 2 or (attempts == 1 and steal == 0)
             assert len(row["rps_rounds"]) == 2 and min(row["rps_rounds"]) <= row["rps"] <= max(row["rps_rounds"])
-    for variant in ("2-no-busy-batching", "2-no-apply-slicing"):
+    for variant in ("2-no-busy-batching", "2-apply-slicing"):
         off = doc["throughput"][variant]["rill"]
         assert off["rps"] > 0 and len(off["replica_cpu_us_per_req"]) == 2
     for kind in ("redis", "rill"):

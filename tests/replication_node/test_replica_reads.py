@@ -1,8 +1,9 @@
 """What clients see on replicas: blocking XREAD readers receive every entry the primary
 accepted, in order, with no gaps or duplicates (read scaling); every write is refused with
 READONLY while reads work; ROLE and INFO replication have Redis's shape (checked against a real
-redis-server primary and replica); REPLICAOF's replies and errors are Redis's. A replica whose
-CPU is contended applies large batches in slices, and still converges."""
+redis-server primary and replica); REPLICAOF's replies and errors are Redis's. A replica with
+slicing on (off by default) whose CPU is contended applies large batches in slices, and still
+converges."""
 
 from __future__ import annotations
 
@@ -227,11 +228,13 @@ def test_a_replica_sharing_its_cpu_with_a_busy_process_applies_in_slices(trio: t
     primary, a, b = trio
     # Replica a's event-loop thread (its main thread) and two spinning processes pinned to
     # one CPU: kept busy by a steady stream of pipelined XADDs, a waits for that CPU about as
-    # long as it runs, so it slices the large batches (repl-apply-slice-time, 500 µs of CPU
-    # by default), and counts them in INFO.
+    # long as it runs, so with slicing on (repl-apply-slice-time 500 µs of CPU; off by
+    # default) it slices the large batches, and counts them in INFO.
     cpu = min(os.sched_getaffinity(0))
     saved = os.sched_getaffinity(a.proc.pid)
     spinners = [start_spinner(cpu, 60) for _ in range(2)]
+    with a.client() as c:
+        c.config_set("repl-apply-slice-time", 500)
     try:
         os.sched_setaffinity(a.proc.pid, {cpu})
         before = int(info(a)["repl_apply_sliced_batches"])
@@ -249,3 +252,5 @@ def test_a_replica_sharing_its_cpu_with_a_busy_process_applies_in_slices(trio: t
         for spinner in spinners:
             stop_process(spinner)
         os.sched_setaffinity(a.proc.pid, saved)
+        with a.client() as c:
+            c.config_set("repl-apply-slice-time", 0)
