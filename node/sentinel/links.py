@@ -16,7 +16,11 @@ connection on the policy's request reports nothing (the policy already forgot it
 from __future__ import annotations
 
 import asyncio
+import errno
+import ipaddress
 import logging
+import os
+import socket
 import ssl
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -122,6 +126,25 @@ class _Connection(asyncio.Protocol):
             self.task.cancel()
 
 
+def _start_connect(host: str, port: int) -> socket.socket | None:
+    """A nonblocking connect to an IP address, started (None for a host name: resolving it is
+    left to the event loop); raises the OSError of a connect already refused."""
+    try:
+        family = socket.AF_INET6 if ipaddress.ip_address(host).version == 6 else socket.AF_INET
+    except ValueError:
+        return None
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setblocking(False)
+    error = sock.connect_ex((host, port))
+    if error == errno.EINPROGRESS:
+        # To an address of this host the answer (a refusal) is there when connect returns.
+        error = sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+    if error not in (0, errno.EINPROGRESS):
+        sock.close()
+        raise OSError(error, os.strerror(error))
+    return sock
+
+
 def _is_message(value: object) -> bool:
     return isinstance(value, list) and len(value) == 3 and value[0] == b"message"
 
@@ -143,24 +166,52 @@ class Links:
         return len(self._conns)
 
     def connect(self, conn: int, host: str, port: int, pubsub: bool) -> None:
+        """Open a connection. To an IP address the connect starts here, and a refusal known
+        when it returns (a closed port on this host: the kernel answers the SYN inside the
+        connect call) is reported before this returns. Redis learns of it in its next
+        event-loop turn, before any command that came after; left to a task of the loop,
+        SENTINEL MASTER could see such a link connected for a turn or two."""
         connection = _Connection(self, conn, pubsub)
         self._conns[conn] = connection
-        connection.task = asyncio.get_running_loop().create_task(self._open(connection, host, port))
+        try:
+            sock = _start_connect(host, port)
+        except OSError as exc:
+            log.debug("Link %d to %s:%d failed: %s", conn, host, port, exc)
+            connection.fail()
+            return
+        connection.task = asyncio.get_running_loop().create_task(self._open(connection, host, port, sock))
 
-    async def _open(self, connection: _Connection, host: str, port: int) -> None:
+    async def _open(self, connection: _Connection, host: str, port: int, sock: socket.socket | None) -> None:
         loop = asyncio.get_running_loop()
         factory: Callable[[], asyncio.Protocol] = lambda: connection  # noqa: E731
         try:
-            opening = loop.create_connection(factory, host, port, ssl=self.tls)
+            if sock is None:
+                opening = loop.create_connection(factory, host, port, ssl=self.tls)
+            else:
+                opening = self._finish_connect(loop, factory, sock, host, port)
             if self._connect_timeout is not None:
                 await asyncio.wait_for(opening, self._connect_timeout)
             else:
                 await opening
         except asyncio.CancelledError:
+            if sock is not None:
+                sock.close()
             return  # closed by the policy before it connected
         except (TimeoutError, OSError) as exc:
+            if sock is not None:
+                sock.close()
             log.debug("Link %d to %s:%d failed: %s", connection.conn, host, port, exc)
             connection.fail()
+
+    async def _finish_connect(self, loop: asyncio.AbstractEventLoop, factory: Callable[[], asyncio.Protocol],
+                              sock: socket.socket, host: str, port: int) -> tuple[asyncio.Transport, asyncio.Protocol]:
+        try:
+            sock.getpeername()  # connected at once
+        except OSError:
+            # sock_connect on a connect in progress waits for it (EALREADY counts as blocking).
+            await loop.sock_connect(sock, (host, port))
+        return await loop.create_connection(factory, sock=sock, ssl=self.tls,
+                                            server_hostname=host if self.tls else None)
 
     def send(self, conn: int, request: int, argv: Sequence[str]) -> None:
         """Write a command; unknown `conn` (already closed): the reply never comes, as for
