@@ -297,8 +297,8 @@ def client_kill(ctx: Session, argv: list[bytes]) -> Any:
     # clients of type master (on a replica) and slave (on a primary): a filter that only
     # names a type (or nothing) kills them too. They have no address or client id; the
     # link to a primary has no user (Redis's master client has none), a replica's stream
-    # has the user its replica authenticated as.
-    if addr is None and laddr is None and not wanted_id:
+    # has the user its replica authenticated as. A sentinel has none.
+    if addr is None and laddr is None and not wanted_id and ctx.node.mode != "sentinel":
         links = ctx.node.replication
         if wanted_type in (None, "master") and user is None:
             killed += links.kill_links("master")

@@ -152,6 +152,12 @@ COMPARED: list[tuple[tuple[str, ...], str]] = [
     (("PUBLISH", "__sentinel__:hello", "not,a,hello"), "exact"),
     (("CLIENT", "SETNAME", "differential"), "exact"),
     (("CLIENT", "GETNAME"), "exact"),
+    # A sentinel has no replication links: a CLIENT KILL by type counts clients only.
+    (("CLIENT", "KILL", "TYPE", "master"), "exact"),
+    (("CLIENT", "KILL", "TYPE", "slave"), "exact"),
+    (("CLIENT", "KILL", "TYPE", "pubsub"), "exact"),
+    (("CLIENT", "KILL", "ID", "999999"), "exact"),
+    (("CLIENT", "KILL", "127.0.0.1:1"), "exact"),
     (("AUTH", "secret"), "exact"),
 ]
 
