@@ -55,7 +55,7 @@ _POLL = 0.005
 
 
 def _log(server: Server) -> str:
-    with open(os.path.join(server.workdir, "server.log"), encoding="utf-8", errors="replace") as f:
+    with open(os.path.join(server.dir, "server.log"), encoding="utf-8", errors="replace") as f:
         return f.read()
 
 
@@ -177,13 +177,13 @@ def _one_target(kind: str, source: Server, catchup: int) -> dict[str, Any]:
                 "entries_read_kept": entries_read_kept, "steal": round(steal, 3)}
     finally:
         target.stop()
-        shutil.rmtree(target.workdir, ignore_errors=True)
+        shutil.rmtree(target.dir, ignore_errors=True)
 
 
 def _file_load(source: Server) -> dict[str, Any]:
     with redis.Redis(port=source.port) as s:
         s.save()
-    rdb = os.path.join(source.workdir, "dump.rdb")
+    rdb = os.path.join(source.dir, "dump.rdb")
     out: dict[str, Any] = {"rdb_bytes": os.path.getsize(rdb)}
     for kind in ("redis", "rill"):
         server = start_redis(copy_dump=rdb) if kind == "redis" else start_rill(copy_dump=rdb)
@@ -199,7 +199,7 @@ def _file_load(source: Server) -> dict[str, Any]:
             out[kind] = float(match.group(1))
         finally:
             server.stop()
-            shutil.rmtree(server.workdir, ignore_errors=True)
+            shutil.rmtree(server.dir, ignore_errors=True)
     out["ratio"] = round(out["rill"] / out["redis"], 2) if out["redis"] > 0 else None
     return out
 
@@ -221,7 +221,7 @@ def run(entries: int, pending: int, catchup: int, rounds: int) -> dict[str, Any]
         print(f"RDB file load: {file_load}", flush=True)
     finally:
         source.stop()
-        shutil.rmtree(source.workdir, ignore_errors=True)
+        shutil.rmtree(source.dir, ignore_errors=True)
     rows = []
     for metric in ("full_sync_s", "full_sync_cpu_s", "rdb_load_s", "catchup_s", "catchup_cpu_s", "catchup_entries_per_s"):
         redis_value = statistics.median(r[metric] for r in runs["redis"])

@@ -22,7 +22,6 @@ import argparse
 import os
 import re
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -32,11 +31,13 @@ from collections.abc import Iterator
 from typing import Any
 
 from bench.client import RespClient
-from bench.procs import ROOT, BenchError, free_port
+from bench.procs import ROOT, BenchError, Server, free_port
 from bench.report import write_json
 
 _REDIS_LOADED = re.compile(r"DB loaded from (?:disk|append only file): ([0-9.]+) seconds")
 _RILL_LOADED = re.compile(r"DB loaded from disk: ([0-9.]+) seconds")
+# A server stopping with a large data set may write its files first.
+_STOP_TIMEOUT = 120.0
 
 
 def _args(kind: str, workdir: str, port: int, aof: bool) -> list[str]:
@@ -57,37 +58,27 @@ def _ping(port: int) -> bool:
         return False
 
 
-class Proc:
-    def __init__(self, kind: str, workdir: str, aof: bool) -> None:
-        self.kind = kind
-        self.workdir = workdir
-        self.port = free_port()
-        self.started = time.monotonic()
-        self.proc = subprocess.Popen(_args(kind, workdir, self.port, aof), cwd=ROOT,
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = self.started + 600
-        while not _ping(self.port):
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                self.stop()
-                raise BenchError(f"{kind} did not start (see {workdir}/server.log)")
-            time.sleep(0.005)
-        self.ready_s = time.monotonic() - self.started
+def _start(kind: str, workdir: str, aof: bool) -> tuple[Server, float]:
+    """A server on the files in `workdir`, and the seconds from its start to its first PONG
+    (polled every 5 ms: what this suite measures)."""
+    port = free_port()
+    args = _args(kind, workdir, port, aof)
+    started = time.monotonic()
+    server = Server(kind, port, subprocess.Popen(args, cwd=ROOT, stdout=subprocess.DEVNULL,
+                                                 stderr=subprocess.DEVNULL), workdir, args)
+    deadline = started + 600
+    while not _ping(port):
+        if not server.alive() or time.monotonic() > deadline:
+            server.stop(_STOP_TIMEOUT)
+            raise BenchError(f"{kind} did not start (see {workdir}/server.log)")
+        time.sleep(0.005)
+    return server, time.monotonic() - started
 
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(120)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
 
-    def logged_load_seconds(self) -> float | None:
-        with open(os.path.join(self.workdir, "server.log"), encoding="utf-8", errors="replace") as f:
-            text = f.read()
-        pattern = _REDIS_LOADED if self.kind == "redis" else _RILL_LOADED
-        found = pattern.findall(text)
-        return float(found[-1]) if found else None
+def _logged_load_seconds(server: Server) -> float | None:
+    pattern = _REDIS_LOADED if server.kind == "redis" else _RILL_LOADED
+    found = pattern.findall(server.log)
+    return float(found[-1]) if found else None
 
 
 def _commands(entries: int, streams: int) -> Iterator[tuple[str, ...]]:
@@ -126,18 +117,18 @@ def _restarts(kind: str, workdir: str, aof: bool, repeat: int) -> dict[str, Any]
     loads: list[float] = []
     ready: list[float] = []
     for _ in range(repeat):
-        proc = Proc(kind, workdir, aof)
+        server, ready_s = _start(kind, workdir, aof)
         try:
-            logged = proc.logged_load_seconds()
-            with RespClient(proc.port) as client:
+            logged = _logged_load_seconds(server)
+            with RespClient(server.port) as client:
                 info = client.call("INFO", "keyspace")
             if not isinstance(info, bytes) or b"keys=" not in info:
                 raise BenchError(f"{kind} restarted empty")
         finally:
-            proc.stop()
+            server.stop(_STOP_TIMEOUT)
         if logged is not None:
             loads.append(logged)
-        ready.append(proc.ready_s)
+        ready.append(ready_s)
     return {"load_s": min(loads) if loads else None, "ready_s": min(ready), "bytes": _dir_size(workdir)}
 
 
@@ -160,12 +151,12 @@ def main(argv: list[str] | None = None) -> int:
         for kind in ("redis", "rill"):
             workdir = tempfile.mkdtemp(prefix=f"bench-load-{kind}-")
             try:
-                proc = Proc(kind, workdir, aof)
+                server, _ready = _start(kind, workdir, aof)
                 try:
                     t = time.monotonic()
-                    load_data(proc.port, args.entries, args.streams, args.pending)
+                    load_data(server.port, args.entries, args.streams, args.pending)
                     built = time.monotonic() - t
-                    with RespClient(proc.port, timeout=600) as client:
+                    with RespClient(server.port, timeout=600) as client:
                         if case == "snapshot":
                             client.check("SAVE")
                         elif case == "aof-rewritten":
@@ -173,7 +164,7 @@ def main(argv: list[str] | None = None) -> int:
                             while b"aof_rewrite_in_progress:0" not in client.check("INFO", "persistence"):  # type: ignore[operator]
                                 time.sleep(0.05)
                 finally:
-                    proc.stop()
+                    server.stop(_STOP_TIMEOUT)
                 result = _restarts(kind, workdir, aof, args.repeat)
                 result["build_s"] = round(built, 2)
                 results[case][kind] = result

@@ -20,6 +20,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import redis
+
 from bench.client import RespClient
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -50,14 +52,18 @@ def busy_cpu_seconds() -> float:
 
 @dataclass
 class Server:
-    """One server process listening on 127.0.0.1:port."""
+    """One server process listening on 127.0.0.1:port (a Rill node, a redis-server): what the
+    benchmarks and the tests start, stop, pause and measure."""
 
     kind: str  # "redis" or "rill"
     port: int
     proc: subprocess.Popen[bytes]
-    workdir: str
-    stop_signal: int = signal.SIGTERM
+    dir: str  # its working directory (its log is server.log there)
     args: list[str] = field(default_factory=list)
+    stop_signal: int = signal.SIGTERM
+    # stop() removes `dir`: a benchmark's throwaway directory. A test keeps it, to read the
+    # log afterwards or to start another server on the same files.
+    owns_dir: bool = False
 
     @property
     def pid(self) -> int:
@@ -65,6 +71,18 @@ class Server:
 
     def alive(self) -> bool:
         return self.proc.poll() is None
+
+    def client(self, **kwargs: Any) -> redis.Redis:
+        return redis.Redis(host="127.0.0.1", port=self.port, **kwargs)
+
+    @property
+    def log(self) -> str:
+        """server.log in its directory ("" before the server wrote one)."""
+        path = os.path.join(self.dir, "server.log")
+        if os.path.exists(path):
+            with open(path, encoding="utf-8", errors="replace") as f:
+                return f.read()
+        return ""
 
     def cpu_seconds(self) -> float:
         """utime + stime of the process (all its threads), from /proc/<pid>/stat."""
@@ -82,20 +100,40 @@ class Server:
                     return int(line.split()[1]) * 1024
         return 0
 
-    def stop(self, timeout: float = 15.0) -> int:
-        """Graceful stop (SIGTERM, or SIGINT for a profiled node so cProfile writes its
-        file), then SIGKILL if it does not exit in time."""
+    def pause(self) -> None:
+        """SIGSTOP: the process stalls (no crash, no replies) until `resume`."""
+        self.proc.send_signal(signal.SIGSTOP)
+
+    def resume(self) -> None:
+        self.proc.send_signal(signal.SIGCONT)
+
+    def kill(self) -> None:
+        """SIGKILL (a crash), reaped."""
         if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        self._forget()
+
+    def stop(self, timeout: float = 15.0) -> int:
+        """Graceful stop (`stop_signal`: SIGTERM, or SIGINT for a profiled node so cProfile
+        writes its file; a paused process is resumed first, as it cannot act on it), then
+        SIGKILL if it does not exit in time."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGCONT)
             self.proc.send_signal(self.stop_signal)
             try:
                 self.proc.wait(timeout)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
+        self._forget()
+        return self.proc.returncode
+
+    def _forget(self) -> None:
         if self in _running:
             _running.remove(self)
-        shutil.rmtree(self.workdir, ignore_errors=True)
-        return self.proc.returncode
+        if self.owns_dir:
+            shutil.rmtree(self.dir, ignore_errors=True)
 
 
 # Ports handed out so far by this process, so two servers started in a row never get the same.
@@ -137,6 +175,21 @@ def free_port() -> int:
         return port
 
 
+def wait_for_port(port: int, proc: subprocess.Popen[bytes], timeout: float = 10.0) -> None:
+    """Until something listens on `port` (a node that is loading its data listens, and answers
+    -LOADING, before it is ready: `wait_pong` waits for that)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"process exited with {proc.returncode} before listening on {port}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                return
+        except OSError:
+            time.sleep(0.02)
+    raise TimeoutError(f"nothing listening on {port} after {timeout}s")
+
+
 def _wait_ready(server: Server, timeout: float) -> None:
     """Until the server answers PING (a listening socket alone may precede readiness)."""
     wait_pong(server.port, server.proc, server.kind, timeout)
@@ -163,7 +216,7 @@ def wait_pong(port: int, proc: subprocess.Popen[bytes], name: str, timeout: floa
 
 def _launch(kind: str, args: list[str], workdir: str, port: int, stop_signal: int) -> Server:
     proc = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    server = Server(kind, port, proc, workdir, stop_signal, args)
+    server = Server(kind, port, proc, workdir, args, stop_signal, owns_dir=True)
     _running.append(server)
     try:
         _wait_ready(server, 20.0)

@@ -14,7 +14,6 @@ from __future__ import annotations
 import atexit
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -26,7 +25,7 @@ from typing import Any, TypeVar
 import redis
 from redis.sentinel import MasterNotFoundError, Sentinel
 
-from bench.procs import ROOT, BenchError, free_port, wait_pong
+from bench.procs import ROOT, BenchError, Server, free_port, wait_pong
 
 SERVICE = "mymaster"
 T = TypeVar("T")
@@ -53,8 +52,7 @@ class Member:
         os.makedirs(self.dir)
         self.conf = os.path.join(self.dir, "sentinel.conf" if kind == "sentinel" else "node.conf")
         self.log = os.path.join(self.dir, "sentinel.log" if kind == "sentinel" else "node.log")
-        self.proc: subprocess.Popen[bytes] | None = None
-        self.paused = False
+        self.server: Server | None = None  # while started
 
     def argv(self) -> list[str]:
         if self.kind == "rill":
@@ -67,44 +65,31 @@ class Member:
 
     def start(self, timeout: float = 30.0) -> None:
         """Start from the config file and wait until it answers PING."""
+        argv = self.argv()
         with open(os.path.join(self.dir, "stderr.log"), "ab") as err:
-            self.proc = subprocess.Popen(self.argv(), cwd=ROOT, stdout=subprocess.DEVNULL, stderr=err)
-        self.paused = False
+            proc = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=err)
+        self.server = Server(self.kind, self.port, proc, self.dir, argv)
         try:
-            wait_pong(self.port, self.proc, self.name, timeout)
+            wait_pong(self.port, proc, self.name, timeout)
         except BenchError as exc:
             raise BenchError(f"{exc}: {self.tail()}") from None
 
     def kill(self) -> None:
         """SIGKILL (a crash) and reap it."""
-        if self.proc is not None and self.proc.poll() is None:
-            if self.paused:
-                os.kill(self.proc.pid, signal.SIGCONT)
-            self.proc.kill()
-            self.proc.wait()
-        self.paused = False
+        if self.server is not None:
+            self.server.kill()
 
     def pause(self) -> None:
-        assert self.proc is not None
-        os.kill(self.proc.pid, signal.SIGSTOP)
-        self.paused = True
+        assert self.server is not None
+        self.server.pause()
 
     def resume(self) -> None:
-        assert self.proc is not None
-        os.kill(self.proc.pid, signal.SIGCONT)
-        self.paused = False
+        assert self.server is not None
+        self.server.resume()
 
     def stop(self) -> None:
-        if self.proc is None or self.proc.poll() is not None:
-            return
-        if self.paused:
-            self.resume()
-        self.proc.terminate()
-        try:
-            self.proc.wait(10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+        if self.server is not None:
+            self.server.stop(10)
 
     def client(self, timeout: float = 2.0) -> redis.Redis:
         return redis.Redis(host="127.0.0.1", port=self.port, socket_timeout=timeout, socket_connect_timeout=timeout,

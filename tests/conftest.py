@@ -2,27 +2,26 @@
 
 `rill_node` starts a Rill node (`python -m node.main node ...`); `redis_server` starts
 Debian's redis-server (the oracle). Both are session-scoped by default; tests that need a
-private node use `start_rill`/`start_redis` directly.
+private node use `start_rill`/`start_redis` directly. Each is a `bench.procs.Server`, the one
+server process class of the benchmarks and the tests (a test's keeps its directory when
+stopped).
 """
 
 from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 
 import pytest
 import redis
 from hypothesis import HealthCheck, settings
 
 import replication  # noqa: F401  (before any test module imports grpc: the node's gRPC I/O)
-from bench.procs import free_port
+from bench.procs import Server, free_port, wait_for_port
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -30,56 +29,6 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # no health check on slow data generation, both of which fail on a busy machine.
 settings.register_profile("rill", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("rill")
-
-
-def wait_for_port(port: int, proc: subprocess.Popen[bytes], timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"process exited with {proc.returncode} before listening on {port}")
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                return
-        except OSError:
-            time.sleep(0.02)
-    raise TimeoutError(f"nothing listening on {port} after {timeout}s")
-
-
-@dataclass
-class Proc:
-    """A server process on 127.0.0.1:port."""
-
-    port: int
-    proc: subprocess.Popen[bytes]
-    dir: str
-    args: list[str] = field(default_factory=list)
-    kind: str = "rill"
-
-    def client(self, **kwargs: object) -> redis.Redis:
-        return redis.Redis(host="127.0.0.1", port=self.port, **kwargs)  # type: ignore[arg-type]
-
-    def stop(self, timeout: float = 10.0) -> int:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        return self.proc.returncode
-
-    def kill(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
-
-    @property
-    def log(self) -> str:
-        path = os.path.join(self.dir, "server.log")
-        if os.path.exists(path):
-            with open(path, encoding="utf-8", errors="replace") as f:
-                return f.read()
-        return ""
 
 
 def start_spinner(cpu: int, seconds: float) -> subprocess.Popen[bytes]:
@@ -98,7 +47,7 @@ def stop_process(proc: subprocess.Popen[bytes]) -> None:
     proc.wait()
 
 
-def start_rill(*extra: str, port: int | None = None, dir: str | None = None, config: str | None = None) -> Proc:
+def start_rill(*extra: str, port: int | None = None, dir: str | None = None, config: str | None = None) -> Server:
     """A node; `config` is a config file read before the flags (as redis-server's)."""
     port = port or free_port()
     workdir = dir or tempfile.mkdtemp(prefix="rill-test-")
@@ -116,12 +65,12 @@ def start_rill(*extra: str, port: int | None = None, dir: str | None = None, con
         with open(stderr_path, encoding="utf-8", errors="replace") as f:
             err = f.read()
         raise RuntimeError(f"rill node failed to start: {err}") from None
-    return Proc(port, proc, workdir, args, "rill")
+    return Server("rill", port, proc, workdir, args)
 
 
 def start_redis(
     *extra: str, port: int | None = None, dir: str | None = None, config: str | None = None, binary: str | None = None
-) -> Proc:
+) -> Server:
     """A redis-server (Debian's unless `binary` names another); `config` is a config file
     read before the flags."""
     binary = binary or shutil.which("redis-server")
@@ -133,25 +82,25 @@ def start_redis(
             "--appendonly", "no", "--dir", workdir, "--logfile", os.path.join(workdir, "server.log"), *extra]
     proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     wait_for_port(port, proc)
-    return Proc(port, proc, workdir, args, "redis")
+    return Server("redis", port, proc, workdir, args)
 
 
 @pytest.fixture(scope="session")
-def rill_node() -> Iterator[Proc]:
+def rill_node() -> Iterator[Server]:
     node = start_rill()
     yield node
     node.stop()
 
 
 @pytest.fixture(scope="session")
-def redis_server() -> Iterator[Proc]:
+def redis_server() -> Iterator[Server]:
     server = start_redis()
     yield server
     server.stop()
 
 
 @pytest.fixture
-def r(rill_node: Proc) -> Iterator[redis.Redis]:
+def r(rill_node: Server) -> Iterator[redis.Redis]:
     """A redis-py client on the shared node, with the node flushed before the test."""
     client = rill_node.client()
     client.flushall()

@@ -21,7 +21,7 @@ from typing import Final
 
 import pytest
 
-from tests.conftest import Proc
+from tests.conftest import Server
 
 SUITE: Final = os.path.join(os.path.dirname(os.path.abspath(__file__)), "redis_py_8_1")
 
@@ -49,7 +49,7 @@ def test_the_vendored_files_are_redis_py_8_1_0() -> None:
 
 
 @pytest.mark.parametrize("protocol", [2, 3])
-def test_redis_py_8_1_stream_tests_pass(rill_node: Proc, tmp_path: os.PathLike[str], protocol: int) -> None:
+def test_redis_py_8_1_stream_tests_pass(rill_node: Server, tmp_path: os.PathLike[str], protocol: int) -> None:
     report = os.path.join(tmp_path, "report.xml")
     cmd = [
         sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_commands.py",

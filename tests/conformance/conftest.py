@@ -8,10 +8,10 @@ from collections.abc import Iterator
 import pytest
 
 from tests.conformance.harness import Pair
-from tests.conftest import Proc
+from tests.conftest import Server
 
 
-def _pair(redis_server: Proc, rill_node: Proc, proto: int) -> Iterator[Pair]:
+def _pair(redis_server: Server, rill_node: Server, proto: int) -> Iterator[Pair]:
     p = Pair(redis_server.port, rill_node.port, proto)
     p.oracle.call("FLUSHALL")
     p.rill.call("FLUSHALL")
@@ -20,15 +20,15 @@ def _pair(redis_server: Proc, rill_node: Proc, proto: int) -> Iterator[Pair]:
 
 
 @pytest.fixture
-def pair(redis_server: Proc, rill_node: Proc) -> Iterator[Pair]:
+def pair(redis_server: Server, rill_node: Server) -> Iterator[Pair]:
     yield from _pair(redis_server, rill_node, 2)
 
 
 @pytest.fixture
-def pair3(redis_server: Proc, rill_node: Proc) -> Iterator[Pair]:
+def pair3(redis_server: Server, rill_node: Server) -> Iterator[Pair]:
     yield from _pair(redis_server, rill_node, 3)
 
 
 @pytest.fixture(params=[2, 3], ids=["resp2", "resp3"])
-def pair_any(request: pytest.FixtureRequest, redis_server: Proc, rill_node: Proc) -> Iterator[Pair]:
+def pair_any(request: pytest.FixtureRequest, redis_server: Server, rill_node: Server) -> Iterator[Pair]:
     yield from _pair(redis_server, rill_node, request.param)

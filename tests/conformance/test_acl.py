@@ -30,7 +30,7 @@ import pytest
 
 from tests.conformance.harness import Arg, Pair, RawConnection
 from tests.conformance.stream_support import as_dict, items, parse
-from tests.conftest import Proc, start_redis, start_rill
+from tests.conftest import Server, start_redis, start_rill
 
 SANITIZE = b"sanitize-payload"
 # A user every test keeps, that restores the others (a test may take everything from default).
@@ -56,7 +56,7 @@ def as_72(reply: bytes, user: str) -> bytes:
 
 
 @pytest.fixture(scope="module")
-def servers() -> Iterator[tuple[Proc, Proc]]:
+def servers() -> Iterator[tuple[Server, Server]]:
     redis_server = start_redis()
     rill = start_rill()
     for proc in (redis_server, rill):
@@ -90,7 +90,7 @@ def _reset(conn: RawConnection) -> None:
     conn.call("AUTH", "default", "any")  # nopass: back to the default user
 
 
-def _make_pair(servers: tuple[Proc, Proc], proto: int) -> Iterator[Pair]:
+def _make_pair(servers: tuple[Server, Server], proto: int) -> Iterator[Pair]:
     redis_server, rill = servers
     p = Pair(redis_server.port, rill.port, proto)
     _reset(p.oracle)
@@ -102,12 +102,12 @@ def _make_pair(servers: tuple[Proc, Proc], proto: int) -> Iterator[Pair]:
 
 
 @pytest.fixture
-def pair(servers: tuple[Proc, Proc]) -> Iterator[Pair]:
+def pair(servers: tuple[Server, Server]) -> Iterator[Pair]:
     yield from _make_pair(servers, 2)
 
 
 @pytest.fixture(params=[2, 3], ids=["resp2", "resp3"])
-def pair_any(servers: tuple[Proc, Proc], request: pytest.FixtureRequest) -> Iterator[Pair]:
+def pair_any(servers: tuple[Server, Server], request: pytest.FixtureRequest) -> Iterator[Pair]:
     yield from _make_pair(servers, request.param)
 
 
@@ -865,7 +865,7 @@ def test_ok_and_noauth_before_authentication_with_a_user_default_off(pair: Pair)
         fresh.close()
 
 
-def test_unauthenticated_clients_get_the_protocol_limits_redis_applies(servers: tuple[Proc, Proc]) -> None:
+def test_unauthenticated_clients_get_the_protocol_limits_redis_applies(servers: tuple[Server, Server]) -> None:
     """Before AUTH, a client may not announce a large multibulk (Redis's authRequired
     limits); once the default user needs no password they apply no more."""
     for proc in servers:

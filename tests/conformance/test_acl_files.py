@@ -19,7 +19,7 @@ from bench.procs import free_port
 from tests.conformance.harness import RawConnection
 from tests.conformance.stream_support import as_dict, items, parse
 from tests.conformance.test_acl import acl_list, as_72, same_description
-from tests.conftest import ROOT, Proc, start_redis, start_rill
+from tests.conftest import ROOT, Server, start_redis, start_rill
 
 USER_ACL = (
     "user alice on allcommands allkeys &* >alice\n"
@@ -44,7 +44,7 @@ def _write(d: str, name: str, text: str) -> str:
 
 
 def _both(workdirs: tuple[str, str], *, conf: str = "", acl: str | None = None, extra: tuple[str, ...] = ()
-          ) -> tuple[Proc, Proc]:
+          ) -> tuple[Server, Server]:
     procs = []
     for d, start in zip(workdirs, (start_redis, start_rill)):
         args = list(extra)
@@ -56,7 +56,7 @@ def _both(workdirs: tuple[str, str], *, conf: str = "", acl: str | None = None, 
     return procs[0], procs[1]
 
 
-def _stop(*procs: Proc) -> None:
+def _stop(*procs: Server) -> None:
     for p in procs:
         p.stop()
 
@@ -73,7 +73,7 @@ def _user_lines(path: str) -> list[bytes]:
         return [line for line in f.read().split(b"\n") if line.startswith(b"user ")]
 
 
-def _conns(a: Proc, b: Proc) -> tuple[RawConnection, RawConnection]:
+def _conns(a: Server, b: Server) -> tuple[RawConnection, RawConnection]:
     return RawConnection(a.port), RawConnection(b.port)
 
 

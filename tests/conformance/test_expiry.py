@@ -22,14 +22,14 @@ import pytest
 from tests.conformance.harness import Arg, Pair
 from tests.conformance.stream_support import parse
 from tests.conformance.test_streams_blocking import NOGROUP_72, blocked
-from tests.conftest import Proc, start_redis
+from tests.conftest import Server, start_redis
 
 FAR = 4_000_000_000  # a unix time in seconds well in the future (2096)
 I64_MAX = "9223372036854775807"
 
 
 @pytest.fixture(scope="module")
-def debug_oracle() -> Iterator[Proc]:
+def debug_oracle() -> Iterator[Server]:
     """An oracle that accepts DEBUG (SET-ACTIVE-EXPIRE, DIGEST), which Rill always does."""
     server = start_redis("--enable-debug-command", "yes")
     yield server
@@ -37,7 +37,7 @@ def debug_oracle() -> Iterator[Proc]:
 
 
 @pytest.fixture(params=[2, 3], ids=["resp2", "resp3"])
-def pair_any(request: pytest.FixtureRequest, debug_oracle: Proc, rill_node: Proc) -> Iterator[Pair]:
+def pair_any(request: pytest.FixtureRequest, debug_oracle: Server, rill_node: Server) -> Iterator[Pair]:
     """conftest's pair_any, against the oracle above."""
     p = Pair(debug_oracle.port, rill_node.port, request.param)
     p.oracle.call("FLUSHALL")
@@ -57,7 +57,7 @@ def lazy(pair_any: Pair) -> Iterator[Pair]:
 
 
 @pytest.fixture
-def other(pair_any: Pair, debug_oracle: Proc, rill_node: Proc) -> Iterator[Pair]:
+def other(pair_any: Pair, debug_oracle: Server, rill_node: Server) -> Iterator[Pair]:
     """A second client on both servers, in the same protocol as `pair_any`."""
     second = Pair(debug_oracle.port, rill_node.port, pair_any.proto)
     yield second

@@ -20,7 +20,7 @@ from collections.abc import Iterator, Sequence
 import pytest
 
 from tests.conformance.harness import Arg, RawConnection, encode
-from tests.conftest import Proc
+from tests.conftest import Server
 
 
 class Twins:
@@ -113,21 +113,21 @@ def _counts(frames: list[bytes]) -> list[bytes]:
 
 
 @pytest.fixture(params=[2, 3], ids=["resp2", "resp3"])
-def twins(request: pytest.FixtureRequest, redis_server: Proc, rill_node: Proc) -> Iterator[Twins]:
+def twins(request: pytest.FixtureRequest, redis_server: Server, rill_node: Server) -> Iterator[Twins]:
     t = Twins(redis_server.port, rill_node.port, 3, int(request.param))
     yield t
     t.close()
 
 
 @pytest.fixture
-def twins2(redis_server: Proc, rill_node: Proc) -> Iterator[Twins]:
+def twins2(redis_server: Server, rill_node: Server) -> Iterator[Twins]:
     t = Twins(redis_server.port, rill_node.port, 3, 2)
     yield t
     t.close()
 
 
 @pytest.fixture
-def twins3(redis_server: Proc, rill_node: Proc) -> Iterator[Twins]:
+def twins3(redis_server: Server, rill_node: Server) -> Iterator[Twins]:
     t = Twins(redis_server.port, rill_node.port, 3, 3)
     yield t
     t.close()

@@ -21,7 +21,7 @@ import pytest
 from node.commands.redis_meta import DIFFERS_IN_ORACLE
 from tests.conformance.harness import Pair, RawConnection
 from tests.conformance.stream_support import R, parse
-from tests.conftest import Proc, start_redis
+from tests.conftest import Server, start_redis
 
 # Directives both servers have with the same default (repl-backlog-size, protected-mode and
 # loglevel's choices differ on purpose: docs/compatibility.md).
@@ -549,7 +549,7 @@ def _monitor_lines(conn: RawConnection, count: int) -> list[tuple[bytes, bytes]]
     return out
 
 
-def test_monitor_shows_what_redis_shows(pair: Pair, redis_server: Proc, rill_node: Proc) -> None:
+def test_monitor_shows_what_redis_shows(pair: Pair, redis_server: Server, rill_node: Server) -> None:
     watchers = [RawConnection(redis_server.port), RawConnection(rill_node.port)]
     try:
         for conn in watchers:
@@ -579,14 +579,14 @@ def test_monitor_shows_what_redis_shows(pair: Pair, redis_server: Proc, rill_nod
 
 
 @pytest.fixture(scope="module")
-def debug_redis() -> Iterator[Proc]:
+def debug_redis() -> Iterator[Server]:
     server = start_redis("--enable-debug-command", "yes")
     yield server
     server.stop()
 
 
 @pytest.fixture
-def dpair(debug_redis: Proc, rill_node: Proc) -> Iterator[Pair]:
+def dpair(debug_redis: Server, rill_node: Server) -> Iterator[Pair]:
     p = Pair(debug_redis.port, rill_node.port, 2)
     p.oracle.call("FLUSHALL")
     p.rill.call("FLUSHALL")

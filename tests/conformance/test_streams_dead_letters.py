@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 import redis
 
-from tests.conftest import Proc
+from tests.conftest import Server
 
 
 @pytest.fixture
-def r(rill_node: Proc) -> Iterator[redis.Redis]:
+def r(rill_node: Server) -> Iterator[redis.Redis]:
     client = rill_node.client(protocol=2)
     client.flushall()
     yield client

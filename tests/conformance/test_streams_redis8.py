@@ -21,13 +21,13 @@ import pytest
 import redis
 
 from tests.conformance.harness import RawConnection
-from tests.conftest import Proc
+from tests.conftest import Server
 
 LLONG_MAX = 9223372036854775807
 
 
 @pytest.fixture
-def r(rill_node: Proc) -> Iterator[redis.Redis]:
+def r(rill_node: Server) -> Iterator[redis.Redis]:
     client = rill_node.client(decode_responses=True, protocol=2)
     client.flushall()
     yield client
@@ -61,7 +61,7 @@ def seed(r: redis.Redis, n: int, key: str = "mystream", group: str = "group1") -
 # ---------------------------------------------------------------------------------------
 
 
-def test_claim_field_types_are_correct(rill_node: Proc) -> None:
+def test_claim_field_types_are_correct(rill_node: Server) -> None:
     """Redis: "XREADGROUP CLAIM field types are correct" (read raw: idle and count are
     integers, the entry is an array of four)."""
     r = rill_node.client(protocol=2)
@@ -80,7 +80,7 @@ def test_claim_field_types_are_correct(rill_node: Proc) -> None:
     assert int(idle[1:]) >= 50 and count == b":1"
 
 
-def test_claim_reply_in_resp3_is_a_map_of_four_element_entries(rill_node: Proc) -> None:
+def test_claim_reply_in_resp3_is_a_map_of_four_element_entries(rill_node: Server) -> None:
     r = rill_node.client(protocol=3)
     r.flushall()
     seed(r, 2)
@@ -260,7 +260,7 @@ def test_xread_refuses_claim(r: redis.Redis) -> None:
         x(r, "XREAD", "COUNT", "2", "CLAIM", "10", "STREAMS", "mystream", "0-0")
 
 
-def _blocked_read(rill_node: Proc, *args: str) -> tuple[threading.Thread, list[Any]]:
+def _blocked_read(rill_node: Server, *args: str) -> tuple[threading.Thread, list[Any]]:
     out: list[Any] = []
 
     def run() -> None:
@@ -282,7 +282,7 @@ def _wait_blocked(r: redis.Redis, n: int) -> None:
         time.sleep(0.01)
 
 
-def test_claim_block_wakes_when_an_entry_becomes_claimable(rill_node: Proc, r: redis.Redis) -> None:
+def test_claim_block_wakes_when_an_entry_becomes_claimable(rill_node: Server, r: redis.Redis) -> None:
     """Redis: "XREADGROUP CLAIM messages become claimable during block" (min-idle 1000 ms,
     no write while blocked: the wait ends by itself once the entry is idle long enough)."""
     seed(r, 1)
@@ -295,7 +295,7 @@ def test_claim_block_wakes_when_an_entry_becomes_claimable(rill_node: Proc, r: r
     assert r.xpending_range("mystream", "group1", "-", "+", 10)[0]["consumer"] == "consumer2"
 
 
-def test_claim_two_blocked_clients_both_served(rill_node: Proc, r: redis.Redis) -> None:
+def test_claim_two_blocked_clients_both_served(rill_node: Server, r: redis.Redis) -> None:
     """Redis: "XREADGROUP CLAIM with two blocked clients": the first gets the new entry,
     the second claims it once it has been idle for 100 ms."""
     r.xgroup_create("mystream", "group1", 0, mkstream=True)
@@ -312,7 +312,7 @@ def test_claim_two_blocked_clients_both_served(rill_node: Proc, r: redis.Redis) 
     assert entries_of(out1[0])[0][3] == 0 and entries_of(out2[0])[0][3] == 1
 
 
-def test_claim_block_times_out_and_wakes_on_new_entries(rill_node: Proc, r: redis.Redis) -> None:
+def test_claim_block_times_out_and_wakes_on_new_entries(rill_node: Server, r: redis.Redis) -> None:
     """Redis: "XREADGROUP CLAIM block times out with no claimable messages", "XREADGROUP
     CLAIM BLOCK wakes on new message before min-idle-time reached"."""
     seed(r, 1)
@@ -493,7 +493,7 @@ def test_xnack_entries_are_claimable_and_cleaned_when_deleted(r: redis.Redis) ->
     assert len(x(r, "XAUTOCLAIM", "mystream", "grp", "c2", "99999", "0-0")[1]) == 1
 
 
-def test_xnack_wakes_a_blocked_claim_read(rill_node: Proc, r: redis.Redis) -> None:
+def test_xnack_wakes_a_blocked_claim_read(rill_node: Server, r: redis.Redis) -> None:
     """Redis: "XNACK XREADGROUP BLOCK CLAIM wakes up on NACKed entries"."""
     nack_setup(r, 2)
     t, out = _blocked_read(rill_node, "XREADGROUP", "GROUP", "grp", "c2", "BLOCK", "5000", "CLAIM", "1000",

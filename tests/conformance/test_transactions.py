@@ -10,11 +10,11 @@ from collections.abc import Iterator
 import pytest
 
 from tests.conformance.harness import Pair
-from tests.conftest import Proc
+from tests.conftest import Server
 
 
 @pytest.fixture
-def other(pair_any: Pair, redis_server: Proc, rill_node: Proc) -> Iterator[Pair]:
+def other(pair_any: Pair, redis_server: Server, rill_node: Server) -> Iterator[Pair]:
     """A second client on both servers, in the same protocol as `pair_any`."""
     second = Pair(redis_server.port, rill_node.port, pair_any.proto)
     yield second

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 import pytest
 
 from bench.procs import free_port
-from tests.conftest import Proc, start_rill
+from tests.conftest import Server, start_rill
 from tests.deploy.project import ROOT
 
 SCRIPT = os.path.join(ROOT, "deploy", "healthcheck.py")
@@ -37,7 +37,7 @@ def _until_exit_code(port: int, code: int, *flags: str) -> subprocess.CompletedP
 
 
 @pytest.fixture
-def pair() -> Iterator[tuple[Proc, Proc]]:
+def pair() -> Iterator[tuple[Server, Server]]:
     primary = start_rill("--requirepass", PASSWORD)
     replica = start_rill("--requirepass", PASSWORD, "--masterauth", PASSWORD, "--replicaof", "127.0.0.1",
                          str(primary.port))
@@ -46,13 +46,13 @@ def pair() -> Iterator[tuple[Proc, Proc]]:
     primary.stop()
 
 
-def test_a_primary_and_a_linked_replica_are_healthy(pair: tuple[Proc, Proc]) -> None:
+def test_a_primary_and_a_linked_replica_are_healthy(pair: tuple[Server, Server]) -> None:
     primary, replica = pair
     assert _check(primary.port, PASSWORD).returncode == 0
     _until_exit_code(replica.port, 0)
 
 
-def test_a_wrong_or_missing_password_is_unhealthy(pair: tuple[Proc, Proc]) -> None:
+def test_a_wrong_or_missing_password_is_unhealthy(pair: tuple[Server, Server]) -> None:
     primary, _ = pair
     wrong = _check(primary.port, "nope")
     assert wrong.returncode == 1 and wrong.stdout.startswith("unhealthy: WRONGPASS")
@@ -60,7 +60,7 @@ def test_a_wrong_or_missing_password_is_unhealthy(pair: tuple[Proc, Proc]) -> No
     assert missing.returncode == 1 and missing.stdout.startswith("unhealthy: NOAUTH")
 
 
-def test_a_replica_whose_primary_is_gone_is_unhealthy(pair: tuple[Proc, Proc]) -> None:
+def test_a_replica_whose_primary_is_gone_is_unhealthy(pair: tuple[Server, Server]) -> None:
     primary, replica = pair
     _until_exit_code(replica.port, 0)
     primary.kill()

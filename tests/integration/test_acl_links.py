@@ -16,7 +16,7 @@ import pytest
 import redis
 
 from tests.conformance.sentinel.procs import cluster, wait_until
-from tests.conftest import Proc, start_rill
+from tests.conftest import Server, start_rill
 
 ADMIN = {"username": "admin", "password": "apw"}
 USERS = (
@@ -36,7 +36,7 @@ def _conf(extra: str = "") -> str:
     return path
 
 
-def _admin(proc: Proc) -> redis.Redis:
+def _admin(proc: Server) -> redis.Redis:
     return proc.client(decode_responses=True, **ADMIN)
 
 
@@ -45,22 +45,22 @@ def _log_entries(client: redis.Redis) -> list[dict[str, object]]:
 
 
 @pytest.fixture
-def primary() -> Iterator[Proc]:
+def primary() -> Iterator[Server]:
     node = start_rill(config=_conf())
     yield node
     node.stop()
 
 
-def _replica(primary: Proc, user: str, password: str) -> Proc:
+def _replica(primary: Server, user: str, password: str) -> Server:
     return start_rill("--replicaof", "127.0.0.1", str(primary.port), "--masteruser", user, "--masterauth", password,
                       config=_conf())
 
 
-def _link_status(replica: Proc) -> str:
+def _link_status(replica: Server) -> str:
     return str(_admin(replica).info("replication")["master_link_status"])
 
 
-def test_a_replica_replicates_as_a_user_that_may_only_replicate(primary: Proc) -> None:
+def test_a_replica_replicates_as_a_user_that_may_only_replicate(primary: Server) -> None:
     replica = _replica(primary, "replica", "rpw")
     try:
         wait_until(lambda: _link_status(replica) == "up", 30, "the replica's link")
@@ -95,7 +95,7 @@ def test_a_replica_replicates_as_a_user_that_may_only_replicate(primary: Proc) -
         replica.stop()
 
 
-def test_a_replica_with_a_wrong_password_is_refused_and_logged(primary: Proc) -> None:
+def test_a_replica_with_a_wrong_password_is_refused_and_logged(primary: Server) -> None:
     replica = _replica(primary, "replica", "wrong")
     try:
         wait_until(lambda: "WRONGPASS" in replica.log, 30, "the replica to report the refusal")
@@ -106,7 +106,7 @@ def test_a_replica_with_a_wrong_password_is_refused_and_logged(primary: Proc) ->
         replica.stop()
 
 
-def test_the_default_user_may_not_replicate_without_psync(primary: Proc) -> None:
+def test_the_default_user_may_not_replicate_without_psync(primary: Server) -> None:
     """A replica without masteruser is the default user; here default is off, then on but
     without PSYNC: refused both ways."""
     replica = start_rill("--replicaof", "127.0.0.1", str(primary.port), config=_conf())

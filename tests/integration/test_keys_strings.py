@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import pytest
 import redis
 
-from tests.conftest import Proc, start_rill
+from tests.conftest import Server, start_rill
 
 
 def _scan_calls(client: redis.Redis, cursor: int, **kwargs: object) -> tuple[int, list[bytes]]:
@@ -52,13 +52,13 @@ def test_large_values_round_trip(r: redis.Redis) -> None:
 
 
 @pytest.fixture
-def small_bulk_node() -> Iterator[Proc]:
+def small_bulk_node() -> Iterator[Server]:
     node = start_rill("--proto-max-bulk-len", "1mb")
     yield node
     node.stop()
 
 
-def test_append_beyond_proto_max_bulk_len_is_refused(small_bulk_node: Proc) -> None:
+def test_append_beyond_proto_max_bulk_len_is_refused(small_bulk_node: Server) -> None:
     client = small_bulk_node.client()
     try:
         limit = 1024 * 1024
@@ -178,7 +178,7 @@ def test_randomkey_visits_more_than_one_key(r: redis.Redis) -> None:
     assert picks <= {f"k{i}".encode() for i in range(5)}
 
 
-def test_swapdb_is_seen_by_clients_already_connected(r: redis.Redis, rill_node: Proc) -> None:
+def test_swapdb_is_seen_by_clients_already_connected(r: redis.Redis, rill_node: Server) -> None:
     other = rill_node.client(db=1)
     try:
         r.set("from0", "x")

@@ -16,7 +16,7 @@ import pytest
 import redis
 
 from tests.conformance.harness import RawConnection
-from tests.conftest import ROOT, Proc, free_port, start_rill, wait_for_port
+from tests.conftest import ROOT, Server, free_port, start_rill, wait_for_port
 
 
 def _rill_args(*args: str) -> list[str]:
@@ -28,14 +28,14 @@ def _run_failing(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(_rill_args(*args), cwd=ROOT, capture_output=True, text=True, timeout=10)
 
 
-def _start(*args: str, workdir: str | None = None) -> Proc:
+def _start(*args: str, workdir: str | None = None) -> Server:
     """A node started with exactly `args` (a config file may come first), logging to workdir."""
     workdir = workdir or tempfile.mkdtemp(prefix="rill-proc-")
     port = free_port()
     full = _rill_args(*args, "--port", str(port), "--logfile", os.path.join(workdir, "server.log"))
     proc = subprocess.Popen(full, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     wait_for_port(port, proc)
-    return Proc(port, proc, workdir, full)
+    return Server("rill", port, proc, workdir, full)
 
 
 def test_a_node_starts_answers_and_exits_cleanly_on_sigterm() -> None:
@@ -93,7 +93,7 @@ def test_bind_listens_on_the_given_address_only() -> None:
     workdir = tempfile.mkdtemp(prefix="rill-bind-")
     port = free_port()
     args = _rill_args("--port", str(port), "--bind", "127.0.0.2", "--logfile", os.path.join(workdir, "server.log"))
-    node = Proc(port, subprocess.Popen(args, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE), workdir, args)
+    node = Server("rill", port, subprocess.Popen(args, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE), workdir, args)
     try:
         _wait_for_address("127.0.0.2", port, node.proc)
         client = redis.Redis(host="127.0.0.2", port=node.port)

@@ -17,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.conftest import Proc, start_redis, start_rill
+from tests.conftest import Server, start_redis, start_rill
 
 Outcome = tuple[bytes, bool]  # (everything the server sent, whether it closed the connection)
 
@@ -87,7 +87,7 @@ class Canary:
         self.sock.close()
 
 
-def wait_responsive(node: Proc, timeout: float = 30.0) -> None:
+def wait_responsive(node: Server, timeout: float = 30.0) -> None:
     """Until the node answers PING: an earlier test's damage must not leak into the short
     idle waits of the next one."""
     client = Canary(node.port, timeout=timeout)
@@ -120,7 +120,7 @@ def info_field(port: int, section: str, field: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def node() -> Iterator[Proc]:
+def node() -> Iterator[Server]:
     """A private node: these tests abuse it, so it is not shared with other modules."""
     proc = start_rill()
     yield proc
@@ -128,12 +128,12 @@ def node() -> Iterator[Proc]:
 
 
 @pytest.fixture(autouse=True)
-def _node_is_responsive(node: Proc) -> None:
+def _node_is_responsive(node: Server) -> None:
     wait_responsive(node)
 
 
 @pytest.fixture(scope="module")
-def oracle() -> Iterator[Proc]:
+def oracle() -> Iterator[Server]:
     proc = start_redis()
     yield proc
     proc.stop()
@@ -193,7 +193,7 @@ def _segment(draw: st.DrawFn) -> bytes:
 
 
 @pytest.fixture(scope="module")
-def canary(node: Proc) -> Iterator[Canary]:
+def canary(node: Server) -> Iterator[Canary]:
     client = Canary(node.port)
     yield client
     client.close()
@@ -203,7 +203,7 @@ def canary(node: Proc) -> Iterator[Canary]:
 @settings(max_examples=200, deadline=None, database=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(segments=st.lists(_segment(), min_size=1, max_size=5), split=st.integers(0, 400))
-def test_node_survives_random_and_mangled_input(node: Proc, canary: Canary, segments: list[bytes], split: int) -> None:
+def test_node_survives_random_and_mangled_input(node: Server, canary: Canary, segments: list[bytes], split: int) -> None:
     """Invariants, whatever a client sends: the node stays up; the other client still gets
     PONG promptly; what the node sends back is well-formed RESP; and when it closes a
     connection it has first said why (an error reply), as Redis does."""
@@ -249,13 +249,13 @@ DIFFERENTIAL_INPUTS = {
 
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("name", list(DIFFERENTIAL_INPUTS))
-def test_protocol_error_reply_and_close_match_redis(node: Proc, oracle: Proc, name: str) -> None:
+def test_protocol_error_reply_and_close_match_redis(node: Server, oracle: Server, name: str) -> None:
     data = DIFFERENTIAL_INPUTS[name]
     expected = exchange(oracle.port, data)
     assert exchange(node.port, data) == expected
 
 
-def test_multibulk_count_over_a_mebi_is_refused(node: Proc) -> None:
+def test_multibulk_count_over_a_mebi_is_refused(node: Server) -> None:
     # The issue sets Redis 6's limit, 1024*1024 elements; Redis 7 waits for up to INT_MAX
     # (documented in docs/compatibility.md). The limit itself is accepted.
     assert exchange(node.port, b"*1048577\r\n") == (b"-ERR Protocol error: invalid multibulk length\r\n", True)
@@ -263,7 +263,7 @@ def test_multibulk_count_over_a_mebi_is_refused(node: Proc) -> None:
 
 
 @pytest.fixture(scope="module")
-def password_pair() -> Iterator[tuple[Proc, Proc]]:
+def password_pair() -> Iterator[tuple[Server, Server]]:
     rill = start_rill("--requirepass", "s3cret")
     redis = start_redis("--requirepass", "s3cret")
     yield rill, redis
@@ -277,13 +277,13 @@ def password_pair() -> Iterator[tuple[Proc, Proc]]:
      resp(b"AUTH", b"s3cret") + resp(*[b"ECHO"] + [b"x"] * 11)],
     ids=["count-over-10", "bulk-over-16384", "count-of-10", "bulk-of-16384", "limits-lifted-after-auth"],
 )
-def test_unauthenticated_limits_match_redis(password_pair: tuple[Proc, Proc], data: bytes) -> None:
+def test_unauthenticated_limits_match_redis(password_pair: tuple[Server, Server], data: bytes) -> None:
     rill, redis = password_pair
     assert exchange(rill.port, data) == exchange(redis.port, data)
 
 
 @pytest.mark.timeout(120)
-def test_huge_multibulk_count_is_refused_without_allocating_for_it(node: Proc, oracle: Proc) -> None:
+def test_huge_multibulk_count_is_refused_without_allocating_for_it(node: Server, oracle: Server) -> None:
     # Over INT_MAX both refuse the count. The 13-byte header must not make the server
     # allocate (and later free) an argument vector of the announced size (24 GB of
     # pointers): Redis answers at once, and so must Rill, its peak memory unmoved and its
@@ -306,7 +306,7 @@ def test_huge_multibulk_count_is_refused_without_allocating_for_it(node: Proc, o
     assert vm_rss(node.proc.pid, "VmHWM") - peak < 64 * 1024 * 1024
 
 
-def test_value_split_at_a_read_boundary_is_never_run_as_a_command(node: Proc) -> None:
+def test_value_split_at_a_read_boundary_is_never_run_as_a_command(node: Server) -> None:
     # The first read ends inside ECHO's value, right after bytes that equal the previous
     # request; the rest of the value ("ECHO smuggled") must stay data.
     ping = resp(b"PING")
@@ -341,7 +341,7 @@ def _flood_without_reading(port: int, requests: int, seconds: float) -> tuple[so
 
 
 @pytest.mark.timeout(120)
-def test_client_that_never_reads_costs_bounded_memory(node: Proc, canary: Canary) -> None:
+def test_client_that_never_reads_costs_bounded_memory(node: Server, canary: Canary) -> None:
     requests = 4000  # 256 MiB of replies if the node buffered them all
     baseline = vm_rss(node.proc.pid)
     sock, sent, closed = _flood_without_reading(node.port, requests, seconds=20)
@@ -358,7 +358,7 @@ def test_client_that_never_reads_costs_bounded_memory(node: Proc, canary: Canary
 
 
 @pytest.fixture
-def limited_node(node: Proc) -> Iterator[Proc]:
+def limited_node(node: Server) -> Iterator[Server]:
     """The node with a 1 MiB hard output limit for normal clients, restored afterwards."""
     admin = node.client()
     assert admin.config_set("client-output-buffer-limit", "normal 1mb 0 0")
@@ -370,7 +370,7 @@ def limited_node(node: Proc) -> Iterator[Proc]:
 
 
 @pytest.mark.timeout(120)
-def test_output_buffer_hard_limit_disconnects_only_the_slow_reader(limited_node: Proc) -> None:
+def test_output_buffer_hard_limit_disconnects_only_the_slow_reader(limited_node: Server) -> None:
     port = limited_node.port
     before = int(info_field(port, "stats", "client_output_buffer_limit_disconnections"))
     steady = limited_node.client()
@@ -393,7 +393,7 @@ def test_output_buffer_hard_limit_disconnects_only_the_slow_reader(limited_node:
 
 # -- (4) pipelining and (5) inline commands -------------------------------------------------------
 
-def test_ten_thousand_pipelined_commands_in_one_write_get_replies_in_order(node: Proc) -> None:
+def test_ten_thousand_pipelined_commands_in_one_write_get_replies_in_order(node: Server) -> None:
     count = 10_000
     data = b"".join(resp(b"ECHO", b"%d" % i) for i in range(count))
     with socket.create_connection(("127.0.0.1", node.port), timeout=10) as sock:
@@ -410,7 +410,7 @@ def test_ten_thousand_pipelined_commands_in_one_write_get_replies_in_order(node:
     assert replies == [b"%d" % i for i in range(count)]
 
 
-def test_many_clients_each_get_their_own_replies_in_order(node: Proc) -> None:
+def test_many_clients_each_get_their_own_replies_in_order(node: Server) -> None:
     """Requests of many connections that arrive together run in one loop turn and their
     replies go out together at its end: each connection must get exactly its own, in order,
     the last one (a QUIT) included before its connection closes."""
@@ -437,11 +437,11 @@ def test_many_clients_each_get_their_own_replies_in_order(node: Proc) -> None:
      (b"PING\r\nPING\r\n", b"+PONG\r\n+PONG\r\n")],
     ids=["ping", "quoted-echo", "single-quoted-lf", "two-lines"],
 )
-def test_inline_command_over_a_raw_socket_is_answered(node: Proc, line: bytes, reply: bytes) -> None:
+def test_inline_command_over_a_raw_socket_is_answered(node: Server, line: bytes, reply: bytes) -> None:
     assert exchange(node.port, line, idle=0.3) == (reply, False)
 
 
-def test_request_past_the_query_buffer_limit_closes_only_that_client(node: Proc, canary: Canary) -> None:
+def test_request_past_the_query_buffer_limit_closes_only_that_client(node: Server, canary: Canary) -> None:
     admin = node.client()
     try:
         admin.config_set("client-query-buffer-limit", "1mb")

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import pytest
 
 from tests.conformance.harness import RawConnection, encode
-from tests.conftest import Proc, start_redis, start_rill
+from tests.conftest import Server, start_redis, start_rill
 
 LIMIT = ("--client-output-buffer-limit", "pubsub 256kb 0 0")
 MESSAGES = 600
@@ -19,7 +19,7 @@ PAYLOAD = b"x" * 16384  # 600 x 16 KB: more than the slow client's kernel buffer
 
 
 @pytest.fixture(params=["redis", "rill"])
-def server(request: pytest.FixtureRequest) -> Iterator[Proc]:
+def server(request: pytest.FixtureRequest) -> Iterator[Server]:
     proc = start_redis(*LIMIT) if request.param == "redis" else start_rill(*LIMIT)
     yield proc
     proc.stop()
@@ -33,7 +33,7 @@ def _never_reading_subscriber(port: int, channel: bytes) -> socket.socket:
     return sock
 
 
-def test_a_subscriber_that_never_reads_is_dropped_and_the_others_go_on(server: Proc) -> None:
+def test_a_subscriber_that_never_reads_is_dropped_and_the_others_go_on(server: Server) -> None:
     slow = _never_reading_subscriber(server.port, b"big")
     reader = RawConnection(server.port)
     assert reader.call("SUBSCRIBE", "big") == b"*3\r\n$9\r\nsubscribe\r\n$3\r\nbig\r\n:1\r\n"

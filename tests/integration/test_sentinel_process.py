@@ -56,8 +56,8 @@ def test_it_picks_an_id_persists_it_and_keeps_it_across_restarts() -> None:
         client = redis.Redis(port=c.ports["x"])
         assert client.execute_command("SENTINEL", "MYID") == match.group(1).encode()
         client.close()
-        c.procs["x"].terminate()
-        assert c.procs["x"].wait(10) == 0
+        c.servers["x"].proc.terminate()
+        assert c.servers["x"].proc.wait(10) == 0
         c.restart("x")
         client = redis.Redis(port=c.ports["x"])
         assert client.execute_command("SENTINEL", "MYID") == match.group(1).encode()
@@ -122,10 +122,10 @@ def test_shutdown_and_sigterm_stop_it_cleanly() -> None:
         client = redis.Redis(port=c.ports["x"])
         with pytest.raises(redis.ConnectionError):
             client.execute_command("SHUTDOWN")
-        assert c.procs["x"].wait(10) == 0
+        assert c.servers["x"].proc.wait(10) == 0
         c.restart("x")
-        c.procs["x"].send_signal(signal.SIGTERM)
-        assert c.procs["x"].wait(10) == 0
+        c.servers["x"].proc.send_signal(signal.SIGTERM)
+        assert c.servers["x"].proc.wait(10) == 0
 
 
 def _single_sentinel_over_a_pair(c: object, extra: str = "") -> None:
@@ -159,7 +159,7 @@ def test_simulated_crash_after_election_exits_99() -> None:
         assert client.info("sentinel")["sentinel_simulate_failure_flags"] == 1
         client.execute_command("SENTINEL", "FAILOVER", "mymaster")
         client.close()
-        assert c.procs["x"].wait(20) == 99
+        assert c.servers["x"].proc.wait(20) == 99
 
 
 def test_the_notification_script_gets_warning_events() -> None:
@@ -201,8 +201,8 @@ def test_its_state_survives_a_restart_after_a_failover() -> None:
 
         wait_until(switched, 60, "the failover")
         time.sleep(0.5)
-        c.procs["x"].terminate()
-        c.procs["x"].wait(10)
+        c.servers["x"].proc.terminate()
+        c.servers["x"].proc.wait(10)
         text = c.read_conf("x")
         assert f"sentinel monitor mymaster 127.0.0.1 {c.ports['r1']} 1" in text
         assert "sentinel config-epoch mymaster 1" in text and "sentinel current-epoch 1" in text

@@ -24,11 +24,11 @@ import pytest
 import redis
 
 from tests.conformance.harness import RawConnection, encode
-from tests.conftest import Proc, start_rill
+from tests.conftest import Server, start_rill
 
 
 @pytest.fixture
-def node() -> Iterator[Proc]:
+def node() -> Iterator[Server]:
     """A private node for tests that change server-wide state."""
     proc = start_rill()
     yield proc
@@ -67,7 +67,7 @@ def _closed(conn: RawConnection, timeout: float = 5.0) -> bool:
 # -- INFO -------------------------------------------------------------------------------------
 
 
-def test_info_reports_version_mode_port_and_process(r: redis.Redis, rill_node: Proc) -> None:
+def test_info_reports_version_mode_port_and_process(r: redis.Redis, rill_node: Server) -> None:
     info = r.info("server")
     assert info["redis_version"] == "8.10.0"
     assert info["redis_mode"] == "standalone"
@@ -77,7 +77,7 @@ def test_info_reports_version_mode_port_and_process(r: redis.Redis, rill_node: P
     assert info["listener0"]["port"] == rill_node.port
 
 
-def test_info_is_a_bulk_string_in_resp2_and_verbatim_text_in_resp3(rill_node: Proc) -> None:
+def test_info_is_a_bulk_string_in_resp2_and_verbatim_text_in_resp3(rill_node: Server) -> None:
     conn = RawConnection(rill_node.port)
     try:
         assert conn.call("INFO", "cluster") == b"$30\r\n# Cluster\r\ncluster_enabled:0\r\n\r\n"
@@ -87,7 +87,7 @@ def test_info_is_a_bulk_string_in_resp2_and_verbatim_text_in_resp3(rill_node: Pr
         conn.close()
 
 
-def test_info_counts_blocked_clients_and_their_keys(rill_node: Proc) -> None:
+def test_info_counts_blocked_clients_and_their_keys(rill_node: Server) -> None:
     admin, reader = RawConnection(rill_node.port), RawConnection(rill_node.port)
     try:
         reader_id = int(reader.call("CLIENT", "ID")[1:-2])
@@ -138,7 +138,7 @@ def test_info_stats_measure_load_and_traffic(r: redis.Redis) -> None:
     assert after["total_connections_received"] >= 1
 
 
-def test_config_resetstat_zeroes_error_and_command_counters(node: Proc) -> None:
+def test_config_resetstat_zeroes_error_and_command_counters(node: Server) -> None:
     conn = RawConnection(node.port)
     try:
         conn.call("NO-SUCH-COMMAND")
@@ -175,7 +175,7 @@ def test_info_everything_parses_with_redis_py(r: redis.Redis) -> None:
 # -- CLIENT -----------------------------------------------------------------------------------
 
 
-def test_client_list_shows_names_library_and_filters(rill_node: Proc) -> None:
+def test_client_list_shows_names_library_and_filters(rill_node: Server) -> None:
     client = rill_node.client(client_name="worker-7")
     try:
         my_id = client.client_id()
@@ -194,7 +194,7 @@ def test_client_list_shows_names_library_and_filters(rill_node: Proc) -> None:
         client.close()
 
 
-def test_client_list_reports_age_and_idle_seconds(rill_node: Proc) -> None:
+def test_client_list_reports_age_and_idle_seconds(rill_node: Server) -> None:
     idle, observer = RawConnection(rill_node.port), RawConnection(rill_node.port)
     try:
         idle_id = idle.call("CLIENT", "ID")[1:-2].decode()
@@ -211,7 +211,7 @@ def test_client_list_reports_age_and_idle_seconds(rill_node: Proc) -> None:
         observer.close()
 
 
-def test_client_setinfo_validates_and_shows_in_client_info(rill_node: Proc) -> None:
+def test_client_setinfo_validates_and_shows_in_client_info(rill_node: Server) -> None:
     conn = RawConnection(rill_node.port)
     try:
         assert conn.call("CLIENT", "SETINFO", "LIB-NAME", "mylib") == b"+OK\r\n"
@@ -226,7 +226,7 @@ def test_client_setinfo_validates_and_shows_in_client_info(rill_node: Proc) -> N
         conn.close()
 
 
-def test_client_kill_by_id_closes_that_connection_only(rill_node: Proc) -> None:
+def test_client_kill_by_id_closes_that_connection_only(rill_node: Server) -> None:
     killer, victim = RawConnection(rill_node.port), RawConnection(rill_node.port)
     try:
         victim_id = int(victim.call("CLIENT", "ID")[1:-2])
@@ -239,7 +239,7 @@ def test_client_kill_by_id_closes_that_connection_only(rill_node: Proc) -> None:
         victim.close()
 
 
-def test_client_kill_old_form_may_kill_the_caller_after_replying(rill_node: Proc) -> None:
+def test_client_kill_old_form_may_kill_the_caller_after_replying(rill_node: Server) -> None:
     conn = RawConnection(rill_node.port)
     try:
         addr = "%s:%d" % conn.sock.getsockname()
@@ -249,7 +249,7 @@ def test_client_kill_old_form_may_kill_the_caller_after_replying(rill_node: Proc
         conn.close()
 
 
-def test_client_kill_filters_skip_the_caller_unless_told(rill_node: Proc) -> None:
+def test_client_kill_filters_skip_the_caller_unless_told(rill_node: Server) -> None:
     conn = RawConnection(rill_node.port)
     try:
         my_id = conn.call("CLIENT", "ID")[1:-2].decode()
@@ -262,7 +262,7 @@ def test_client_kill_filters_skip_the_caller_unless_told(rill_node: Proc) -> Non
         conn.close()
 
 
-def test_client_unblock_with_error_fails_the_blocked_command(rill_node: Proc) -> None:
+def test_client_unblock_with_error_fails_the_blocked_command(rill_node: Server) -> None:
     admin, reader = RawConnection(rill_node.port), RawConnection(rill_node.port)
     try:
         reader_id = reader.call("CLIENT", "ID")[1:-2].decode()
@@ -277,7 +277,7 @@ def test_client_unblock_with_error_fails_the_blocked_command(rill_node: Proc) ->
         reader.close()
 
 
-def test_client_reply_off_on_and_skip(rill_node: Proc) -> None:
+def test_client_reply_off_on_and_skip(rill_node: Server) -> None:
     conn = RawConnection(rill_node.port)
     try:
         commands = [
@@ -295,7 +295,7 @@ def test_client_reply_off_on_and_skip(rill_node: Proc) -> None:
         conn.close()
 
 
-def test_client_no_evict_and_no_touch_show_in_flags(rill_node: Proc) -> None:
+def test_client_no_evict_and_no_touch_show_in_flags(rill_node: Server) -> None:
     conn = RawConnection(rill_node.port)
     try:
         conn.call("CLIENT", "NO-EVICT", "on")
@@ -310,7 +310,7 @@ def test_client_no_evict_and_no_touch_show_in_flags(rill_node: Proc) -> None:
 # -- MONITOR, DEBUG, MEMORY -------------------------------------------------------------------
 
 
-def test_monitor_streams_other_clients_commands(rill_node: Proc) -> None:
+def test_monitor_streams_other_clients_commands(rill_node: Server) -> None:
     watcher, sender = RawConnection(rill_node.port), RawConnection(rill_node.port)
     try:
         assert watcher.call("MONITOR") == b"+OK\r\n"
@@ -338,7 +338,7 @@ def _server_time(reply: bytes) -> float:
     return int(match[1]) + int(match[2]) / 1e6
 
 
-def test_debug_sleep_blocks_the_whole_server(rill_node: Proc) -> None:
+def test_debug_sleep_blocks_the_whole_server(rill_node: Server) -> None:
     """Judged on the server's own clock: the sleeper's TIME before and after DEBUG SLEEP
     bound the sleep, and another client's TIME must not fall inside it. The sleep lasts
     0.3 s from some moment between `before` and `after - 0.3`, so it surely covers
@@ -362,7 +362,7 @@ def test_debug_sleep_blocks_the_whole_server(rill_node: Proc) -> None:
         other.close()
 
 
-def test_debug_digest_is_equal_for_equal_data_on_two_nodes(node: Proc, rill_node: Proc) -> None:
+def test_debug_digest_is_equal_for_equal_data_on_two_nodes(node: Server, rill_node: Server) -> None:
     a, b = node.client(), rill_node.client()
     try:
         b.flushall()
@@ -387,7 +387,7 @@ def test_debug_digest_is_equal_for_equal_data_on_two_nodes(node: Proc, rill_node
         b.close()
 
 
-def test_memory_usage_grows_with_the_stream_and_memory_stats_is_a_map(r: redis.Redis, rill_node: Proc) -> None:
+def test_memory_usage_grows_with_the_stream_and_memory_stats_is_a_map(r: redis.Redis, rill_node: Server) -> None:
     r.xadd("mem", {"f": "v"})
     small = r.memory_usage("mem")
     for i in range(500):
@@ -407,7 +407,7 @@ def test_memory_usage_grows_with_the_stream_and_memory_stats_is_a_map(r: redis.R
 # -- CONFIG that takes effect at once -----------------------------------------------------------
 
 
-def test_config_set_requirepass_keeps_authenticated_sessions(node: Proc) -> None:
+def test_config_set_requirepass_keeps_authenticated_sessions(node: Server) -> None:
     old = RawConnection(node.port)
     try:
         assert old.call("CONFIG", "SET", "requirepass", "s3cret") == b"+OK\r\n"
@@ -433,7 +433,7 @@ def test_config_set_requirepass_keeps_authenticated_sessions(node: Proc) -> None
         old.close()
 
 
-def test_config_set_proto_max_bulk_len_applies_to_open_connections(node: Proc) -> None:
+def test_config_set_proto_max_bulk_len_applies_to_open_connections(node: Server) -> None:
     open_before = RawConnection(node.port)
     admin = RawConnection(node.port)
     try:
@@ -507,7 +507,7 @@ def test_config_rewrite_keeps_a_value_with_newlines_and_quotes_on_one_line(tmp_p
         proc.stop()
 
 
-def _start_with_config(conf: str, workdir: str) -> Proc:
+def _start_with_config(conf: str, workdir: str) -> Server:
     from tests.conftest import ROOT, free_port, wait_for_port
 
     port = free_port()
@@ -515,7 +515,7 @@ def _start_with_config(conf: str, workdir: str) -> Proc:
             "--logfile", os.path.join(workdir, "server.log")]
     proc = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     wait_for_port(port, proc)
-    return Proc(port, proc, workdir, args)
+    return Server("rill", port, proc, workdir, args)
 
 
 # -- shutdown -----------------------------------------------------------------------------------
@@ -534,7 +534,7 @@ def _kernel_send_buffer_max() -> int:
         return int(f.read().split()[2])
 
 
-def test_shutdown_flushes_pending_replies_and_exits_zero(node: Proc) -> None:
+def test_shutdown_flushes_pending_replies_and_exits_zero(node: Server) -> None:
     size = _command_reply_size(node.port)
     # More replies than the kernel's socket buffers hold, so the server must keep some: the
     # node's send buffer grows up to tcp_wmem's maximum (with BBR it does, even towards a
@@ -585,7 +585,7 @@ def test_signal_shuts_down_gracefully(sig: signal.Signals) -> None:
         proc.kill()
 
 
-def test_shutdown_is_refused_inside_multi_and_keeps_serving(node: Proc) -> None:
+def test_shutdown_is_refused_inside_multi_and_keeps_serving(node: Server) -> None:
     conn = RawConnection(node.port)
     try:
         assert conn.call("MULTI") == b"+OK\r\n"
@@ -604,7 +604,7 @@ def test_shutdown_is_refused_inside_multi_and_keeps_serving(node: Proc) -> None:
 
 
 @pytest.mark.parametrize("protocol", [2, 3])
-def test_redis_py_parses_admin_replies(rill_node: Proc, protocol: int) -> None:
+def test_redis_py_parses_admin_replies(rill_node: Server, protocol: int) -> None:
     client = rill_node.client(protocol=protocol)
     try:
         table = client.command()
@@ -627,7 +627,7 @@ def _text(value: object) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
-def test_redis_cli_interactive_session_loads_command_docs(node: Proc) -> None:
+def test_redis_cli_interactive_session_loads_command_docs(node: Server) -> None:
     binary = shutil.which("redis-cli")
     assert binary, "redis-cli is installed by `make system-deps`"
     pid, fd = pty.fork()

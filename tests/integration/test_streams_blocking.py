@@ -11,14 +11,14 @@ from collections.abc import Iterator
 import pytest
 
 from tests.conformance.harness import Arg, RawConnection
-from tests.conftest import Proc, start_rill
+from tests.conftest import Server, start_rill
 
 NOGROUP = b"-NOGROUP No such key 's' or consumer group 'g' in XREADGROUP with GROUP option\r\n"
 WRONGTYPE = b"-WRONGTYPE Operation against a key holding the wrong kind of value\r\n"
 
 
 @pytest.fixture(scope="module")
-def node() -> Iterator[Proc]:
+def node() -> Iterator[Server]:
     proc = start_rill()
     yield proc
     proc.stop()
@@ -27,7 +27,7 @@ def node() -> Iterator[Proc]:
 class Conns:
     """Connections to the node: `admin` (flushes it first) and any number of `new()` ones."""
 
-    def __init__(self, node: Proc) -> None:
+    def __init__(self, node: Server) -> None:
         self.port = node.port
         self.opened: list[RawConnection] = []
         self.admin = self.new()
@@ -44,14 +44,14 @@ class Conns:
 
 
 @pytest.fixture
-def conns(node: Proc) -> Iterator[Conns]:
+def conns(node: Server) -> Iterator[Conns]:
     c = Conns(node)
     yield c
     c.close()
     _wait_blocked(node, 0)
 
 
-def _blocked_clients(node: Proc) -> int:
+def _blocked_clients(node: Server) -> int:
     c = RawConnection(node.port)
     try:
         info = c.call("INFO", "clients").decode()
@@ -63,7 +63,7 @@ def _blocked_clients(node: Proc) -> int:
     raise AssertionError("INFO clients has no blocked_clients")
 
 
-def _wait_blocked(node: Proc, n: int, timeout: float = 5.0) -> None:
+def _wait_blocked(node: Server, n: int, timeout: float = 5.0) -> None:
     deadline = time.monotonic() + timeout
     while _blocked_clients(node) != n:
         assert time.monotonic() < deadline, f"blocked_clients never reached {n}"
@@ -84,12 +84,12 @@ def _no_reply(conn: RawConnection, wait: float = 0.2) -> bool:
     return False
 
 
-def _block(conn: RawConnection, node: Proc, expected_blocked: int, *args: Arg) -> None:
+def _block(conn: RawConnection, node: Server, expected_blocked: int, *args: Arg) -> None:
     conn.send(*args)
     _wait_blocked(node, expected_blocked)
 
 
-def test_blocked_xread_gets_an_entry_added_by_another_connection(node: Proc, conns: Conns) -> None:
+def test_blocked_xread_gets_an_entry_added_by_another_connection(node: Server, conns: Conns) -> None:
     reader = conns.new()
     _block(reader, node, 1, "XREAD", "BLOCK", "0", "STREAMS", "s", "$")
     assert conns.admin.call("XADD", "s", "5-1", "f", "v") == b"$3\r\n5-1\r\n"
@@ -98,7 +98,7 @@ def test_blocked_xread_gets_an_entry_added_by_another_connection(node: Proc, con
     _wait_blocked(node, 0)
 
 
-def test_dollar_is_resolved_when_the_read_blocks(node: Proc, conns: Conns) -> None:
+def test_dollar_is_resolved_when_the_read_blocks(node: Server, conns: Conns) -> None:
     conns.admin.call("XADD", "s", "1-1", "f", "old")
     reader = conns.new()
     _block(reader, node, 1, "XREAD", "BLOCK", "0", "STREAMS", "s", "$")
@@ -106,14 +106,14 @@ def test_dollar_is_resolved_when_the_read_blocks(node: Proc, conns: Conns) -> No
     assert b"old" not in reader.read_reply()
 
 
-def test_blocked_xread_with_plus_on_an_empty_stream_gets_the_first_entry(node: Proc, conns: Conns) -> None:
+def test_blocked_xread_with_plus_on_an_empty_stream_gets_the_first_entry(node: Server, conns: Conns) -> None:
     reader = conns.new()
     _block(reader, node, 1, "XREAD", "BLOCK", "0", "STREAMS", "s", "+")
     conns.admin.call("XADD", "s", "3-0", "f", "v")
     assert b"3-0" in reader.read_reply()
 
 
-def test_blocked_xread_with_plus_gets_only_the_last_of_several_new_entries(node: Proc, conns: Conns) -> None:
+def test_blocked_xread_with_plus_gets_only_the_last_of_several_new_entries(node: Server, conns: Conns) -> None:
     # Redis 7.4 re-executes the woken command and resolves '+' again: the reader gets the
     # stream's last entry as it is when served, not every entry since it blocked.
     reader = conns.new()
@@ -124,7 +124,7 @@ def test_blocked_xread_with_plus_gets_only_the_last_of_several_new_entries(node:
     assert reader.read_reply() == b"*1\r\n*2\r\n$1\r\ns\r\n*1\r\n*2\r\n$3\r\n4-0\r\n*2\r\n$1\r\nf\r\n$1\r\nb\r\n"
 
 
-def test_a_write_that_adds_nothing_readable_keeps_the_reader_blocked(node: Proc, conns: Conns) -> None:
+def test_a_write_that_adds_nothing_readable_keeps_the_reader_blocked(node: Server, conns: Conns) -> None:
     conns.admin.call("XADD", "s", "1-1", "f", "v")
     reader = conns.new()
     _block(reader, node, 1, "XREAD", "BLOCK", "0", "STREAMS", "s", "$")
@@ -134,7 +134,7 @@ def test_a_write_that_adds_nothing_readable_keeps_the_reader_blocked(node: Proc,
     assert b"2-1" in reader.read_reply()
 
 
-def test_blocked_xread_on_a_deleted_or_retyped_key_keeps_waiting(node: Proc, conns: Conns) -> None:
+def test_blocked_xread_on_a_deleted_or_retyped_key_keeps_waiting(node: Server, conns: Conns) -> None:
     conns.admin.call("XADD", "s", "1-1", "f", "v")
     reader = conns.new()
     _block(reader, node, 1, "XREAD", "BLOCK", "0", "STREAMS", "s", "$")
@@ -147,7 +147,7 @@ def test_blocked_xread_on_a_deleted_or_retyped_key_keeps_waiting(node: Proc, con
     assert b"9-1" in reader.read_reply()
 
 
-def test_blocked_group_readers_are_served_first_come_first_served(node: Proc, conns: Conns) -> None:
+def test_blocked_group_readers_are_served_first_come_first_served(node: Server, conns: Conns) -> None:
     conns.admin.call("XGROUP", "CREATE", "s", "g", "$", "MKSTREAM")
     readers = [conns.new() for _ in range(3)]
     for i, reader in enumerate(readers):
@@ -162,7 +162,7 @@ def test_blocked_group_readers_are_served_first_come_first_served(node: Proc, co
     assert pending.startswith(b"*4\r\n:3\r\n")
 
 
-def test_one_entry_wakes_every_blocked_xread_of_the_key(node: Proc, conns: Conns) -> None:
+def test_one_entry_wakes_every_blocked_xread_of_the_key(node: Server, conns: Conns) -> None:
     readers = [conns.new() for _ in range(3)]
     for i, reader in enumerate(readers):
         _block(reader, node, i + 1, "XREAD", "BLOCK", "0", "STREAMS", "s", "$")
@@ -171,7 +171,7 @@ def test_one_entry_wakes_every_blocked_xread_of_the_key(node: Proc, conns: Conns
         assert b"1-0" in reader.read_reply()
 
 
-def test_woken_xreadgroup_delivers_creates_the_pending_entry_and_moves_the_group(node: Proc, conns: Conns) -> None:
+def test_woken_xreadgroup_delivers_creates_the_pending_entry_and_moves_the_group(node: Server, conns: Conns) -> None:
     conns.admin.call("XGROUP", "CREATE", "s", "g", "$", "MKSTREAM")
     reader = conns.new()
     _block(reader, node, 1, "XREADGROUP", "GROUP", "g", "alice", "BLOCK", "0", "STREAMS", "s", ">")
@@ -184,7 +184,7 @@ def test_woken_xreadgroup_delivers_creates_the_pending_entry_and_moves_the_group
     assert b"last-delivered-id\r\n$3\r\n7-0\r\n$12\r\nentries-read\r\n:1\r\n" in info
 
 
-def test_timeout_is_honoured_with_a_null_reply(node: Proc, conns: Conns) -> None:
+def test_timeout_is_honoured_with_a_null_reply(node: Server, conns: Conns) -> None:
     for args in (("XREAD", "BLOCK", "300", "STREAMS", "s", "$"),
                  ("XREADGROUP", "GROUP", "g", "c", "BLOCK", "300", "STREAMS", "s", ">")):  # fmt: skip
         conns.admin.call("DEL", "s")
@@ -200,7 +200,7 @@ def test_timeout_is_honoured_with_a_null_reply(node: Proc, conns: Conns) -> None
     _wait_blocked(node, 0)
 
 
-def test_disconnecting_while_blocked_leaves_no_blocked_client(node: Proc, conns: Conns) -> None:
+def test_disconnecting_while_blocked_leaves_no_blocked_client(node: Server, conns: Conns) -> None:
     conns.admin.call("XGROUP", "CREATE", "s", "g", "$", "MKSTREAM")
     reader = conns.new()
     group_reader = conns.new()
@@ -214,7 +214,7 @@ def test_disconnecting_while_blocked_leaves_no_blocked_client(node: Proc, conns:
     assert conns.admin.call("XPENDING", "s", "g") == b"*4\r\n:0\r\n$-1\r\n$-1\r\n*-1\r\n"
 
 
-def test_blocked_xreadgroup_gets_nogroup_when_its_group_is_destroyed(node: Proc, conns: Conns) -> None:
+def test_blocked_xreadgroup_gets_nogroup_when_its_group_is_destroyed(node: Server, conns: Conns) -> None:
     conns.admin.call("XGROUP", "CREATE", "s", "g", "$", "MKSTREAM")
     reader = conns.new()
     _block(reader, node, 1, "XREADGROUP", "GROUP", "g", "c", "BLOCK", "0", "STREAMS", "s", ">")
@@ -223,7 +223,7 @@ def test_blocked_xreadgroup_gets_nogroup_when_its_group_is_destroyed(node: Proc,
     _wait_blocked(node, 0)
 
 
-def test_blocked_xreadgroup_gets_nogroup_when_its_key_is_deleted(node: Proc, conns: Conns) -> None:
+def test_blocked_xreadgroup_gets_nogroup_when_its_key_is_deleted(node: Server, conns: Conns) -> None:
     conns.admin.call("XGROUP", "CREATE", "s", "g", "$", "MKSTREAM")
     reader = conns.new()
     _block(reader, node, 1, "XREADGROUP", "GROUP", "g", "c", "BLOCK", "0", "STREAMS", "s", ">")
@@ -231,7 +231,7 @@ def test_blocked_xreadgroup_gets_nogroup_when_its_key_is_deleted(node: Proc, con
     assert reader.read_reply() == NOGROUP
 
 
-def test_blocked_xreadgroup_gets_nogroup_on_flushall(node: Proc, conns: Conns) -> None:
+def test_blocked_xreadgroup_gets_nogroup_on_flushall(node: Server, conns: Conns) -> None:
     conns.admin.call("XGROUP", "CREATE", "s", "g", "$", "MKSTREAM")
     reader = conns.new()
     _block(reader, node, 1, "XREADGROUP", "GROUP", "g", "c", "BLOCK", "0", "STREAMS", "s", ">")
@@ -239,7 +239,7 @@ def test_blocked_xreadgroup_gets_nogroup_on_flushall(node: Proc, conns: Conns) -
     assert reader.read_reply() == NOGROUP
 
 
-def test_blocked_xreadgroup_gets_wrongtype_when_the_key_changes_type(node: Proc, conns: Conns) -> None:
+def test_blocked_xreadgroup_gets_wrongtype_when_the_key_changes_type(node: Server, conns: Conns) -> None:
     conns.admin.call("XGROUP", "CREATE", "s", "g", "$", "MKSTREAM")
     reader = conns.new()
     _block(reader, node, 1, "XREADGROUP", "GROUP", "g", "c", "BLOCK", "0", "STREAMS", "s", ">")
@@ -247,7 +247,7 @@ def test_blocked_xreadgroup_gets_wrongtype_when_the_key_changes_type(node: Proc,
     assert reader.read_reply() == WRONGTYPE
 
 
-def test_blocking_read_inside_multi_answers_as_a_timeout(node: Proc, conns: Conns) -> None:
+def test_blocking_read_inside_multi_answers_as_a_timeout(node: Server, conns: Conns) -> None:
     c = conns.new()
     assert c.call("MULTI") == b"+OK\r\n"
     assert c.call("XREAD", "BLOCK", "0", "STREAMS", "s", "$") == b"+QUEUED\r\n"
@@ -255,7 +255,7 @@ def test_blocking_read_inside_multi_answers_as_a_timeout(node: Proc, conns: Conn
     assert _blocked_clients(node) == 0
 
 
-def test_commands_pipelined_behind_a_blocked_read_run_after_it(node: Proc, conns: Conns) -> None:
+def test_commands_pipelined_behind_a_blocked_read_run_after_it(node: Server, conns: Conns) -> None:
     reader = conns.new()
     reader.send_raw(
         b"*6\r\n$5\r\nXREAD\r\n$5\r\nBLOCK\r\n$1\r\n0\r\n$7\r\nSTREAMS\r\n$1\r\ns\r\n$1\r\n$\r\n"
@@ -268,7 +268,7 @@ def test_commands_pipelined_behind_a_blocked_read_run_after_it(node: Proc, conns
     assert reader.read_reply() == b"+PONG\r\n"
 
 
-def test_many_keys_one_wakes_the_read_with_only_that_key(node: Proc, conns: Conns) -> None:
+def test_many_keys_one_wakes_the_read_with_only_that_key(node: Server, conns: Conns) -> None:
     reader = conns.new()
     _block(reader, node, 1, "XREAD", "COUNT", "5", "BLOCK", "0", "STREAMS", "a", "b", "$", "$")
     conns.admin.call("XADD", "b", "4-0", "f", "v")

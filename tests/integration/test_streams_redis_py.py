@@ -14,7 +14,7 @@ import pytest
 import redis
 import redis.asyncio
 
-from tests.conftest import Proc
+from tests.conftest import Server
 
 
 def by_key(reply: Any) -> dict[str, Any]:
@@ -160,7 +160,7 @@ def _refusal(step: Step) -> bool:
 
 
 @pytest.fixture
-def flushed(rill_node: Proc) -> Iterator[Proc]:
+def flushed(rill_node: Server) -> Iterator[Server]:
     c = rill_node.client()
     c.flushall()
     c.close()
@@ -168,7 +168,7 @@ def flushed(rill_node: Proc) -> Iterator[Proc]:
 
 
 @pytest.mark.parametrize("protocol", [2, 3])
-def test_sync_client_runs_every_stream_method(flushed: Proc, protocol: int) -> None:
+def test_sync_client_runs_every_stream_method(flushed: Server, protocol: int) -> None:
     client = redis.Redis(port=flushed.port, protocol=protocol, decode_responses=True)
     try:
         for step in SCRIPT:
@@ -183,7 +183,7 @@ def test_sync_client_runs_every_stream_method(flushed: Proc, protocol: int) -> N
 
 
 @pytest.mark.parametrize("protocol", [2, 3])
-def test_asyncio_client_runs_every_stream_method(flushed: Proc, protocol: int) -> None:
+def test_asyncio_client_runs_every_stream_method(flushed: Server, protocol: int) -> None:
     async def run() -> None:
         client = redis.asyncio.Redis(port=flushed.port, protocol=protocol, decode_responses=True)
         try:
@@ -201,7 +201,7 @@ def test_asyncio_client_runs_every_stream_method(flushed: Proc, protocol: int) -
 
 
 @pytest.mark.parametrize("protocol", [2, 3])
-def test_asyncio_blocked_xreadgroup_is_woken_by_another_client(flushed: Proc, protocol: int) -> None:
+def test_asyncio_blocked_xreadgroup_is_woken_by_another_client(flushed: Server, protocol: int) -> None:
     async def run() -> Any:
         reader = redis.asyncio.Redis(port=flushed.port, protocol=protocol, decode_responses=True)
         writer = redis.asyncio.Redis(port=flushed.port, protocol=protocol, decode_responses=True)
@@ -227,7 +227,7 @@ def test_asyncio_blocked_xreadgroup_is_woken_by_another_client(flushed: Proc, pr
 
 
 @pytest.mark.parametrize("protocol", [2, 3])
-def test_sync_errors_surface_as_response_errors(flushed: Proc, protocol: int) -> None:
+def test_sync_errors_surface_as_response_errors(flushed: Server, protocol: int) -> None:
     client = redis.Redis(port=flushed.port, protocol=protocol, decode_responses=True)
     try:
         client.set("str", "x")

@@ -22,7 +22,7 @@ import redis
 
 from bench.procs import free_port
 from bench.tls_certs import TlsFiles, make_tls_files, server_args
-from tests.conftest import ROOT, Proc, start_redis, start_rill, wait_for_port
+from tests.conftest import ROOT, Server, start_redis, start_rill, wait_for_port
 
 
 @pytest.fixture(scope="module")
@@ -56,7 +56,7 @@ def _client_context(files: TlsFiles, *, cert: str | None = None, key: str | None
 
 
 @pytest.fixture
-def tls_pair(files: TlsFiles) -> Iterator[tuple[Proc, int, Proc, int]]:
+def tls_pair(files: TlsFiles) -> Iterator[tuple[Server, int, Server, int]]:
     """A Rill node and a redis-server, each with a plain and a TLS port (no client
     certificates required)."""
     rill_tls, redis_tls = free_port(), free_port()
@@ -68,7 +68,7 @@ def tls_pair(files: TlsFiles) -> Iterator[tuple[Proc, int, Proc, int]]:
 
 
 def test_a_tls_port_beside_the_plain_one_serves_redis_cli_and_redis_py(
-    files: TlsFiles, tls_pair: tuple[Proc, int, Proc, int]
+    files: TlsFiles, tls_pair: tuple[Server, int, Server, int]
 ) -> None:
     rill, rill_tls, oracle, redis_tls = tls_pair
     for port in (rill_tls, redis_tls):
@@ -98,7 +98,7 @@ def test_a_tls_port_beside_the_plain_one_serves_redis_cli_and_redis_py(
     assert ours["listener2"] == {"name": "tls", "bind": "127.0.0.1", "port": rill_tls}
 
 
-def test_tls_replies_are_the_same_bytes_as_redis_servers(files: TlsFiles, tls_pair: tuple[Proc, int, Proc, int]) -> None:
+def test_tls_replies_are_the_same_bytes_as_redis_servers(files: TlsFiles, tls_pair: tuple[Server, int, Server, int]) -> None:
     _, rill_tls, _, redis_tls = tls_pair
     context = _client_context(files)
     replies = []

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import pytest
 import redis
 
-from bench.procs import free_port
+from bench.procs import Server, free_port
 from bench.tls_certs import TlsFiles, make_tls_files
 from tests.conformance.sentinel.procs import binary, wait_until
 from tests.conftest import ROOT, wait_for_port
@@ -25,7 +25,7 @@ from tests.conftest import ROOT, wait_for_port
 @dataclass
 class TlsCluster:
     files: TlsFiles
-    procs: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+    servers: dict[str, Server] = field(default_factory=dict)
     ports: dict[str, int] = field(default_factory=dict)
     dirs: dict[str, str] = field(default_factory=dict)
 
@@ -42,7 +42,7 @@ class TlsCluster:
             f.write(self.tls_lines(port) + f"dir {d}\nlogfile {d}/log\n" + conf)
         with open(os.path.join(d, "stderr.log"), "wb") as err:
             proc = subprocess.Popen([*program, path], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=err)
-        self.procs[name], self.ports[name], self.dirs[name] = proc, port, d
+        self.servers[name], self.ports[name], self.dirs[name] = Server(os.path.basename(program[-1]), port, proc, d, [*program, path]), port, d
         wait_for_port(port, proc, timeout=30)
         return port
 
@@ -59,15 +59,8 @@ class TlsCluster:
         return open(path, errors="replace").read() if os.path.exists(path) else ""
 
     def stop(self) -> None:
-        for proc in self.procs.values():
-            if proc.poll() is None:
-                proc.terminate()
-        for proc in self.procs.values():
-            try:
-                proc.wait(10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        for server in self.servers.values():
+            server.stop(10)
         for d in self.dirs.values():
             shutil.rmtree(d, ignore_errors=True)
 

@@ -11,7 +11,7 @@ import time
 import pytest
 import redis
 
-from tests.conftest import Proc
+from tests.conftest import Server
 
 
 def _wait_until_blocked(client: redis.Redis, timeout: float = 5.0) -> None:
@@ -49,7 +49,7 @@ def test_queue_time_error_discards_the_transaction(r: redis.Redis) -> None:
     assert r.exists("a") == 0
 
 
-def test_watch_detects_a_concurrent_write(r: redis.Redis, rill_node: Proc) -> None:
+def test_watch_detects_a_concurrent_write(r: redis.Redis, rill_node: Server) -> None:
     other = rill_node.client()
     try:
         r.set("balance", 100)
@@ -66,7 +66,7 @@ def test_watch_detects_a_concurrent_write(r: redis.Redis, rill_node: Proc) -> No
         other.close()
 
 
-def test_optimistic_increments_from_many_clients_lose_no_update(rill_node: Proc) -> None:
+def test_optimistic_increments_from_many_clients_lose_no_update(rill_node: Server) -> None:
     # The canonical WATCH use: read, compute, write in MULTI; retry when EXEC fails.
     setup = rill_node.client()
     setup.flushall()
@@ -106,7 +106,7 @@ def test_optimistic_increments_from_many_clients_lose_no_update(rill_node: Proc)
     setup.close()
 
 
-def test_watch_survives_writes_to_other_keys(r: redis.Redis, rill_node: Proc) -> None:
+def test_watch_survives_writes_to_other_keys(r: redis.Redis, rill_node: Server) -> None:
     other = rill_node.client()
     try:
         r.set("k", "1")
@@ -121,7 +121,7 @@ def test_watch_survives_writes_to_other_keys(r: redis.Redis, rill_node: Proc) ->
         other.close()
 
 
-def test_flushall_fails_the_watch_of_an_existing_key(r: redis.Redis, rill_node: Proc) -> None:
+def test_flushall_fails_the_watch_of_an_existing_key(r: redis.Redis, rill_node: Server) -> None:
     other = rill_node.client()
     try:
         r.set("k", "1")
@@ -136,7 +136,7 @@ def test_flushall_fails_the_watch_of_an_existing_key(r: redis.Redis, rill_node: 
         other.close()
 
 
-def test_exec_wakes_a_client_blocked_on_a_key_it_writes(r: redis.Redis, rill_node: Proc) -> None:
+def test_exec_wakes_a_client_blocked_on_a_key_it_writes(r: redis.Redis, rill_node: Server) -> None:
     r.xadd("s", {"f": "v"}, id="1-0")
     reader = rill_node.client(socket_timeout=10)
     result: list[object] = []

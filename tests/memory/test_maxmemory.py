@@ -12,14 +12,14 @@ import pytest
 import redis
 
 from tests.conformance.harness import RawConnection
-from tests.conftest import Proc, start_redis, start_rill
+from tests.conftest import Server, start_redis, start_rill
 from tests.memory.peak import MB, peak_rss, rss
 from tests.replication_node.nodes import digest, start_node, wait_synced
 
 OOM = b"-OOM command not allowed when used memory > 'maxmemory'.\r\n"
 
 
-def _full(proc: Proc) -> Proc:
+def _full(proc: Server) -> Server:
     """proc holding some data, with maxmemory set below what it uses (1 byte)."""
     conn = RawConnection(proc.port)
     conn.call("SET", "k", "v" * 10_000)
@@ -33,7 +33,7 @@ def _full(proc: Proc) -> Proc:
 
 
 @pytest.fixture(params=["redis", "rill"])
-def full_server(request: pytest.FixtureRequest) -> Iterator[Proc]:
+def full_server(request: pytest.FixtureRequest) -> Iterator[Server]:
     proc = _full(start_redis() if request.param == "redis" else start_rill())
     yield proc
     proc.stop()
@@ -66,7 +66,7 @@ def test_over_maxmemory_writes_that_add_memory_are_refused() -> None:
     assert refused == ["SET", "XADD", "APPEND", "SET", "XGROUP", "XSETID", "INCR"]
 
 
-def test_over_maxmemory_a_transaction_is_refused_at_queue_time(full_server: Proc) -> None:
+def test_over_maxmemory_a_transaction_is_refused_at_queue_time(full_server: Server) -> None:
     conn = RawConnection(full_server.port)
     assert conn.call("MULTI") == b"+OK\r\n"
     assert conn.call("SET", "k2", "v") == OOM
@@ -79,7 +79,7 @@ def test_over_maxmemory_a_transaction_is_refused_at_queue_time(full_server: Proc
     conn.close()
 
 
-def test_exec_of_a_write_queued_before_the_limit_is_refused(full_server: Proc) -> None:
+def test_exec_of_a_write_queued_before_the_limit_is_refused(full_server: Server) -> None:
     conn = RawConnection(full_server.port)
     admin = RawConnection(full_server.port)
     assert admin.call("CONFIG", "SET", "maxmemory", "0") == b"+OK\r\n"

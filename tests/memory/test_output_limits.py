@@ -14,7 +14,7 @@ import pytest
 import redis
 
 from tests.conformance.harness import RawConnection, encode
-from tests.conftest import Proc, start_redis, start_rill
+from tests.conftest import Server, start_redis, start_rill
 from tests.memory.peak import MB, peak_rss, rss
 
 HARD = 32 * MB
@@ -25,7 +25,7 @@ PIPELINED = 800
 
 
 @pytest.fixture
-def node() -> Iterator[Proc]:
+def node() -> Iterator[Server]:
     proc = start_rill(*LIMIT)
     client = proc.client()
     pipe = client.pipeline(transaction=False)
@@ -48,7 +48,7 @@ def _reply_size(port: int) -> int:
     return size
 
 
-def test_a_client_reading_its_burst_gets_every_reply_in_bounded_memory(node: Proc) -> None:
+def test_a_client_reading_its_burst_gets_every_reply_in_bounded_memory(node: Server) -> None:
     pid = node.proc.pid
     one = _reply_size(node.port)
     assert one > 1_400_000
@@ -72,7 +72,7 @@ def test_a_client_reading_its_burst_gets_every_reply_in_bounded_memory(node: Pro
     assert peak_rss(pid) <= before + 2 * HARD
 
 
-def test_a_client_that_never_reads_its_burst_holds_no_more_than_the_limit(node: Proc) -> None:
+def test_a_client_that_never_reads_its_burst_holds_no_more_than_the_limit(node: Server) -> None:
     pid = node.proc.pid
     before = rss(pid)
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -93,7 +93,7 @@ def test_a_client_that_never_reads_its_burst_holds_no_more_than_the_limit(node: 
 SMALL_HARD = 8 * MB
 
 
-def _node_with_10kb_entries(streams: dict[str, int]) -> tuple[Proc, redis.Redis]:
+def _node_with_10kb_entries(streams: dict[str, int]) -> tuple[Server, redis.Redis]:
     """A node with an 8 MB hard output limit and `count` entries of 10 KB in each stream."""
     proc = start_rill("--client-output-buffer-limit", "normal 8mb 0 0")
     client = proc.client()
@@ -105,7 +105,7 @@ def _node_with_10kb_entries(streams: dict[str, int]) -> tuple[Proc, redis.Redis]
     return proc, client
 
 
-def _closed_before_built(proc: Proc, client: redis.Redis, *command: str) -> None:
+def _closed_before_built(proc: Server, client: redis.Redis, *command: str) -> None:
     """The command's reply would pass the hard limit: the client is closed, and the node's
     peak memory shows the reply was never built whole."""
     before = rss(proc.proc.pid)

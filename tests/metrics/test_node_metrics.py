@@ -16,12 +16,12 @@ from collections.abc import Callable
 
 import pytest
 
-from tests.conftest import ROOT, Proc, free_port, wait_for_port
+from tests.conftest import ROOT, Server, free_port, wait_for_port
 from tests.metrics.scrape import Samples, labelled, scrape, value
 from tests.replication_node.nodes import raw_client, start_node, stopped, wait_synced, wait_until
 
 
-def metrics_node(started: list[Proc], *flags: str, replicaof: Proc | None = None) -> tuple[Proc, int]:
+def metrics_node(started: list[Server], *flags: str, replicaof: Server | None = None) -> tuple[Server, int]:
     """A node serving its metrics on a free port: (node, metrics port)."""
     port = free_port()
     node = start_node("--metrics-port", str(port), *flags, replicaof=replicaof)
@@ -44,7 +44,7 @@ def delta(before: Samples, after: Samples, name: str, **labels: str) -> float:
     return (value(after, name, **labels) or 0.0) - (value(before, name, **labels) or 0.0)
 
 
-def test_commands_errors_and_keys_are_counted(started: list[Proc]) -> None:
+def test_commands_errors_and_keys_are_counted(started: list[Server]) -> None:
     node, port = metrics_node(started)
     before = scrape(port)
     with raw_client(node) as c:
@@ -84,7 +84,7 @@ def _version() -> str:
     return __version__
 
 
-def test_blocked_and_connected_clients(started: list[Proc]) -> None:
+def test_blocked_and_connected_clients(started: list[Server]) -> None:
     node, port = metrics_node(started)
     reader = raw_client(node)
     result: list[object] = []
@@ -111,7 +111,7 @@ def test_blocked_and_connected_clients(started: list[Proc]) -> None:
         thread.join(10)
 
 
-def test_a_replica_appears_with_its_offset(started: list[Proc]) -> None:
+def test_a_replica_appears_with_its_offset(started: list[Server]) -> None:
     primary, primary_port = metrics_node(started)
     replica, replica_port = metrics_node(started, replicaof=primary)
     with raw_client(primary) as c:
@@ -146,7 +146,7 @@ def test_a_replica_appears_with_its_offset(started: list[Proc]) -> None:
                "the replica's new offset in the primary's metrics")
 
 
-def test_role_changes_are_counted(started: list[Proc]) -> None:
+def test_role_changes_are_counted(started: list[Server]) -> None:
     primary, primary_port = metrics_node(started)
     replica, replica_port = metrics_node(started, replicaof=primary)
     wait_synced(primary, replica)
@@ -165,7 +165,7 @@ def test_role_changes_are_counted(started: list[Proc]) -> None:
     wait_until(lambda: value(scrape(primary_port), "rill_master_link_up") == 1, "the old primary's link to the new one")
 
 
-def test_a_planned_failover_shows_its_state_and_swaps_the_roles(started: list[Proc]) -> None:
+def test_a_planned_failover_shows_its_state_and_swaps_the_roles(started: list[Server]) -> None:
     primary, primary_port = metrics_node(started)
     replica, replica_port = metrics_node(started, replicaof=primary)
     wait_synced(primary, replica)
@@ -184,7 +184,7 @@ def test_a_planned_failover_shows_its_state_and_swaps_the_roles(started: list[Pr
     assert labelled(scrape(replica_port), "rill_role_changes_total", "to") == {"master": 1, "slave": 0}
 
 
-def test_fenced_mode_shows_its_epochs(started: list[Proc]) -> None:
+def test_fenced_mode_shows_its_epochs(started: list[Server]) -> None:
     plain, plain_port = metrics_node(started)
     assert value(scrape(plain_port), "rill_fence_epoch") is None  # fenced mode off: no such series
     node, port = metrics_node(started, "--fenced-mode", "yes", "--fenced-replica-set-size", "1", "--appendonly", "yes")
@@ -196,7 +196,7 @@ def test_fenced_mode_shows_its_epochs(started: list[Proc]) -> None:
     assert value(fenced, "rill_leads_epoch") == 0  # fenced past its own epoch, it leads nothing
 
 
-def test_aof_state(started: list[Proc]) -> None:
+def test_aof_state(started: list[Server]) -> None:
     node, port = metrics_node(started)
     off = scrape(port)
     assert value(off, "rill_aof_enabled") == 0
@@ -214,7 +214,7 @@ def test_aof_state(started: list[Proc]) -> None:
         assert value(scrape(port), "rill_aof_last_rewrite_ok") == 1
 
 
-def test_served_on_the_bind_addresses_only(started: list[Proc]) -> None:
+def test_served_on_the_bind_addresses_only(started: list[Server]) -> None:
     node, port = metrics_node(started, "--bind", "127.0.0.1", "127.0.0.2")
     for host in ("127.0.0.1", "127.0.0.2"):
         assert value(scrape(port, host), "rill_role", role="master") == 1
@@ -222,7 +222,7 @@ def test_served_on_the_bind_addresses_only(started: list[Proc]) -> None:
         scrape(port, "127.0.0.3")
 
 
-def test_off_by_default(started: list[Proc]) -> None:
+def test_off_by_default(started: list[Server]) -> None:
     node = start_node()
     started.append(node)
     with raw_client(node) as c:
@@ -230,7 +230,7 @@ def test_off_by_default(started: list[Proc]) -> None:
     assert "Metrics served" not in node.log
 
 
-def test_prometheus_http_semantics(started: list[Proc]) -> None:
+def test_prometheus_http_semantics(started: list[Server]) -> None:
     """What prometheus_client's own server does: name[] filters, OpenMetrics on request."""
     node, port = metrics_node(started)
     with raw_client(node) as c:
@@ -244,7 +244,7 @@ def test_prometheus_http_semantics(started: list[Proc]) -> None:
         assert response.read().endswith(b"# EOF\n")
 
 
-def test_bad_requests_do_not_disturb_the_node(started: list[Proc]) -> None:
+def test_bad_requests_do_not_disturb_the_node(started: list[Server]) -> None:
     node, port = metrics_node(started)
     request = urllib.request.Request(f"http://127.0.0.1:{port}/metrics", method="POST", data=b"")
     with pytest.raises(urllib.error.HTTPError) as refused:

@@ -39,7 +39,7 @@ def start(c: Cluster) -> dict[str, int]:
     for name in SENTINELS:
         port = metrics[name] = free_port()
         c.rill_sentinel(name, lambda p, d, port=port: conf(p, d) + f"metrics-port {port}\n")
-        wait_for_port(port, c.procs[name])
+        wait_for_port(port, c.servers[name].proc)
     for name in SENTINELS:
         wait_until(lambda n=name: settled(c, n, len(SENTINELS)), SETTLE_S, f"{name} to discover the others")
     return metrics
@@ -118,7 +118,7 @@ def test_tilt_shows_once_the_process_stalled() -> None:
         port = free_port()
         conf = sentinel_conf(c.ports["m"])
         c.rill_sentinel("s", lambda p, d: conf(p, d) + f"metrics-port {port}\n")
-        wait_for_port(port, c.procs["s"])
+        wait_for_port(port, c.servers["s"].proc)
         assert value(scrape(port), "rill_sentinel_tilt") == 0
         c.pause("s")
         time.sleep(3)

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import redis
 
-from tests.conftest import ROOT, Proc, free_port, start_rill
+from tests.conftest import ROOT, Server, free_port, start_rill
 
 
 class Nodes:
@@ -23,9 +23,9 @@ class Nodes:
 
     def __init__(self, data_dir: str) -> None:
         self.dir = data_dir
-        self.procs: list[Proc] = []
+        self.procs: list[Server] = []
 
-    def start(self, *flags: str) -> Proc:
+    def start(self, *flags: str) -> Server:
         node = start_rill(*flags, dir=self.dir)
         self.procs.append(node)
         return node

@@ -13,7 +13,7 @@ import time
 
 import redis
 
-from tests.conftest import Proc, start_redis
+from tests.conftest import Server, start_redis
 from tests.persistence.conftest import Nodes
 from tests.persistence.redis_rdb_data import FAR_MS, build
 
@@ -33,7 +33,7 @@ def _saved_by_redis(data_dir: str, fill: object = build, *flags: str) -> redis.R
     return client
 
 
-_servers: list[Proc] = []
+_servers: list[Server] = []
 
 
 def teardown_function() -> None:

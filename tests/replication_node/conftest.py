@@ -11,7 +11,7 @@ from collections.abc import Generator, Iterator
 
 import pytest
 
-from tests.conftest import Proc
+from tests.conftest import Server
 from tests.replication_node.nodes import start_node, stop_all, wait_synced
 
 _FAILED = pytest.StashKey[bool]()
@@ -28,7 +28,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         for value in funcargs.values():
             if hasattr(value, "failure_report"):  # a test's own set of processes
                 report.sections.extend(value.failure_report())
-        nodes: list[Proc] = funcargs.get("started") or []
+        nodes: list[Server] = funcargs.get("started") or []
         for node in nodes:
             lines = node.log.splitlines()
             cut = f"[first {len(lines) - LOG_LINES} lines left out]\n" if len(lines) > LOG_LINES else ""
@@ -37,9 +37,9 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 
 
 @pytest.fixture
-def started(request: pytest.FixtureRequest) -> Iterator[list[Proc]]:
+def started(request: pytest.FixtureRequest) -> Iterator[list[Server]]:
     """Nodes a test starts itself: append them here and they are stopped afterwards."""
-    procs: list[Proc] = []
+    procs: list[Server] = []
     try:
         yield procs
     finally:
@@ -50,7 +50,7 @@ def started(request: pytest.FixtureRequest) -> Iterator[list[Proc]]:
 
 
 @pytest.fixture
-def trio(started: list[Proc]) -> tuple[Proc, Proc, Proc]:
+def trio(started: list[Server]) -> tuple[Server, Server, Server]:
     primary = start_node()
     started.append(primary)
     a = start_node(replicaof=primary)

@@ -3,8 +3,6 @@ replication timeouts, reading their INFO, waiting (bounded) for them to be in sy
 
 from __future__ import annotations
 
-import os
-import signal
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -12,7 +10,7 @@ from typing import TypeVar
 
 import redis
 
-from tests.conftest import Proc, free_port, start_rill
+from tests.conftest import Server, free_port, start_rill
 
 T = TypeVar("T")
 
@@ -21,7 +19,7 @@ FAST = ("--repl-timeout", "2", "--repl-ping-replica-period", "1")
 WAIT_TIMEOUT = 20.0
 
 
-def start_node(*flags: str, replicaof: Proc | None = None, port: int | None = None, dir: str | None = None) -> Proc:
+def start_node(*flags: str, replicaof: Server | None = None, port: int | None = None, dir: str | None = None) -> Server:
     """A node on free ports (RESP and replication), optionally a replica of `replicaof`."""
     args = ["--repl-port", str(free_port()), *FAST, *flags]
     if replicaof is not None:
@@ -29,14 +27,14 @@ def start_node(*flags: str, replicaof: Proc | None = None, port: int | None = No
     return start_rill(*args, port=port, dir=dir)
 
 
-def raw_client(node: Proc, **kwargs: object) -> redis.Redis:
+def raw_client(node: Server, **kwargs: object) -> redis.Redis:
     """A RESP2 redis-py client that returns replies as the server sent them (no parsing)."""
     client = node.client(protocol=2, **kwargs)
     client.response_callbacks.clear()
     return client
 
 
-def call(node: Proc, *args: object) -> object:
+def call(node: Server, *args: object) -> object:
     """One command on a fresh raw connection: its reply, or "-<error>" (as redis-py words it:
     without the ERR prefix)."""
     with raw_client(node) as c:
@@ -46,7 +44,7 @@ def call(node: Proc, *args: object) -> object:
             return f"-{exc}"
 
 
-def info(node: Proc, section: str = "replication") -> dict[str, str]:
+def info(node: Server, section: str = "replication") -> dict[str, str]:
     with raw_client(node) as c:
         raw = c.execute_command("INFO", section)
     text = raw.decode() if isinstance(raw, bytes) else str(raw)
@@ -58,11 +56,11 @@ def info(node: Proc, section: str = "replication") -> dict[str, str]:
     return fields
 
 
-def stat(node: Proc, name: str) -> int:
+def stat(node: Server, name: str) -> int:
     return int(info(node, "stats")[name])
 
 
-def offset(node: Proc) -> int:
+def offset(node: Server) -> int:
     return int(info(node)["master_repl_offset"])
 
 
@@ -81,7 +79,7 @@ def wait_until(check: Callable[[], T], what: str, timeout: float = WAIT_TIMEOUT)
     raise AssertionError(f"timed out after {timeout}s waiting for {what} (last: {last!r})")
 
 
-def wait_synced(primary: Proc, *replicas: Proc, timeout: float = WAIT_TIMEOUT) -> int:
+def wait_synced(primary: Server, *replicas: Server, timeout: float = WAIT_TIMEOUT) -> int:
     """Until every replica's link is up and its offset equals the primary's (with the primary
     idle); returns that offset."""
 
@@ -96,34 +94,23 @@ def wait_synced(primary: Proc, *replicas: Proc, timeout: float = WAIT_TIMEOUT) -
     return wait_until(synced, f"replicas {[r.port for r in replicas]} to reach the primary's offset", timeout)
 
 
-def digest(node: Proc) -> bytes:
+def digest(node: Server) -> bytes:
     with raw_client(node) as c:
         value = c.execute_command("DEBUG", "DIGEST")
     return value if isinstance(value, bytes) else str(value).encode()
 
 
 @contextmanager
-def stopped(node: Proc) -> Iterator[None]:
+def stopped(node: Server) -> Iterator[None]:
     """SIGSTOP the node for the block's duration (always continued afterwards)."""
-    os.kill(node.proc.pid, signal.SIGSTOP)
+    node.pause()
     try:
         yield
     finally:
-        os.kill(node.proc.pid, signal.SIGCONT)
+        node.resume()
 
 
-def stop_all(started: list[Proc]) -> None:
-    """Stops every node (a SIGSTOPped one, which cannot take SIGTERM, is killed)."""
+def stop_all(started: list[Server]) -> None:
+    """Stops every node (a paused one is resumed first: see Server.stop)."""
     for node in started:
-        if node.proc.poll() is None and _stopped(node):
-            node.kill()
-        else:
-            node.stop()
-
-
-def _stopped(node: Proc) -> bool:
-    try:
-        with open(f"/proc/{node.proc.pid}/stat", encoding="ascii") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] == "T"
-    except OSError:
-        return False
+        node.stop()

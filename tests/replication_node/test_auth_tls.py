@@ -6,16 +6,16 @@ from __future__ import annotations
 
 import os
 
-from tests.conftest import Proc
+from tests.conftest import Server
 from tests.replication.test_tls import self_signed
 from tests.replication_node.nodes import digest, info, start_node, wait_until
 
 
-def _link(replica: Proc) -> str:
+def _link(replica: Server) -> str:
     return info(replica)["master_link_status"]
 
 
-def test_replicas_authenticate_with_masterauth_and_a_wrong_secret_keeps_the_link_down(started: list[Proc]) -> None:
+def test_replicas_authenticate_with_masterauth_and_a_wrong_secret_keeps_the_link_down(started: list[Server]) -> None:
     primary = start_node("--requirepass", "s3cret")
     started.append(primary)
     good = start_node("--masterauth", "s3cret", replicaof=primary)
@@ -32,7 +32,7 @@ def test_replicas_authenticate_with_masterauth_and_a_wrong_secret_keeps_the_link
     assert _link(bad) == "down"
 
 
-def test_the_link_runs_over_tls_with_the_configured_certificates(started: list[Proc], tmp_path: object) -> None:
+def test_the_link_runs_over_tls_with_the_configured_certificates(started: list[Server], tmp_path: object) -> None:
     base = str(tmp_path)
     files: dict[str, str] = {}
     for name in ("primary", "replica", "stranger"):

@@ -4,11 +4,11 @@ reason in its log and INFO, keeps serving its data, and comes up once pointed at
 
 from __future__ import annotations
 
-from tests.conftest import Proc, free_port, start_redis
+from tests.conftest import Server, free_port, start_redis
 from tests.replication_node.nodes import info, raw_client, start_node, wait_synced, wait_until
 
 
-def test_a_replica_of_a_closed_port_stays_down_and_recovers_when_repointed(started: list[Proc]) -> None:
+def test_a_replica_of_a_closed_port_stays_down_and_recovers_when_repointed(started: list[Server]) -> None:
     # (A redis-server is a primary like any other since issue 34: the node follows it over
     # Redis's replication protocol, tests/replication_node/test_redis_protocol.py.)
     oracle = start_redis()

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import redis
 
-from tests.conftest import Proc
+from tests.conftest import Server
 from tests.replication_node.nodes import info, start_node, stop_all, wait_synced
 
 
 def test_a_node_bound_to_two_addresses_serves_clients_and_replicas_on_both() -> None:
-    started: list[Proc] = []
+    started: list[Server] = []
     try:
         # 127.0.0.1 second: the replica that dials it proves replication is not only served
         # on the first address.

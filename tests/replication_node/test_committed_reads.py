@@ -7,25 +7,25 @@ from __future__ import annotations
 
 import time
 
-from tests.conftest import Proc
+from tests.conftest import Server
 from tests.replication_node.nodes import call, raw_client, start_node, stopped, wait_synced, wait_until
 from tests.replication_node.test_fenced import LEASE, leased, start_fenced
 
 
-def committed(node: Proc, key: bytes = b"s") -> bytes:
+def committed(node: Server, key: bytes = b"s") -> bytes:
     reply = call(node, "XCOMMITTED", key)
     assert isinstance(reply, list), reply
     return reply[0]
 
 
-def committed_read(node: Proc, key: bytes = b"s") -> list[bytes]:
+def committed_read(node: Server, key: bytes = b"s") -> list[bytes]:
     """The IDs a committed read returns: XRANGE from the start to the committed ID."""
     with raw_client(node) as c:
         bound = c.execute_command("XCOMMITTED", key)[0]
         return [entry[0] for entry in c.execute_command("XRANGE", key, "-", bound)]
 
 
-def test_xcommitted_replies(started: list[Proc]) -> None:
+def test_xcommitted_replies(started: list[Server]) -> None:
     alone = start_node()
     started.append(alone)
     assert call(alone, "XCOMMITTED", "nothing") == [None]
@@ -40,7 +40,7 @@ def test_xcommitted_replies(started: list[Proc]) -> None:
     assert call(alone, "XCOMMITTED") == "-wrong number of arguments for 'xcommitted' command"
 
 
-def test_an_entry_only_the_primary_holds_is_not_read_until_a_replica_holds_it(trio: tuple[Proc, Proc, Proc]) -> None:
+def test_an_entry_only_the_primary_holds_is_not_read_until_a_replica_holds_it(trio: tuple[Server, Server, Server]) -> None:
     primary, a, b = trio
     held = call(primary, "XADD", "s", "*", "n", "1")
     for node in (primary, a, b):
@@ -57,7 +57,7 @@ def test_an_entry_only_the_primary_holds_is_not_read_until_a_replica_holds_it(tr
         wait_until(lambda node=node: committed_read(node) == [held, alone], f"the second entry committed on :{node.port}")
 
 
-def test_a_replica_holding_an_entry_a_majority_lacks_does_not_return_it(started: list[Proc]) -> None:
+def test_a_replica_holding_an_entry_a_majority_lacks_does_not_return_it(started: list[Server]) -> None:
     # Five nodes: a majority is the primary and two replicas. With three replicas stopped, the
     # fourth receives the entry, but only two of five nodes hold it.
     primary = start_node()
@@ -79,7 +79,7 @@ def test_a_replica_holding_an_entry_a_majority_lacks_does_not_return_it(started:
     wait_until(lambda: committed_read(watcher) == [held, minority], "the entry committed once a majority holds it")
 
 
-def test_fenced_mode_counts_what_replicas_wrote(started: list[Proc]) -> None:
+def test_fenced_mode_counts_what_replicas_wrote(started: list[Server]) -> None:
     primary = start_fenced(started)
     a = start_fenced(started, replicaof=("127.0.0.1", primary.port))
     b = start_fenced(started, replicaof=("127.0.0.1", primary.port))

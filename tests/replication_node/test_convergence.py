@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conftest import Proc
+from tests.conftest import Server
 from tests.replication_node.nodes import digest, info, raw_client, start_node, stat, stopped, wait_synced, wait_until
 from tests.replication_node.workload import KEYS, Workload
 
 
-def _assert_same_state(primary: Proc, *replicas: Proc) -> None:
+def _assert_same_state(primary: Server, *replicas: Server) -> None:
     expected = digest(primary)
     assert expected != b"0" * 40, "the workload left data"
     for replica in replicas:
@@ -49,7 +49,7 @@ def _deterministic(value: object) -> object:
 
 
 @pytest.mark.parametrize("seed", [1, 2])
-def test_random_stream_workload_converges_on_both_replicas(trio: tuple[Proc, Proc, Proc], seed: int) -> None:
+def test_random_stream_workload_converges_on_both_replicas(trio: tuple[Server, Server, Server], seed: int) -> None:
     primary, a, b = trio
     with raw_client(primary) as c, raw_client(primary, db=3) as other_db:
         work = Workload(c, seed)
@@ -65,7 +65,7 @@ def test_random_stream_workload_converges_on_both_replicas(trio: tuple[Proc, Pro
 
 
 def test_a_replica_joining_late_gets_the_state_by_full_sync_then_follows(
-    trio: tuple[Proc, Proc, Proc], started: list[Proc]
+    trio: tuple[Server, Server, Server], started: list[Server]
 ) -> None:
     primary, a, b = trio
     with raw_client(primary) as c:
@@ -81,7 +81,7 @@ def test_a_replica_joining_late_gets_the_state_by_full_sync_then_follows(
     assert info(late)["master_replid"] == info(primary)["master_replid"]
 
 
-def test_a_primary_records_its_backlog_from_the_first_replica_on(started: list[Proc]) -> None:
+def test_a_primary_records_its_backlog_from_the_first_replica_on(started: list[Server]) -> None:
     """As Redis creates its backlog when the first replica syncs: before that the offset moves
     but no history is kept (a replica can only fully sync); from then on, it is kept, and a
     replica that loses its link resumes partially."""

@@ -11,11 +11,11 @@ import time
 
 import redis
 
-from tests.conftest import Proc
+from tests.conftest import Server
 from tests.replication_node.nodes import digest, raw_client, start_node, stat, wait_synced, wait_until
 
 
-def _pair(started: list[Proc], *flags: str) -> tuple[Proc, Proc]:
+def _pair(started: list[Server], *flags: str) -> tuple[Server, Server]:
     primary = start_node()
     started.append(primary)
     replica = start_node(*flags, replicaof=primary)
@@ -24,7 +24,7 @@ def _pair(started: list[Proc], *flags: str) -> tuple[Proc, Proc]:
     return primary, replica
 
 
-def test_replica_serves_a_volatile_key_until_its_time_then_waits_for_the_primarys_del(started: list[Proc]) -> None:
+def test_replica_serves_a_volatile_key_until_its_time_then_waits_for_the_primarys_del(started: list[Server]) -> None:
     primary, replica = _pair(started)
     with raw_client(primary) as p, raw_client(replica) as r:
         p.execute_command("DEBUG", "SET-ACTIVE-EXPIRE", "0")  # only our reads delete on the primary
@@ -56,7 +56,7 @@ def test_replica_serves_a_volatile_key_until_its_time_then_waits_for_the_primary
         p.execute_command("DEBUG", "SET-ACTIVE-EXPIRE", "1")
 
 
-def test_active_expiry_on_the_primary_reaches_its_replicas(trio: tuple[Proc, Proc, Proc]) -> None:
+def test_active_expiry_on_the_primary_reaches_its_replicas(trio: tuple[Server, Server, Server]) -> None:
     primary, a, b = trio
     with raw_client(primary) as p:
         pipe = p.pipeline(transaction=False)
@@ -75,7 +75,7 @@ def test_active_expiry_on_the_primary_reaches_its_replicas(trio: tuple[Proc, Pro
     assert 3_590 < raw_client(a).execute_command("TTL", "keep") <= 3600
 
 
-def test_a_restarted_replica_keeps_expired_keys_until_its_primarys_del(started: list[Proc]) -> None:
+def test_a_restarted_replica_keeps_expired_keys_until_its_primarys_del(started: list[Server]) -> None:
     primary, replica = _pair(started, "--appendonly", "yes")
     with raw_client(primary) as p:
         p.execute_command("DEBUG", "SET-ACTIVE-EXPIRE", "0")
@@ -97,7 +97,7 @@ def test_a_restarted_replica_keeps_expired_keys_until_its_primarys_del(started: 
         p.execute_command("DEBUG", "SET-ACTIVE-EXPIRE", "1")
 
 
-def test_a_blocked_reader_on_a_replica_outlives_the_stream_that_expired(started: list[Proc]) -> None:
+def test_a_blocked_reader_on_a_replica_outlives_the_stream_that_expired(started: list[Server]) -> None:
     primary, replica = _pair(started)
     with raw_client(primary) as p:
         p.execute_command("XADD", "s", "5-1", "f", "v")
@@ -121,7 +121,7 @@ def test_a_blocked_reader_on_a_replica_outlives_the_stream_that_expired(started:
     assert got == [[[b"s", [[b"6-1", [b"new", b"stream"]]]]]]
 
 
-def test_a_promoted_replica_expires_keys_itself(started: list[Proc]) -> None:
+def test_a_promoted_replica_expires_keys_itself(started: list[Server]) -> None:
     primary, replica = _pair(started)
     with raw_client(primary) as p:
         p.execute_command("DEBUG", "SET-ACTIVE-EXPIRE", "0")
@@ -137,7 +137,7 @@ def test_a_promoted_replica_expires_keys_itself(started: list[Proc]) -> None:
     primary.stop()
 
 
-def test_expiry_commands_are_refused_on_replicas(started: list[Proc]) -> None:
+def test_expiry_commands_are_refused_on_replicas(started: list[Server]) -> None:
     primary, replica = _pair(started)
     with raw_client(primary) as p:
         p.execute_command("SET", "k", "v")

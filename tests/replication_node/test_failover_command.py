@@ -11,13 +11,13 @@ import threading
 import pytest
 import redis
 
-from tests.conftest import Proc, start_redis
+from tests.conftest import Server, start_redis
 from tests.replication_node.nodes import call, info, raw_client, start_node, stopped, wait_synced, wait_until
 
 KINDS = ["redis", "rill"]
 
 
-def start(kind: str, started: list[Proc], replicaof: Proc | None = None) -> Proc:
+def start(kind: str, started: list[Server], replicaof: Server | None = None) -> Server:
     if kind == "rill":
         node = start_node(replicaof=replicaof)
     else:
@@ -29,7 +29,7 @@ def start(kind: str, started: list[Proc], replicaof: Proc | None = None) -> Proc
     return node
 
 
-def settled(primary: Proc, *replicas: Proc) -> None:
+def settled(primary: Server, *replicas: Server) -> None:
     """Replicas in sync, and the primary seeing each as online (redis-server marks one online
     at its first ack after the full sync)."""
     wait_synced(primary, *replicas)
@@ -42,11 +42,11 @@ def settled(primary: Proc, *replicas: Proc) -> None:
     wait_until(online, "the primary to see its replicas online")
 
 
-def state(node: Proc) -> str:
+def state(node: Server) -> str:
     return info(node)["master_failover_state"]
 
 
-def test_argument_errors_and_refusals_match_redis(started: list[Proc]) -> None:
+def test_argument_errors_and_refusals_match_redis(started: list[Server]) -> None:
     commands: list[tuple[str, ...]] = [
         ("FAILOVER",), ("FAILOVER", "ABORT"), ("FAILOVER", "abort"), ("FAILOVER", "TIMEOUT", "0"),
         ("FAILOVER", "TIMEOUT", "-5"), ("FAILOVER", "TIMEOUT", "x"), ("FAILOVER", "TIMEOUT", "10", "TIMEOUT", "20"),
@@ -72,13 +72,13 @@ def test_argument_errors_and_refusals_match_redis(started: list[Proc]) -> None:
     assert state(rill_replica) == state(redis_replica) == "no-failover"
 
 
-def _xlen(node: Proc) -> int:
+def _xlen(node: Server) -> int:
     with raw_client(node) as c:
         return int(c.execute_command("XLEN", "s"))
 
 
 @pytest.mark.parametrize("kind", KINDS)
-def test_a_waiting_failover_postpones_writes_refuses_replicaof_and_aborts(kind: str, started: list[Proc]) -> None:
+def test_a_waiting_failover_postpones_writes_refuses_replicaof_and_aborts(kind: str, started: list[Server]) -> None:
     primary = start(kind, started)
     target = start(kind, started, replicaof=primary)
     settled(primary, target)
@@ -103,7 +103,7 @@ def test_a_waiting_failover_postpones_writes_refuses_replicaof_and_aborts(kind: 
 
 
 @pytest.mark.parametrize("kind", KINDS)
-def test_a_target_that_never_catches_up_times_the_failover_out(kind: str, started: list[Proc]) -> None:
+def test_a_target_that_never_catches_up_times_the_failover_out(kind: str, started: list[Server]) -> None:
     primary = start(kind, started)
     target = start(kind, started, replicaof=primary)
     settled(primary, target)
@@ -116,7 +116,7 @@ def test_a_target_that_never_catches_up_times_the_failover_out(kind: str, starte
 
 
 @pytest.mark.parametrize("kind", KINDS)
-def test_force_hands_over_to_a_target_that_is_behind(kind: str, started: list[Proc]) -> None:
+def test_force_hands_over_to_a_target_that_is_behind(kind: str, started: list[Server]) -> None:
     primary = start(kind, started)
     target = start(kind, started, replicaof=primary)
     call(primary, "XADD", "s", "*", "n", "1")
@@ -136,7 +136,7 @@ def test_force_hands_over_to_a_target_that_is_behind(kind: str, started: list[Pr
 
 
 @pytest.mark.parametrize("kind", KINDS)
-def test_a_planned_switch_under_a_writer_loses_no_acknowledged_write(kind: str, started: list[Proc]) -> None:
+def test_a_planned_switch_under_a_writer_loses_no_acknowledged_write(kind: str, started: list[Server]) -> None:
     primary = start(kind, started)
     target = start(kind, started, replicaof=primary)
     other = start(kind, started, replicaof=primary)

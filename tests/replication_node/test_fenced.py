@@ -18,7 +18,7 @@ from contextlib import contextmanager
 import pytest
 import redis
 
-from tests.conftest import Proc, start_rill
+from tests.conftest import Server, start_rill
 from tests.replication_node.netproxy import NodeProxy
 from tests.replication_node.nodes import FAST, call, info, offset, raw_client, wait_synced, wait_until
 
@@ -33,9 +33,9 @@ def fenced_flags(size: int = 3, lease_ms: int = LEASE_MS) -> tuple[str, ...]:
             "--appendonly", "yes")
 
 
-def start_fenced(started: list[Proc], replicaof: tuple[str, int] | None = None, dir: str | None = None,
+def start_fenced(started: list[Server], replicaof: tuple[str, int] | None = None, dir: str | None = None,
                  repl_port: int | None = None, *, size: int = 3, lease_ms: int = LEASE_MS, port: int | None = None,
-                 extra: tuple[str, ...] = ()) -> Proc:
+                 extra: tuple[str, ...] = ()) -> Server:
     from bench.procs import free_port
 
     args = ["--repl-port", str(repl_port or free_port()), *FAST, *fenced_flags(size, lease_ms), *extra]
@@ -46,12 +46,12 @@ def start_fenced(started: list[Proc], replicaof: tuple[str, int] | None = None, 
     return node
 
 
-def repl_port(node: Proc) -> int:
+def repl_port(node: Server) -> int:
     return int(info(node)["repl_grpc_port"])
 
 
 @contextmanager
-def proxied(node: Proc) -> Iterator[NodeProxy]:
+def proxied(node: Server) -> Iterator[NodeProxy]:
     """`node` reachable at another loopback address, through a proxy a test can partition."""
     ip = f"127.{random.randint(1, 254)}.{random.randint(1, 254)}.{random.randint(2, 254)}"
     proxy = NodeProxy(ip, (node.port, repl_port(node)))
@@ -61,7 +61,7 @@ def proxied(node: Proc) -> Iterator[NodeProxy]:
         proxy.close()
 
 
-def leased(node: Proc) -> bool:
+def leased(node: Server) -> bool:
     fields = info(node)
     return fields.get("leads_epoch") == "1" and int(fields.get("lease_remaining_ms", "0")) > 0
 
@@ -70,7 +70,7 @@ class Writer:
     """XADD then WAIT `majority` (1: a majority of three nodes) in a loop on one node; records
     when each write was sent and whether it and its WAIT were acknowledged."""
 
-    def __init__(self, node: Proc, majority: int = 1) -> None:
+    def __init__(self, node: Server, majority: int = 1) -> None:
         self.node = node
         self.need = majority
         self.stop = threading.Event()
@@ -111,7 +111,7 @@ def _outcome(exc: redis.RedisError) -> str:
     return str(exc).split(" ", 1)[0] if isinstance(exc, redis.ResponseError) else type(exc).__name__
 
 
-def test_a_primary_cut_off_from_its_replicas_stops_acknowledging_within_the_lease(started: list[Proc]) -> None:
+def test_a_primary_cut_off_from_its_replicas_stops_acknowledging_within_the_lease(started: list[Server]) -> None:
     primary = start_fenced(started)
     with proxied(primary) as proxy:
         a = start_fenced(started, replicaof=(proxy.ip, primary.port))
@@ -150,7 +150,7 @@ class Bouncer:
     """SIGKILLs a replica and restarts it (same directory, same ports) over and over: each
     life is 0.5 s long once it listens again (a node takes about 1 s to start here)."""
 
-    def __init__(self, started: list[Proc], node: Proc, start: Callable[[Proc], Proc]) -> None:
+    def __init__(self, started: list[Server], node: Server, start: Callable[[Server], Server]) -> None:
         self.started = started
         self.node = node
         self._start = start
@@ -176,7 +176,7 @@ class Bouncer:
 
 
 def test_a_primary_cut_off_with_a_replica_that_restarts_over_and_over_stops_acknowledging_within_the_lease(
-    started: list[Proc],
+    started: list[Server],
 ) -> None:
     """Five nodes; the primary and one replica on one side of a partition, the three others
     on the other; that replica SIGKILLed and restarted every 0.5 s. Each life of the replica
@@ -192,7 +192,7 @@ def test_a_primary_cut_off_with_a_replica_that_restarts_over_and_over_stops_ackn
         wait_synced(primary, near, *far)
         wait_until(lambda: leased(primary), "the primary's lease")
 
-        def restart(node: Proc) -> Proc:
+        def restart(node: Server) -> Server:
             return start_fenced(started, replicaof=("127.0.0.1", primary.port), dir=node.dir, size=5,
                                 lease_ms=lease_ms, port=node.port)
 
@@ -210,7 +210,7 @@ def test_a_primary_cut_off_with_a_replica_that_restarts_over_and_over_stops_ackn
         proxy.heal()
 
 
-def test_a_replica_fenced_at_a_newer_epoch_refuses_an_older_primary_even_after_a_restart(started: list[Proc]) -> None:
+def test_a_replica_fenced_at_a_newer_epoch_refuses_an_older_primary_even_after_a_restart(started: list[Server]) -> None:
     primary = start_fenced(started)
     replica = start_fenced(started)
     node_id = info(replica)["fenced_node_id"].encode()
@@ -234,7 +234,7 @@ def test_a_replica_fenced_at_a_newer_epoch_refuses_an_older_primary_even_after_a
     assert int(fields["slave_repl_offset"]) == 0
 
 
-def _fail_over(replicas: list[Proc], epoch: int) -> tuple[Proc, Proc]:
+def _fail_over(replicas: list[Server], epoch: int) -> tuple[Server, Server]:
     """What the sentinels' leader does in fenced mode: FENCE a majority, wait out the old
     primary's lease stretched by the drift bound, promote the fenced replica with the highest
     (log epoch, offset) at that position and point the other at it. Returns (promoted, other)."""
@@ -252,7 +252,7 @@ def _fail_over(replicas: list[Proc], epoch: int) -> tuple[Proc, Proc]:
 
 
 def test_an_old_primary_gets_nothing_acknowledged_after_the_promotion_and_no_majority_write_is_lost(
-    started: list[Proc],
+    started: list[Server],
 ) -> None:
     old = start_fenced(started)
     with proxied(old) as proxy:
@@ -293,7 +293,7 @@ def test_an_old_primary_gets_nothing_acknowledged_after_the_promotion_and_no_maj
     assert call(restarted, "XLEN", "s") == call(other, "XLEN", "s") == len(ids)
 
 
-def test_fenced_commands_outside_fenced_mode_and_the_arity_of_slaveof(started: list[Proc]) -> None:
+def test_fenced_commands_outside_fenced_mode_and_the_arity_of_slaveof(started: list[Server]) -> None:
     from tests.conftest import start_redis
     from tests.replication_node.nodes import start_node
 
@@ -316,7 +316,7 @@ def test_fenced_commands_outside_fenced_mode_and_the_arity_of_slaveof(started: l
 
 
 def test_a_primary_re_tenured_at_a_newer_epoch_brings_back_a_replica_an_aborted_failover_fenced(
-    started: list[Proc],
+    started: list[Server],
 ) -> None:
     """docs/safety.md, the re-tenure (the test plays the sentinels' part): a replica fenced at
     epoch 2 by a failover that then aborted refuses its primary of epoch 0. FENCE 3 to the
@@ -354,7 +354,7 @@ def test_a_primary_re_tenured_at_a_newer_epoch_brings_back_a_replica_an_aborted_
         assert set(before) | {after} <= set(ids), node
 
 
-def test_fenced_mode_promotes_only_with_an_epoch(started: list[Proc]) -> None:
+def test_fenced_mode_promotes_only_with_an_epoch(started: list[Server]) -> None:
     node = start_fenced(started)
     assert str(call(node, "REPLICAOF", "NO", "ONE")).startswith("-fenced mode promotes only with")
     assert str(call(node, "SLAVEOF", "NO", "ONE", "EPOCH", 2)).startswith("-fenced mode promotes only with")
@@ -384,7 +384,7 @@ def test_fenced_mode_promotes_only_with_an_epoch(started: list[Proc]) -> None:
 # ---------------------------------------------------------------------------- acknowledged means written
 
 
-def test_fenced_mode_refuses_to_start_without_the_aof(started: list[Proc], tmp_path: object) -> None:
+def test_fenced_mode_refuses_to_start_without_the_aof(started: list[Server], tmp_path: object) -> None:
     from bench.procs import free_port
 
     flags = ("--repl-port", str(free_port()), *FAST, *fenced_flags()[:-2])
@@ -397,7 +397,7 @@ def test_fenced_mode_refuses_to_start_without_the_aof(started: list[Proc], tmp_p
             assert "fenced-mode yes needs appendonly yes" in f.read()
 
 
-def test_fenced_mode_refuses_to_turn_the_aof_off(started: list[Proc]) -> None:
+def test_fenced_mode_refuses_to_turn_the_aof_off(started: list[Server]) -> None:
     node = start_fenced(started)
     assert call(node, "CONFIG", "SET", "appendonly", "no") == (
         "-CONFIG SET failed (possibly related to argument 'appendonly') - fenced mode needs appendonly yes: "
@@ -411,7 +411,7 @@ class SilentReplica:
     replication id and an offset it claims) and then never acknowledges anything: the moment
     between a replica's handshake and its first ack, held open."""
 
-    def __init__(self, primary: Proc, offset: int) -> None:
+    def __init__(self, primary: Server, offset: int) -> None:
         import queue
 
         import grpc
@@ -442,7 +442,7 @@ class SilentReplica:
         self._channel.close()
 
 
-def test_a_replica_counts_for_wait_only_once_it_reports_what_its_aof_holds(started: list[Proc]) -> None:
+def test_a_replica_counts_for_wait_only_once_it_reports_what_its_aof_holds(started: list[Server]) -> None:
     """Right after a replica's handshake, before its first ack, the primary knows nothing of
     its AOF: it must not count the offset the replica claims to have applied."""
     primary = start_fenced(started)
@@ -460,7 +460,7 @@ def test_a_replica_counts_for_wait_only_once_it_reports_what_its_aof_holds(start
             silent.close()
 
 
-def _limit_file_size(node: Proc, limit: int) -> None:
+def _limit_file_size(node: Server, limit: int) -> None:
     """RLIMIT_FSIZE on a running node: a write that would make a file larger fails with EFBIG
     (Python ignores SIGXFSZ), as on a full disk. Only the soft limit moves (raising it back
     needs no privilege)."""
@@ -470,27 +470,27 @@ def _limit_file_size(node: Proc, limit: int) -> None:
     resource.prlimit(node.proc.pid, resource.RLIMIT_FSIZE, (limit, hard))
 
 
-def _unlimit_file_size(node: Proc) -> None:
+def _unlimit_file_size(node: Server) -> None:
     import resource
 
     hard = resource.prlimit(node.proc.pid, resource.RLIMIT_FSIZE)[1]
     resource.prlimit(node.proc.pid, resource.RLIMIT_FSIZE, (hard, hard))
 
 
-def _aof_settled(node: Proc) -> bool:
+def _aof_settled(node: Server) -> bool:
     fields = info(node, "persistence")
     return (fields["aof_rewrite_in_progress"], fields["aof_rewrite_scheduled"], fields["aof_last_bgrewrite_status"]) == (
         "0", "0", "ok") and "Background AOF rewrite finished successfully" in node.log
 
 
-def _aof_incr_size(node: Proc) -> int:
+def _aof_incr_size(node: Server) -> int:
     """The size of the AOF file a node appends to (the incr file of the highest number)."""
     directory = os.path.join(node.dir, "appendonlydir")
     incr = max((name for name in os.listdir(directory) if ".incr." in name), key=lambda n: int(n.split(".")[2]))
     return os.path.getsize(os.path.join(directory, incr))
 
 
-def test_a_replica_counts_for_the_lease_only_with_what_its_aof_holds(started: list[Proc]) -> None:
+def test_a_replica_counts_for_the_lease_only_with_what_its_aof_holds(started: list[Server]) -> None:
     """A replica whose AOF cannot be written any more (its files may not grow: a real EFBIG
     from the kernel) keeps applying its primary's log, but holds none of it durably: its
     echoes stop renewing the lease, and the primary (three nodes, this replica its only
@@ -521,8 +521,8 @@ def test_a_replica_counts_for_the_lease_only_with_what_its_aof_holds(started: li
 # ---------------------------------------------------------------------------- the promotion relies on the FENCE reply
 
 
-def _restart(started: list[Proc], node: Proc, replicaof: tuple[str, int], *, kill: bool = False,
-             aof_from: str | None = None) -> Proc:
+def _restart(started: list[Server], node: Server, replicaof: tuple[str, int], *, kill: bool = False,
+             aof_from: str | None = None) -> Server:
     """Stops `node` (SIGTERM, or SIGKILL), optionally puts another AOF directory in place of
     its own, and starts it again on the same directory and ports."""
     import shutil
@@ -539,7 +539,7 @@ def _restart(started: list[Proc], node: Proc, replicaof: tuple[str, int], *, kil
 
 
 def test_a_replica_restarted_from_an_older_aof_refuses_the_promotion_that_relied_on_its_fence_reply(
-    started: list[Proc], tmp_path: object,
+    started: list[Server], tmp_path: object,
 ) -> None:
     """The leader promotes the replica whose FENCE reply showed the highest position. If that
     replica restarted since from an AOF older than its last full sync (the rewrite after it had
@@ -598,7 +598,7 @@ def test_a_replica_restarted_from_an_older_aof_refuses_the_promotion_that_relied
 # ---------------------------------------------------------------------------- nothing grows the log without a lease
 
 
-def test_a_primary_without_its_lease_deletes_no_expired_key_and_publishes_nothing(started: list[Proc]) -> None:
+def test_a_primary_without_its_lease_deletes_no_expired_key_and_publishes_nothing(started: list[Server]) -> None:
     """Cut off, the primary loses its lease: its keys that expire then are hidden from reads
     (as on a replica) but not deleted, by reads or by the active cycle, and PUBLISH is refused,
     so nothing is added to its log — the divergent tail a failover would discard stays empty.
@@ -639,7 +639,7 @@ def test_a_primary_without_its_lease_deletes_no_expired_key_and_publishes_nothin
 # ---------------------------------------------------------------------------- promises on disk before they are made
 
 
-def test_a_fence_or_a_promotion_whose_save_fails_is_refused_and_changes_nothing(started: list[Proc]) -> None:
+def test_a_fence_or_a_promotion_whose_save_fails_is_refused_and_changes_nothing(started: list[Server]) -> None:
     """FENCE and a promotion are promises: rill-fence.json holds them before the node acts on
     them. When the file cannot be written (its files may not grow past 16 bytes: a real EFBIG
     from the kernel), the FENCE or the promotion is refused and the node keeps to what its

@@ -5,7 +5,7 @@ the exactly-once guarantee the Spark writer relies on (issue 26)."""
 
 from __future__ import annotations
 
-from tests.conftest import Proc
+from tests.conftest import Server
 from tests.replication_node.nodes import digest, raw_client, start_node, wait_synced
 
 
@@ -20,7 +20,7 @@ def _produce(c: object, batch: int, rows: int) -> dict[tuple[bytes, bytes], byte
     return dict(zip(keys, pipe.execute()))
 
 
-def test_a_retry_on_the_promoted_replica_is_deduplicated(started: list[Proc]) -> None:
+def test_a_retry_on_the_promoted_replica_is_deduplicated(started: list[Server]) -> None:
     primary = start_node("--stream-idmp-maxsize", "300")
     started.append(primary)
     a = start_node(replicaof=primary)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import threading
 import time
 
-from tests.conftest import Proc
+from tests.conftest import Server
 from tests.replication_node.nodes import (
     digest,
     info,
@@ -29,7 +29,7 @@ class _Writer:
     16 MB backlog (repl-backlog-size), and the replica rightly needed a full sync. At 2,000
     XADDs a second an outage would have to last over a minute to write that much."""
 
-    def __init__(self, node: Proc, per_second: int = 2000) -> None:
+    def __init__(self, node: Server, per_second: int = 2000) -> None:
         self.node = node
         self.per_second = per_second
         self.stop = threading.Event()
@@ -58,11 +58,11 @@ class _Writer:
         self.thread.join(10)
 
 
-def _replicas_connected(node: Proc) -> int:
+def _replicas_connected(node: Server) -> int:
     return int(info(node)["connected_slaves"])
 
 
-def test_a_replica_frozen_past_repl_timeout_under_load_resumes_partially(trio: tuple[Proc, Proc, Proc]) -> None:
+def test_a_replica_frozen_past_repl_timeout_under_load_resumes_partially(trio: tuple[Server, Server, Server]) -> None:
     primary, a, b = trio
     full, partial = stat(primary, "sync_full"), stat(primary, "sync_partial_ok")
     with _Writer(primary) as writer:
@@ -78,7 +78,7 @@ def test_a_replica_frozen_past_repl_timeout_under_load_resumes_partially(trio: t
         assert c.execute_command("XLEN", "load") == writer.written
 
 
-def test_a_replica_whose_offset_left_the_backlog_takes_a_full_sync(started: list[Proc]) -> None:
+def test_a_replica_whose_offset_left_the_backlog_takes_a_full_sync(started: list[Server]) -> None:
     primary = start_node("--repl-backlog-size", "16kb")
     started.append(primary)
     replica = start_node(replicaof=primary)
@@ -99,7 +99,7 @@ def test_a_replica_whose_offset_left_the_backlog_takes_a_full_sync(started: list
     assert digest(replica) == digest(primary)
 
 
-def test_a_replica_restarted_from_its_aof_resumes_with_a_partial_resync(started: list[Proc]) -> None:
+def test_a_replica_restarted_from_its_aof_resumes_with_a_partial_resync(started: list[Server]) -> None:
     primary = start_node()
     started.append(primary)
     replica = start_node("--appendonly", "yes", replicaof=primary)
@@ -121,7 +121,7 @@ def test_a_replica_restarted_from_its_aof_resumes_with_a_partial_resync(started:
     assert digest(restarted) == digest(primary)
 
 
-def test_a_replica_started_before_its_primary_finds_it_through_a_proxy(started: list[Proc]) -> None:
+def test_a_replica_started_before_its_primary_finds_it_through_a_proxy(started: list[Server]) -> None:
     """Discovery attempts that meet a proxy closing the connection (the primary is not up
     yet) do not spoil the later ones (compiled by mypyc, they once did: every attempt kept
     failing with the first one's error)."""

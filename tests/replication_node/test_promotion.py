@@ -12,14 +12,14 @@ from pathlib import Path
 
 import redis
 
-from tests.conftest import Proc
+from tests.conftest import Server
 from tests.replication_node.nodes import digest, info, raw_client, start_node, stat, wait_synced, wait_until
 from tests.replication_node.workload import Workload
 
 UNBLOCKED = "UNBLOCKED force unblock from blocking operation, instance state changed (master -> replica?)"
 
 
-def test_acknowledged_entries_are_not_redelivered_after_a_replica_is_promoted(trio: tuple[Proc, Proc, Proc]) -> None:
+def test_acknowledged_entries_are_not_redelivered_after_a_replica_is_promoted(trio: tuple[Server, Server, Server]) -> None:
     # Redis issue #5433: a promoted replica must know the group's last-delivered-id,
     # entries-read and PEL, or `>` re-delivers what consumers already processed.
     primary, a, _ = trio
@@ -42,7 +42,7 @@ def test_acknowledged_entries_are_not_redelivered_after_a_replica_is_promoted(tr
 
 
 def test_a_replica_repointed_to_the_promoted_one_resumes_partially_and_the_old_primary_loses_its_tail(
-    trio: tuple[Proc, Proc, Proc],
+    trio: tuple[Server, Server, Server],
 ) -> None:
     primary, a, b = trio
     with raw_client(primary) as c:
@@ -78,7 +78,7 @@ def test_a_replica_repointed_to_the_promoted_one_resumes_partially_and_the_old_p
     assert digest(primary) == digest(a) == digest(b)
 
 
-def test_an_old_primary_without_divergent_writes_rejoins_partially(trio: tuple[Proc, Proc, Proc]) -> None:
+def test_an_old_primary_without_divergent_writes_rejoins_partially(trio: tuple[Server, Server, Server]) -> None:
     primary, a, b = trio
     with raw_client(primary) as c:
         c.execute_command("XADD", "s", "*", "f", "v")
@@ -97,7 +97,7 @@ def test_an_old_primary_without_divergent_writes_rejoins_partially(trio: tuple[P
 
 
 def test_clients_blocked_on_a_primary_that_becomes_a_replica_get_unblocked_errors(
-    trio: tuple[Proc, Proc, Proc],
+    trio: tuple[Server, Server, Server],
 ) -> None:
     primary, a, _ = trio
     results: dict[str, object] = {}
@@ -125,7 +125,7 @@ def test_clients_blocked_on_a_primary_that_becomes_a_replica_get_unblocked_error
     assert all(str(results[name]) == UNBLOCKED for name in ("xread", "wait")), results
 
 
-def test_an_old_primary_with_an_aof_keeps_a_correct_aof_after_losing_its_tail(started: list[Proc]) -> None:
+def test_an_old_primary_with_an_aof_keeps_a_correct_aof_after_losing_its_tail(started: list[Server]) -> None:
     # The full sync takes the old primary back to a lower offset than its own log reached;
     # its AOF must then describe the new history, so a restart comes back with exactly it.
     old = start_node("--appendonly", "yes", "--appendfsync", "always")
@@ -152,7 +152,7 @@ def test_an_old_primary_with_an_aof_keeps_a_correct_aof_after_losing_its_tail(st
     assert digest(restarted) == expected
 
 
-def test_a_promoted_replica_killed_at_once_restarts_with_the_promoted_history(started: list[Proc]) -> None:
+def test_a_promoted_replica_killed_at_once_restarts_with_the_promoted_history(started: list[Server]) -> None:
     # The new id is on disk (a new AOF incr file's manifest line) before REPLICAOF NO ONE
     # returns: a crash right after the promotion restarts with the promoted history as
     # replid2, not the old primary's id, which the old primary's other replicas could
@@ -166,7 +166,7 @@ def test_a_promoted_replica_killed_at_once_restarts_with_the_promoted_history(st
     _assert_killed_and_restarted_with(started, replica, promoted)
 
 
-def test_a_promotion_while_the_aof_is_rewritten_keeps_its_id_past_the_rewrite(started: list[Proc]) -> None:
+def test_a_promotion_while_the_aof_is_rewritten_keeps_its_id_past_the_rewrite(started: list[Server]) -> None:
     # The promotion's record lands in an incr file the rewrite's base (taken before it) does
     # not cover: after the rewrite the record still names the end's identity, once.
     # Enough keys that the rewrite child takes ~0.1 s.
@@ -191,7 +191,7 @@ def test_a_promotion_while_the_aof_is_rewritten_keeps_its_id_past_the_rewrite(st
     _assert_killed_and_restarted_with(started, replica, promoted)
 
 
-def _primary_and_synced_aof_replica(started: list[Proc], seed: int, filler_keys: int = 0) -> tuple[Proc, Proc]:
+def _primary_and_synced_aof_replica(started: list[Server], seed: int, filler_keys: int = 0) -> tuple[Server, Server]:
     """A primary with a workload (and `filler_keys` small strings) and a replica with an
     AOF, synced, the base of its full sync written (until then its AOF holds the pre-sync
     data)."""
@@ -210,7 +210,7 @@ def _primary_and_synced_aof_replica(started: list[Proc], seed: int, filler_keys:
     return primary, replica
 
 
-def _assert_killed_and_restarted_with(started: list[Proc], node: Proc, promoted: dict[str, str]) -> None:
+def _assert_killed_and_restarted_with(started: list[Server], node: Server, promoted: dict[str, str]) -> None:
     """SIGKILL `node`, restart it on its AOF: it comes back at the promoted history's end,
     keeping that history's id as replid2."""
     node.kill()
@@ -221,7 +221,7 @@ def _assert_killed_and_restarted_with(started: list[Proc], node: Proc, promoted:
     assert after["master_repl_offset"] == promoted["master_repl_offset"]
 
 
-def _wait_rewrites_done(node: Proc, count: int) -> None:
+def _wait_rewrites_done(node: Server, count: int) -> None:
     def done() -> bool:
         persistence = info(node, "persistence")
         return persistence["aof_rewrites"] == str(count) and persistence["aof_rewrite_in_progress"] == "0"

@@ -11,11 +11,11 @@ import os
 import re
 
 from tests.conformance.harness import RawConnection
-from tests.conftest import Proc
+from tests.conftest import Server
 from tests.replication_node.nodes import digest, offset, raw_client, start_node, stat, wait_synced, wait_until
 
 
-def _aof_bytes(node: Proc) -> bytes:
+def _aof_bytes(node: Server) -> bytes:
     data = b""
     for path in sorted(glob.glob(os.path.join(node.dir, "appendonlydir", "*.incr.aof"))):
         with open(path, "rb") as f:
@@ -27,7 +27,7 @@ def _message(channel: bytes, payload: bytes) -> bytes:
     return b"*3\r\n$7\r\nmessage\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n" % (len(channel), channel, len(payload), payload)
 
 
-def _chain(started: list[Proc], *flags: str) -> tuple[Proc, Proc, Proc]:
+def _chain(started: list[Server], *flags: str) -> tuple[Server, Server, Server]:
     """A primary, its replica and the replica's replica, in sync."""
     primary = start_node(*flags)
     started.append(primary)
@@ -40,7 +40,7 @@ def _chain(started: list[Proc], *flags: str) -> tuple[Proc, Proc, Proc]:
     return primary, replica, chained
 
 
-def test_a_primary_publish_reaches_replicas_and_their_replicas_but_no_aof(started: list[Proc]) -> None:
+def test_a_primary_publish_reaches_replicas_and_their_replicas_but_no_aof(started: list[Server]) -> None:
     primary, replica, chained = _chain(started, "--appendonly", "yes")
     on_primary, on_replica, on_chained = RawConnection(primary.port), RawConnection(replica.port), RawConnection(chained.port)
     on_primary.call("SUBSCRIBE", "news")
@@ -65,7 +65,7 @@ def test_a_primary_publish_reaches_replicas_and_their_replicas_but_no_aof(starte
         assert b"XADD" in aof and b"PUBLISH" not in aof and b"#OFFSET:" in aof
 
 
-def test_a_replica_restarted_from_its_aof_resumes_partially_after_publishes(started: list[Proc]) -> None:
+def test_a_replica_restarted_from_its_aof_resumes_partially_after_publishes(started: list[Server]) -> None:
     primary = start_node()
     started.append(primary)
     replica = start_node("--appendonly", "yes", replicaof=primary)
@@ -95,7 +95,7 @@ def test_a_replica_restarted_from_its_aof_resumes_partially_after_publishes(star
     assert subscriber.read_reply() == _message(b"news", b"after")
 
 
-def test_a_publish_on_a_replica_is_delivered_there_only(started: list[Proc]) -> None:
+def test_a_publish_on_a_replica_is_delivered_there_only(started: list[Server]) -> None:
     primary, replica, chained = _chain(started)
     on_primary, on_replica, on_chained = RawConnection(primary.port), RawConnection(replica.port), RawConnection(chained.port)
     for conn in (on_primary, on_replica, on_chained):

@@ -14,7 +14,7 @@ from typing import Any
 
 import redis
 
-from tests.conftest import Proc
+from tests.conftest import Server
 from tests.replication_node.nodes import digest, raw_client, start_node, wait_synced
 
 
@@ -64,7 +64,7 @@ def _layout_free(full: list[Any]) -> list[Any]:
     return [v for k, v in zip(head[0::2], head[1::2]) if not k.startswith(b"radix-tree")]
 
 
-def test_replicas_and_a_full_sync_hold_the_primarys_state(started: list[Proc]) -> None:
+def test_replicas_and_a_full_sync_hold_the_primarys_state(started: list[Server]) -> None:
     primary = start_node("--stream-node-max-entries", "4")
     started.append(primary)
     a = start_node("--stream-node-max-entries", "7", replicaof=primary)

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 import pytest
 import redis
 
-from tests.conftest import ROOT, Proc, start_redis
+from tests.conftest import ROOT, Server, start_redis
 from tests.replication_node.nodes import call, digest, info, start_node, stat, wait_synced, wait_until
 from tests.replication_node.redis_workload import assert_same_data, write_everything
 
@@ -28,16 +28,16 @@ REDIS_FLAGS = ("--repl-diskless-sync-delay", "0", "--repl-timeout", "5", "--repl
 
 
 @pytest.fixture
-def redis_nodes() -> Iterator[list[Proc]]:
+def redis_nodes() -> Iterator[list[Server]]:
     """redis-servers a test starts: stopped and removed afterwards."""
-    procs: list[Proc] = []
+    procs: list[Server] = []
     yield procs
     for proc in procs:
         proc.stop()
         shutil.rmtree(proc.dir, ignore_errors=True)
 
 
-def _redis(redis_nodes: list[Proc], *flags: str) -> Proc:
+def _redis(redis_nodes: list[Server], *flags: str) -> Server:
     server = start_redis(*REDIS_FLAGS, *flags)
     redis_nodes.append(server)
     return server
@@ -59,7 +59,7 @@ def _preload(port: int) -> None:
 
 
 @pytest.mark.parametrize("diskless", ["yes", "no"])
-def test_rill_replicates_a_redis_primary(started: list[Proc], redis_nodes: list[Proc], diskless: str) -> None:
+def test_rill_replicates_a_redis_primary(started: list[Server], redis_nodes: list[Server], diskless: str) -> None:
     source = _redis(redis_nodes, "--repl-diskless-sync", diskless)
     _preload(source.port)
     rill = start_node("--rdb-version", "10", replicaof=source)
@@ -81,7 +81,7 @@ def test_rill_replicates_a_redis_primary(started: list[Proc], redis_nodes: list[
     assert call(rill, "SET", "x", "y") == "-You can't write against a read only replica."
 
 
-def test_a_rill_replica_of_redis_serves_rill_replicas_and_takes_over(started: list[Proc], redis_nodes: list[Proc]) -> None:
+def test_a_rill_replica_of_redis_serves_rill_replicas_and_takes_over(started: list[Server], redis_nodes: list[Server]) -> None:
     source = _redis(redis_nodes)
     _preload(source.port)
     first = start_node("--rdb-version", "10", replicaof=source)
@@ -104,7 +104,7 @@ def test_a_rill_replica_of_redis_serves_rill_replicas_and_takes_over(started: li
     assert stat(first, "sync_partial_ok") >= 1
 
 
-def test_a_lost_link_continues_partially(started: list[Proc], redis_nodes: list[Proc]) -> None:
+def test_a_lost_link_continues_partially(started: list[Server], redis_nodes: list[Server]) -> None:
     source = _redis(redis_nodes)
     rill = start_node("--rdb-version", "10", replicaof=source)
     started.append(rill)
@@ -120,7 +120,7 @@ def test_a_lost_link_continues_partially(started: list[Proc], redis_nodes: list[
     assert_same_data(source.port, rill.port, int(time.time() * 1000) - 600_000)
 
 
-def test_commands_rill_lacks_stop_the_link_or_are_skipped(started: list[Proc], redis_nodes: list[Proc]) -> None:
+def test_commands_rill_lacks_stop_the_link_or_are_skipped(started: list[Server], redis_nodes: list[Server]) -> None:
     source = _redis(redis_nodes)
     rill = start_node("--rdb-version", "10", replicaof=source)
     started.append(rill)
@@ -147,7 +147,7 @@ def test_commands_rill_lacks_stop_the_link_or_are_skipped(started: list[Proc], r
 # -- a redis-server replicating from a Rill node ------------------------------------------------
 
 
-def test_a_redis_server_replicates_a_rill_primary(started: list[Proc], redis_nodes: list[Proc]) -> None:
+def test_a_redis_server_replicates_a_rill_primary(started: list[Server], redis_nodes: list[Server]) -> None:
     rill = start_node("--rdb-version", "10")
     started.append(rill)
     _preload(rill.port)
@@ -166,7 +166,7 @@ def test_a_redis_server_replicates_a_rill_primary(started: list[Proc], redis_nod
     assert "CRITICAL" not in replica.log
 
 
-def test_what_redis_7_lacks_reaches_it_in_as_many_bytes(started: list[Proc], redis_nodes: list[Proc]) -> None:
+def test_what_redis_7_lacks_reaches_it_in_as_many_bytes(started: list[Server], redis_nodes: list[Server]) -> None:
     rill = start_node("--rdb-version", "11")
     started.append(rill)
     replica = _redis(redis_nodes, "--replicaof", "127.0.0.1", str(rill.port))
@@ -187,7 +187,7 @@ def test_what_redis_7_lacks_reaches_it_in_as_many_bytes(started: list[Proc], red
     assert "CRITICAL" not in replica.log
 
 
-def test_a_redis_replica_continues_partially_and_an_idle_link_stays_up(started: list[Proc], redis_nodes: list[Proc]) -> None:
+def test_a_redis_replica_continues_partially_and_an_idle_link_stays_up(started: list[Server], redis_nodes: list[Server]) -> None:
     rill = start_node("--rdb-version", "10")
     started.append(rill)
     _preload(rill.port)
@@ -209,7 +209,7 @@ def test_a_redis_replica_continues_partially_and_an_idle_link_stays_up(started: 
     wait_synced(rill, replica)
 
 
-def test_rdb_export_and_redis_cli_rdb_give_a_file_redis_loads(started: list[Proc], redis_nodes: list[Proc],
+def test_rdb_export_and_redis_cli_rdb_give_a_file_redis_loads(started: list[Server], redis_nodes: list[Server],
                                                            tmp_path: object) -> None:
     rill = start_node()
     started.append(rill)
@@ -235,7 +235,7 @@ def test_rdb_export_and_redis_cli_rdb_give_a_file_redis_loads(started: list[Proc
         assert_same_data(rill.port, loaded.port, int(time.time() * 1000) - 600_000)
 
 
-def test_a_redis_8_write_sends_a_redis_replica_through_a_full_sync(started: list[Proc], redis_nodes: list[Proc]) -> None:
+def test_a_redis_8_write_sends_a_redis_replica_through_a_full_sync(started: list[Server], redis_nodes: list[Server]) -> None:
     rill = start_node("--rdb-version", "10")
     started.append(rill)
     replica = _redis(redis_nodes, "--replicaof", "127.0.0.1", str(rill.port))
@@ -264,7 +264,7 @@ def test_a_redis_8_write_sends_a_redis_replica_through_a_full_sync(started: list
     assert "CRITICAL" not in replica.log
 
 
-def test_rill_replicates_a_redis_primary_as_its_masteruser(started: list[Proc], redis_nodes: list[Proc]) -> None:
+def test_rill_replicates_a_redis_primary_as_its_masteruser(started: list[Server], redis_nodes: list[Server]) -> None:
     # The redis-server's default user has another password: only `masteruser` gets in.
     source = _redis(redis_nodes, "--requirepass", "admin-secret")
     with redis.Redis(port=source.port, password="admin-secret") as c:

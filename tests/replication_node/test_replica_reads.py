@@ -16,7 +16,7 @@ import time
 import pytest
 import redis
 
-from tests.conftest import Proc, start_redis, start_spinner, stop_process
+from tests.conftest import Server, start_redis, start_spinner, stop_process
 from tests.replication_node.nodes import digest, info, raw_client, wait_synced, wait_until
 
 READONLY = "You can't write against a read only replica."  # redis-py's ReadOnlyError drops the code
@@ -26,7 +26,7 @@ ENTRIES = 1500
 class _Reader(threading.Thread):
     """XREAD BLOCK from `$` on, following the last ID it got, until it saw ENTRIES entries."""
 
-    def __init__(self, node: Proc, start: threading.Barrier) -> None:
+    def __init__(self, node: Server, start: threading.Barrier) -> None:
         super().__init__(daemon=True)
         self.node = node
         self.start_barrier = start
@@ -49,7 +49,7 @@ class _Reader(threading.Thread):
             self.error = exc
 
 
-def test_blocked_readers_on_replicas_receive_every_entry_in_order(trio: tuple[Proc, Proc, Proc]) -> None:
+def test_blocked_readers_on_replicas_receive_every_entry_in_order(trio: tuple[Server, Server, Server]) -> None:
     primary, a, b = trio
     with raw_client(primary) as c:
         c.execute_command("XADD", "feed", "0-1", "seed", 1)  # so `$` means "after the seed"
@@ -108,7 +108,7 @@ def _names_and_pending(consumers: list[list[object]]) -> list[tuple[object, obje
     return [(dict(zip(c[::2], c[1::2]))[b"name"], dict(zip(c[::2], c[1::2]))[b"pending"]) for c in consumers]
 
 
-def test_replicas_refuse_every_write_and_serve_reads(trio: tuple[Proc, Proc, Proc]) -> None:
+def test_replicas_refuse_every_write_and_serve_reads(trio: tuple[Server, Server, Server]) -> None:
     primary, a, b = trio
     with raw_client(primary) as c:
         first = c.execute_command("XADD", "s", "1-1", "f", "v")
@@ -149,7 +149,7 @@ def test_replicas_refuse_every_write_and_serve_reads(trio: tuple[Proc, Proc, Pro
     assert first == b"1-1"
 
 
-def test_role_and_replicaof_replies(trio: tuple[Proc, Proc, Proc]) -> None:
+def test_role_and_replicaof_replies(trio: tuple[Server, Server, Server]) -> None:
     primary, a, b = trio
     with raw_client(primary) as c:
         c.execute_command("XADD", "s", "*", "f", "v")
@@ -175,7 +175,7 @@ def test_role_and_replicaof_replies(trio: tuple[Proc, Proc, Proc]) -> None:
     assert lines == {f"ip=127.0.0.1,port={r.port},state=online,offset={offset}" for r in (a, b)}
 
 
-def test_info_replication_has_redis_fields_for_both_roles(trio: tuple[Proc, Proc, Proc]) -> None:
+def test_info_replication_has_redis_fields_for_both_roles(trio: tuple[Server, Server, Server]) -> None:
     primary, a, _ = trio
     redis_primary = start_redis()
     redis_replica = start_redis("--replicaof", "127.0.0.1", str(redis_primary.port))
@@ -193,7 +193,7 @@ def test_info_replication_has_redis_fields_for_both_roles(trio: tuple[Proc, Proc
         redis_primary.stop()
 
 
-def _monitored_xadds(primary: Proc, replica: Proc) -> tuple[list[str], str]:
+def _monitored_xadds(primary: Server, replica: Server) -> tuple[list[str], str]:
     """The commands MONITOR on `replica` shows while the primary takes three XADDs (two of
     them in the spellings a replica applies without the dispatcher), and the replica's XADD
     statistics line."""
@@ -210,7 +210,7 @@ def _monitored_xadds(primary: Proc, replica: Proc) -> tuple[list[str], str]:
     return [line for line in seen if line != "SELECT 0"], f"calls={stats['calls']} failed={stats['failed_calls']}"
 
 
-def test_monitor_on_a_replica_shows_the_primarys_writes_as_redis_does(trio: tuple[Proc, Proc, Proc]) -> None:
+def test_monitor_on_a_replica_shows_the_primarys_writes_as_redis_does(trio: tuple[Server, Server, Server]) -> None:
     primary, replica, _ = trio
     oracle = start_redis("--repl-diskless-sync-delay", "0")
     oracle_replica = start_redis("--replicaof", "127.0.0.1", str(oracle.port))
@@ -224,7 +224,7 @@ def test_monitor_on_a_replica_shows_the_primarys_writes_as_redis_does(trio: tupl
     assert _monitored_xadds(primary, replica) == expected
 
 
-def test_a_replica_sharing_its_cpu_with_a_busy_process_applies_in_slices(trio: tuple[Proc, Proc, Proc]) -> None:
+def test_a_replica_sharing_its_cpu_with_a_busy_process_applies_in_slices(trio: tuple[Server, Server, Server]) -> None:
     primary, a, b = trio
     # Replica a's event-loop thread (its main thread) and two spinning processes pinned to
     # one CPU: kept busy by a steady stream of pipelined XADDs, a waits for that CPU about as

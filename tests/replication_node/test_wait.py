@@ -12,7 +12,7 @@ import time
 import pytest
 import redis
 
-from tests.conftest import Proc
+from tests.conftest import Server
 from tests.replication_node.nodes import info, raw_client, start_node, stopped, wait_synced, wait_until
 
 WAIT_ON_REPLICA = (
@@ -34,7 +34,7 @@ def _timed(c: redis.Redis, *command: object) -> tuple[object, float]:
     return reply, time.monotonic() - started
 
 
-def test_wait_counts_the_replicas_that_acknowledged_the_clients_last_write(trio: tuple[Proc, Proc, Proc]) -> None:
+def test_wait_counts_the_replicas_that_acknowledged_the_clients_last_write(trio: tuple[Server, Server, Server]) -> None:
     primary, a, b = trio
     with raw_client(primary) as c:
         assert c.execute_command("WAIT", 2, 0) == 2  # nothing written yet: everyone has it
@@ -49,7 +49,7 @@ def test_wait_counts_the_replicas_that_acknowledged_the_clients_last_write(trio:
         assert c.execute_command("WAIT", 2, 5000) == 2
 
 
-def test_wait_ships_units_the_batch_interval_holds_back_at_once(trio: tuple[Proc, Proc, Proc]) -> None:
+def test_wait_ships_units_the_batch_interval_holds_back_at_once(trio: tuple[Server, Server, Server]) -> None:
     """repl-batch-interval (and repl-busy-batch-interval, on the same path) keeps a steady
     write load's units back for up to that long; WAIT does not wait for it. Judged on the
     primary's clock: the interval would ship the held units 1 s after the first flush, which
@@ -67,7 +67,7 @@ def test_wait_ships_units_the_batch_interval_holds_back_at_once(trio: tuple[Proc
     wait_synced(primary, a, b)
 
 
-def test_wait_without_replicas_times_out_with_zero(started: list[Proc]) -> None:
+def test_wait_without_replicas_times_out_with_zero(started: list[Server]) -> None:
     node = start_node()
     started.append(node)
     with raw_client(node) as c:
@@ -77,7 +77,7 @@ def test_wait_without_replicas_times_out_with_zero(started: list[Proc]) -> None:
         assert reply == 0 and took >= 0.15
 
 
-def test_wait_zero_blocks_until_a_replica_acknowledges(trio: tuple[Proc, Proc, Proc]) -> None:
+def test_wait_zero_blocks_until_a_replica_acknowledges(trio: tuple[Server, Server, Server]) -> None:
     primary, a, b = trio
     result: list[object] = []
     with raw_client(primary) as c, stopped(b):
@@ -91,7 +91,7 @@ def test_wait_zero_blocks_until_a_replica_acknowledges(trio: tuple[Proc, Proc, P
         assert result == [1]
 
 
-def test_wait_inside_multi_answers_at_once(trio: tuple[Proc, Proc, Proc]) -> None:
+def test_wait_inside_multi_answers_at_once(trio: tuple[Server, Server, Server]) -> None:
     primary, _, b = trio
     with raw_client(primary) as c, stopped(b):
         c.execute_command("XADD", "s", "*", "f", "v")
@@ -101,7 +101,7 @@ def test_wait_inside_multi_answers_at_once(trio: tuple[Proc, Proc, Proc]) -> Non
         assert pipe.execute() == [1]
 
 
-def test_wait_on_a_replica_and_bad_arguments_are_refused(trio: tuple[Proc, Proc, Proc]) -> None:
+def test_wait_on_a_replica_and_bad_arguments_are_refused(trio: tuple[Server, Server, Server]) -> None:
     primary, a, _ = trio
     with raw_client(a) as c, pytest.raises(redis.ResponseError, match=f"^{re.escape(WAIT_ON_REPLICA)}$"):
         c.execute_command("WAIT", "nonsense", 0)  # the role is checked first, as in Redis
@@ -112,7 +112,7 @@ def test_wait_on_a_replica_and_bad_arguments_are_refused(trio: tuple[Proc, Proc,
             c.execute_command("WAIT", 1, -1)
 
 
-def test_min_replicas_to_write_refuses_writes_until_enough_replicas_are_good(trio: tuple[Proc, Proc, Proc]) -> None:
+def test_min_replicas_to_write_refuses_writes_until_enough_replicas_are_good(trio: tuple[Server, Server, Server]) -> None:
     primary, a, b = trio
     with raw_client(primary) as c:
         c.execute_command("CONFIG", "SET", "min-replicas-to-write", 2, "min-replicas-max-lag", 2)
@@ -149,7 +149,7 @@ def test_min_replicas_to_write_refuses_writes_until_enough_replicas_are_good(tri
     wait_synced(primary, a, b)
 
 
-def test_waitaof_counts_local_and_replica_fsyncs(started: list[Proc]) -> None:
+def test_waitaof_counts_local_and_replica_fsyncs(started: list[Server]) -> None:
     primary = start_node("--appendonly", "yes", "--appendfsync", "always")
     started.append(primary)
     replica = start_node("--appendonly", "yes", replicaof=primary)

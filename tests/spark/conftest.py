@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 import redis
 
-from tests.conftest import ROOT, Proc
+from tests.conftest import ROOT, Server
 from tests.replication_node.nodes import start_node, stop_all, wait_synced
 
 os.environ["PYSPARK_PYTHON"] = sys.executable
@@ -56,18 +56,18 @@ def spark() -> Iterator[Any]:
 
 
 @pytest.fixture(params=["rill", "redis"])
-def server(request: pytest.FixtureRequest, rill_node: Proc, redis_server: Proc) -> Iterator[Proc]:
+def server(request: pytest.FixtureRequest, rill_node: Server, redis_server: Server) -> Iterator[Server]:
     """The shared Rill node or redis-server, flushed: read tests run against both."""
-    proc: Proc = rill_node if request.param == "rill" else redis_server
+    proc: Server = rill_node if request.param == "rill" else redis_server
     with proc.client() as client:
         client.flushall()
     yield proc
 
 
 @pytest.fixture(scope="module")
-def rill_trio() -> Iterator[list[Proc]]:
+def rill_trio() -> Iterator[list[Server]]:
     """A Rill primary and two replicas (in that order), for the module."""
-    started: list[Proc] = []
+    started: list[Server] = []
     try:
         primary = start_node()
         started.append(primary)
@@ -78,7 +78,7 @@ def rill_trio() -> Iterator[list[Proc]]:
         stop_all(started)
 
 
-def url(proc: Proc) -> str:
+def url(proc: Server) -> str:
     return f"redis://127.0.0.1:{proc.port}/0"
 
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 import redis
 
-from tests.conftest import ROOT, Proc, free_port, start_rill, wait_for_port
+from tests.conftest import ROOT, Server, free_port, start_rill, wait_for_port
 from tests.replication_node.netproxy import NodeProxy
 
 SERVICE = "rill"
@@ -37,7 +37,7 @@ class Member:
     ip: str  # the proxy's address: what the node announces and everyone else dials
     dir: str
     proxy: NodeProxy
-    proc: Proc | None = None
+    proc: Server | None = None
 
     @property
     def address(self) -> str:

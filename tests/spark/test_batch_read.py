@@ -10,18 +10,18 @@ from typing import Any
 import pytest
 
 from pipeline import ids
-from tests.conftest import Proc
+from tests.conftest import Server
 from tests.spark.conftest import fill, url
 
 
-def _read(spark: Any, proc: Proc, **options: str) -> Any:
+def _read(spark: Any, proc: Server, **options: str) -> Any:
     reader = spark.read.format("rill").option("url", url(proc))
     for key, value in options.items():
         reader = reader.option(key, value)
     return reader.load()
 
 
-def test_round_trip_over_several_partitions(spark: Any, server: Proc) -> None:
+def test_round_trip_over_several_partitions(spark: Any, server: Server) -> None:
     with server.client() as c:
         orders = fill(c, "orders", 700, spread=True, item="book")
         payments = fill(c, "payments", 300, spread=True)
@@ -41,7 +41,7 @@ def test_round_trip_over_several_partitions(spark: Any, server: Proc) -> None:
             Counter(tuple(sorted({k.encode(): v.encode() for k, v in r.fields.items()}.items())) for r in rows)
 
 
-def test_user_schema_picks_typed_fields(spark: Any, server: Proc) -> None:
+def test_user_schema_picks_typed_fields(spark: Any, server: Server) -> None:
     with server.client() as c:
         c.xadd("events", {"user": "ann", "clicks": "3", "price": "9.5", "ok": "true",
                           "at": "2024-05-01T10:00:00Z"})
@@ -55,7 +55,7 @@ def test_user_schema_picks_typed_fields(spark: Any, server: Proc) -> None:
     assert [r.at.timestamp() for r in rows] == [1714557600.0, 1714557600.0]
 
 
-def test_a_value_of_the_wrong_type_names_the_entry(spark: Any, server: Proc) -> None:
+def test_a_value_of_the_wrong_type_names_the_entry(spark: Any, server: Server) -> None:
     with server.client() as c:
         bad = c.xadd("events", {"clicks": "many"}).decode()
     df = spark.read.format("rill").schema("clicks int").option("url", url(server)).option("streams", "events").load()
@@ -63,7 +63,7 @@ def test_a_value_of_the_wrong_type_names_the_entry(spark: Any, server: Proc) -> 
         df.collect()
 
 
-def test_offsets_are_inclusive_unless_marked_exclusive(spark: Any, server: Proc) -> None:
+def test_offsets_are_inclusive_unless_marked_exclusive(spark: Any, server: Server) -> None:
     with server.client() as c:
         entry_ids = fill(c, "s", 10)
 
@@ -78,7 +78,7 @@ def test_offsets_are_inclusive_unless_marked_exclusive(spark: Any, server: Proc)
     assert read(startingOffsets=json.dumps({"s": "(" + entry_ids[-1]})) == []
 
 
-def test_bad_options_fail_before_any_task(spark: Any, server: Proc) -> None:
+def test_bad_options_fail_before_any_task(spark: Any, server: Server) -> None:
     with pytest.raises(Exception, match="option streams is required"):
         spark.read.format("rill").option("url", url(server)).load().collect()
     with pytest.raises(Exception, match="option partitionsPerStream must be between 1 and 1024, got 0"):

@@ -13,28 +13,28 @@ from typing import Any
 import pytest
 import redis
 
-from tests.conftest import Proc
+from tests.conftest import Server
 from tests.replication_node.nodes import stopped, wait_synced
 from tests.spark.conftest import fill, run_available_now, url
 from tests.spark.test_stream_read import Batches
 
 
 @pytest.fixture
-def cluster(rill_trio: list[Proc]) -> list[Proc]:
+def cluster(rill_trio: list[Server]) -> list[Server]:
     with rill_trio[0].client() as c:
         c.flushall()
     wait_synced(*rill_trio)
     return rill_trio
 
 
-def _ids(spark: Any, primary: Proc, **options: str) -> list[str]:
+def _ids(spark: Any, primary: Server, **options: str) -> list[str]:
     reader = spark.read.format("rill").option("url", url(primary)).option("streams", "s")
     for key, value in options.items():
         reader = reader.option(key, value)
     return sorted(r.id for r in reader.load().select("id").collect())
 
 
-def test_a_batch_read_leaves_out_what_only_the_primary_holds(spark: Any, cluster: list[Proc]) -> None:
+def test_a_batch_read_leaves_out_what_only_the_primary_holds(spark: Any, cluster: list[Server]) -> None:
     primary, a, b = cluster
     with primary.client() as c:
         held = fill(c, "s", 5)
@@ -49,7 +49,7 @@ def test_a_batch_read_leaves_out_what_only_the_primary_holds(spark: Any, cluster
             time.sleep(0.5)
 
 
-def test_a_streaming_read_waits_for_the_majority(spark: Any, cluster: list[Proc], checkpoint: str) -> None:
+def test_a_streaming_read_waits_for_the_majority(spark: Any, cluster: list[Server], checkpoint: str) -> None:
     primary, a, b = cluster
     options = {"url": url(primary), "streams": "s", "startingOffsets": "earliest"}
     with primary.client() as c:
@@ -62,7 +62,7 @@ def test_a_streaming_read_waits_for_the_majority(spark: Any, cluster: list[Proc]
         assert batches.all == held
 
 
-def test_a_write_no_replica_confirms_fails_unless_asked_not_to_wait(spark: Any, cluster: list[Proc]) -> None:
+def test_a_write_no_replica_confirms_fails_unless_asked_not_to_wait(spark: Any, cluster: list[Server]) -> None:
     primary, a, b = cluster
     df = spark.createDataFrame([(str(n),) for n in range(5)], "n string").coalesce(1)
 
@@ -83,7 +83,7 @@ def test_a_write_no_replica_confirms_fails_unless_asked_not_to_wait(spark: Any, 
     write()  # the replicas are back: confirmed
 
 
-def test_queries_sharing_a_group_get_consumers_of_their_own(spark: Any, cluster: list[Proc], tmp_path: Any) -> None:
+def test_queries_sharing_a_group_get_consumers_of_their_own(spark: Any, cluster: list[Server], tmp_path: Any) -> None:
     primary = cluster[0]
     options = {"url": url(primary), "streams": "jobs", "group": "g", "startingOffsets": "earliest"}
     with primary.client() as c:
@@ -96,12 +96,12 @@ def test_queries_sharing_a_group_get_consumers_of_their_own(spark: Any, cluster:
     assert len(prefixes) == 2 and all(p.startswith("spark-") for p in prefixes), names
 
 
-def _xrange_calls(proc: Proc) -> int:
+def _xrange_calls(proc: Server) -> int:
     with proc.client() as c:
         return int(c.info("commandstats").get("cmdstat_xrange", {}).get("calls", 0))
 
 
-def test_a_filtered_batch_read_fetches_only_its_range(spark: Any, cluster: list[Proc]) -> None:
+def test_a_filtered_batch_read_fetches_only_its_range(spark: Any, cluster: list[Server]) -> None:
     from pyspark.sql import functions as F
 
     primary = cluster[0]
@@ -123,7 +123,7 @@ def test_a_filtered_batch_read_fetches_only_its_range(spark: Any, cluster: list[
     assert _xrange_calls(primary) - before <= 4
 
 
-def test_streams_pattern_and_min_offsets_per_trigger(spark: Any, cluster: list[Proc], checkpoint: str) -> None:
+def test_streams_pattern_and_min_offsets_per_trigger(spark: Any, cluster: list[Server], checkpoint: str) -> None:
     primary = cluster[0]
     with primary.client() as c:
         a = fill(c, "ev:a", 3)
@@ -140,7 +140,7 @@ def test_streams_pattern_and_min_offsets_per_trigger(spark: Any, cluster: list[P
         assert sorted(batches.all) == sorted(a + b + later)
 
 
-def test_min_offsets_per_trigger_waits_for_enough_entries(spark: Any, cluster: list[Proc], checkpoint: str) -> None:
+def test_min_offsets_per_trigger_waits_for_enough_entries(spark: Any, cluster: list[Server], checkpoint: str) -> None:
     primary = cluster[0]
     seen: list[int] = []
     with primary.client() as c:
@@ -164,7 +164,7 @@ def test_min_offsets_per_trigger_waits_for_enough_entries(spark: Any, cluster: l
 
 
 @pytest.mark.parametrize("fault", ["xdel", "deleted-stream"])
-def test_data_loss_of_unread_entries_is_reported(spark: Any, cluster: list[Proc], checkpoint: str, fault: str) -> None:
+def test_data_loss_of_unread_entries_is_reported(spark: Any, cluster: list[Server], checkpoint: str, fault: str) -> None:
     primary = cluster[0]
     options = {"url": url(primary), "streams": "s", "startingOffsets": "earliest"}
     with primary.client() as c:
@@ -187,7 +187,7 @@ def test_data_loss_of_unread_entries_is_reported(spark: Any, cluster: list[Proc]
         assert lenient.all == []
 
 
-def test_redis_server_reads_everything_and_writes_at_once(spark: Any, redis_server: Proc) -> None:
+def test_redis_server_reads_everything_and_writes_at_once(spark: Any, redis_server: Server) -> None:
     with redis_server.client() as c:
         c.flushall()
         entries = fill(c, "s", 4)
@@ -200,7 +200,7 @@ def test_redis_server_reads_everything_and_writes_at_once(spark: Any, redis_serv
         assert c.xlen("w") == 1
 
 
-def test_the_history_check_after_a_failover(cluster: list[Proc]) -> None:
+def test_the_history_check_after_a_failover(cluster: list[Server]) -> None:
     """planning.vouch, which a batch planned in a new replication history runs for each
     stream's last read entry, on real nodes: the entry as read, another one under its ID, a
     history that ends before it (on a primary: lost; on a replica: not reached yet), and an

@@ -15,7 +15,7 @@ from collections import Counter
 
 import redis
 
-from tests.conftest import ROOT, Proc
+from tests.conftest import ROOT, Server
 
 WINDOW_MS = 10_000
 WATERMARK_MS = 10_000
@@ -65,7 +65,7 @@ def _ms(iso: str) -> int:
     return int(datetime.datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp() * 1000)
 
 
-def test_every_event_is_counted_exactly_once(rill_trio: list[Proc]) -> None:
+def test_every_event_is_counted_exactly_once(rill_trio: list[Server]) -> None:
     primary, a, b = rill_trio
     done = _run("--url", f"redis://127.0.0.1:{primary.port}/0", "--replica-url", f"redis://127.0.0.1:{a.port}/0",
                 "--replica-url", f"redis://127.0.0.1:{b.port}/0")

@@ -8,12 +8,12 @@ from typing import Any
 import pytest
 import redis
 
-from tests.conftest import Proc
+from tests.conftest import Server
 from tests.spark.conftest import fill, run_available_now, url
 from tests.spark.test_stream_read import Batches
 
 
-def _options(server: Proc, **more: str) -> dict[str, str]:
+def _options(server: Server, **more: str) -> dict[str, str]:
     return {"url": url(server), "streams": "jobs", "group": "spark-jobs", "consumer": "w",
             "startingOffsets": "earliest", **more}
 
@@ -22,7 +22,7 @@ def _pending(client: redis.Redis) -> int:
     return int(client.xpending("jobs", "spark-jobs")["pending"])
 
 
-def test_group_mode_reads_every_entry_once_and_acks_committed_batches(spark: Any, server: Proc,
+def test_group_mode_reads_every_entry_once_and_acks_committed_batches(spark: Any, server: Server,
                                                                       checkpoint: str) -> None:
     with server.client() as c:
         first = fill(c, "jobs", 25)
@@ -43,7 +43,7 @@ def test_group_mode_reads_every_entry_once_and_acks_committed_batches(spark: Any
         assert _pending(c) == 3
 
 
-def test_group_mode_delivers_a_failed_batch_again(spark: Any, server: Proc, checkpoint: str) -> None:
+def test_group_mode_delivers_a_failed_batch_again(spark: Any, server: Server, checkpoint: str) -> None:
     with server.client() as c:
         entries = fill(c, "jobs", 10)
 

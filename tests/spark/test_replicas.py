@@ -15,13 +15,13 @@ from typing import Any
 import pytest
 import redis
 
-from tests.conftest import Proc, free_port, start_redis, wait_for_port
+from tests.conftest import Server, free_port, start_redis, wait_for_port
 from tests.replication_node.nodes import start_node
 from tests.spark.conftest import fill, run_available_now, url
 from tests.spark.test_stream_read import Batches
 
 
-def _calls(proc: Proc, command: str) -> int:
+def _calls(proc: Server, command: str) -> int:
     with proc.client() as c:
         stats = c.info("commandstats")
     return int(stats.get(f"cmdstat_{command}", {}).get("calls", 0))
@@ -50,7 +50,7 @@ class Cluster:
 class SentinelProc:
     """Debian's redis-sentinel monitoring `primary` as "rillmaster"."""
 
-    def __init__(self, primary: Proc) -> None:
+    def __init__(self, primary: Server) -> None:
         binary = shutil.which("redis-sentinel")
         if binary is None:
             pytest.fail("redis-sentinel is not installed: `make spark-deps` installs Debian's redis-sentinel")

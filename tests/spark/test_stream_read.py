@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import Proc
+from tests.conftest import Server
 from tests.spark.conftest import fill, run_available_now, url
 
 
@@ -30,7 +30,7 @@ class Batches:
         return [i for b in self.ids for i in b]
 
 
-def test_max_entries_per_trigger_sizes_the_batches(spark: Any, server: Proc, checkpoint: str) -> None:
+def test_max_entries_per_trigger_sizes_the_batches(spark: Any, server: Server, checkpoint: str) -> None:
     with server.client() as c:
         a = fill(c, "a", 15, spread=True)
         b = fill(c, "b", 10, start=5, spread=True)  # b's entries interleave a's in time
@@ -44,7 +44,7 @@ def test_max_entries_per_trigger_sizes_the_batches(spark: Any, server: Proc, che
     assert sorted(batches.all) == sorted(a + b)
 
 
-def test_restart_from_checkpoint_continues_without_gap_or_duplicate(spark: Any, server: Proc,
+def test_restart_from_checkpoint_continues_without_gap_or_duplicate(spark: Any, server: Server,
                                                                     checkpoint: str) -> None:
     options = {"url": url(server), "streams": "s", "startingOffsets": "earliest", "maxEntriesPerTrigger": "7"}
     with server.client() as c:
@@ -59,7 +59,7 @@ def test_restart_from_checkpoint_continues_without_gap_or_duplicate(spark: Any, 
     assert run2.all == second  # exactly after the last committed batch
 
 
-def test_starting_offsets_latest_reads_only_new_entries(spark: Any, server: Proc, checkpoint: str) -> None:
+def test_starting_offsets_latest_reads_only_new_entries(spark: Any, server: Server, checkpoint: str) -> None:
     with server.client() as c:
         fill(c, "s", 5)
         batches = Batches()
@@ -71,7 +71,7 @@ def test_starting_offsets_latest_reads_only_new_entries(spark: Any, server: Proc
 
 
 @pytest.mark.parametrize("fail_on_data_loss", [True, False])
-def test_entries_trimmed_after_the_committed_offset(spark: Any, server: Proc, checkpoint: str,
+def test_entries_trimmed_after_the_committed_offset(spark: Any, server: Server, checkpoint: str,
                                                    fail_on_data_loss: bool) -> None:
     options = {"url": url(server), "streams": "s", "startingOffsets": "earliest",
                "failOnDataLoss": str(fail_on_data_loss).lower()}
@@ -90,7 +90,7 @@ def test_entries_trimmed_after_the_committed_offset(spark: Any, server: Proc, ch
             assert batches.all == later[15:]
 
 
-def test_trimming_read_entries_is_no_data_loss(spark: Any, server: Proc, checkpoint: str) -> None:
+def test_trimming_read_entries_is_no_data_loss(spark: Any, server: Server, checkpoint: str) -> None:
     """Within a run the reader knows how many entries it has read, so trimming the entries
     it read, its committed one included, is told apart from losing unread ones."""
     options = {"url": url(server), "streams": "s", "startingOffsets": "earliest", "maxEntriesPerTrigger": "4"}

@@ -14,7 +14,7 @@ import redis
 
 from pipeline import RillDataSource, idempotence, write
 from pipeline.options import OptionError
-from tests.conftest import Proc
+from tests.conftest import Server
 from tests.spark import flaky
 from tests.spark.conftest import fill, url
 
@@ -23,7 +23,7 @@ def _entries(client: redis.Redis, stream: str) -> list[dict[str, str]]:
     return [{k.decode(): v.decode() for k, v in fields.items()} for _, fields in client.xrange(stream)]
 
 
-def test_fields_from_columns_and_the_target_from_a_column(spark: Any, server: Proc) -> None:
+def test_fields_from_columns_and_the_target_from_a_column(spark: Any, server: Server) -> None:
     at = datetime.datetime(2024, 5, 1, 10, 0, tzinfo=datetime.UTC)
     df = spark.createDataFrame(
         [("clicks", "ann", 3, at, None), ("views", "bob", 5, at, "x"), ("clicks", "cy", None, None, "y")],
@@ -38,7 +38,7 @@ def test_fields_from_columns_and_the_target_from_a_column(spark: Any, server: Pr
         assert _entries(c, "views") == [{"user": "bob", "count": "5", "at": "2024-05-01T10:00:00Z", "tag": "x"}]
 
 
-def test_a_fields_map_column_and_maxlen(spark: Any, server: Proc) -> None:
+def test_a_fields_map_column_and_maxlen(spark: Any, server: Server) -> None:
     df = spark.createDataFrame([({"n": str(n), "kind": "a"},) for n in range(12)], "fields map<string,string>")
     df.coalesce(1).write.format("rill").option("url", url(server)).option("stream", "capped") \
         .option("maxlen", "=5").mode("append").save()
@@ -46,7 +46,7 @@ def test_a_fields_map_column_and_maxlen(spark: Any, server: Proc) -> None:
         assert [e["n"] for e in _entries(c, "capped")] == ["7", "8", "9", "10", "11"]
 
 
-def test_overwrite_and_a_missing_target_are_refused(spark: Any, server: Proc) -> None:
+def test_overwrite_and_a_missing_target_are_refused(spark: Any, server: Server) -> None:
     df = spark.createDataFrame([("v",)], "f string")
     with pytest.raises(Exception, match="append-only"):
         df.write.format("rill").option("url", url(server)).option("stream", "s").mode("overwrite").save()
@@ -54,7 +54,7 @@ def test_overwrite_and_a_missing_target_are_refused(spark: Any, server: Proc) ->
         df.write.format("rill").option("url", url(server)).mode("append").save()
 
 
-def _stream_copy(spark: Any, server: Proc, checkpoint: str, fmt: str, **writer_options: str) -> None:
+def _stream_copy(spark: Any, server: Server, checkpoint: str, fmt: str, **writer_options: str) -> None:
     query = (spark.readStream.format("rill").option("url", url(server)).option("streams", "src")
              .option("startingOffsets", "earliest").load()
              .writeStream.format(fmt).option("url", url(server)).option("stream", "dst")
@@ -69,14 +69,14 @@ def _stream_copy(spark: Any, server: Proc, checkpoint: str, fmt: str, **writer_o
             started.stop()
 
 
-def test_streaming_write_copies_a_stream(spark: Any, server: Proc, checkpoint: str) -> None:
+def test_streaming_write_copies_a_stream(spark: Any, server: Server, checkpoint: str) -> None:
     with server.client() as c:
         fill(c, "src", 30, kind="event")
         _stream_copy(spark, server, checkpoint, "rill")
         assert _entries(c, "dst") == _entries(c, "src")  # one partition: order kept too
 
 
-def idmp_supported(proc: Proc) -> bool:
+def idmp_supported(proc: Server) -> bool:
     """What the writer will find, cross-checked with COMMAND INFO: a probe that wrongly said
     "no" would turn the exactly-once test below into a fallback test forever."""
     with proc.client() as c:
@@ -88,7 +88,7 @@ def idmp_supported(proc: Proc) -> bool:
 
 
 @pytest.mark.idmp
-def test_retried_task_adds_nothing_twice(spark: Any, server: Proc, checkpoint: str) -> None:
+def test_retried_task_adds_nothing_twice(spark: Any, server: Server, checkpoint: str) -> None:
     """A write task fails on its first attempt after 40 of its 100 XADDs went out; Spark runs it
     again. A server with IDMP keeps exactly the 100 entries; one without gets the 40 again,
     which is the documented at-least-once fallback."""
@@ -105,7 +105,7 @@ def test_retried_task_adds_nothing_twice(spark: Any, server: Proc, checkpoint: s
         assert sorted(written[:40], key=int) == [str(n) for n in range(40)]  # the first attempt's 40
 
 
-def _writer(server: Proc, **options: str) -> Any:
+def _writer(server: Server, **options: str) -> Any:
     from pyspark.sql.types import StringType, StructField, StructType
 
     schema = StructType([StructField("f", StringType())])
@@ -113,7 +113,7 @@ def _writer(server: Proc, **options: str) -> Any:
     return source.streamWriter(schema, False)
 
 
-def test_the_writer_says_when_writes_are_only_at_least_once(spark: Any, server: Proc,
+def test_the_writer_says_when_writes_are_only_at_least_once(spark: Any, server: Server,
                                                           caplog: pytest.LogCaptureFixture) -> None:
     write._warned.clear()  # the warning comes once per node and process
     with caplog.at_level(logging.INFO, logger="pipeline.rill"):

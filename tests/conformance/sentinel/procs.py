@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -18,8 +17,7 @@ from typing import Any
 
 import pytest
 
-from bench.procs import free_port
-from tests.conftest import wait_for_port
+from bench.procs import Server, free_port, wait_for_port
 
 
 def binary(name: str) -> str:
@@ -31,9 +29,9 @@ def binary(name: str) -> str:
 
 @dataclass
 class Cluster:
-    """What a test started: processes by name, their ports and directories."""
+    """What a test started: servers by name, their ports and directories."""
 
-    procs: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+    servers: dict[str, Server] = field(default_factory=dict)
     ports: dict[str, int] = field(default_factory=dict)
     dirs: dict[str, str] = field(default_factory=dict)
 
@@ -52,7 +50,7 @@ class Cluster:
                     "--dir", d, *log]
         if replica_of is not None:
             args += ["--replicaof", "127.0.0.1", str(self.ports[replica_of])]
-        self._start(name, port, d, args)
+        self._start(name, kind, port, d, args)
         return port
 
     def sentinel(self, name: str, conf: str | Callable[[int, str], str], kind: str = "redis") -> int:
@@ -65,7 +63,7 @@ class Cluster:
         with open(path, "w") as f:
             f.write(text)
         program = [binary("redis-sentinel")] if kind == "redis" else [sys.executable, "-m", "node.main", "sentinel"]
-        self._start(name, port, d, [*program, path])
+        self._start(name, f"{kind}-sentinel", port, d, [*program, path])
         return port
 
     def rill_sentinel(self, name: str, conf: str | Callable[[int, str], str]) -> int:
@@ -73,14 +71,13 @@ class Cluster:
 
     def restart(self, name: str) -> None:
         """Start a stopped process again with the same arguments (same port, directory)."""
-        old = self.procs[name]
-        args = [str(a) for a in old.args]  # type: ignore[union-attr]
-        self._start(name, self.ports[name], self.dirs[name], args)
+        old = self.servers[name]
+        self._start(name, old.kind, old.port, old.dir, old.args)
 
-    def _start(self, name: str, port: int, d: str, args: list[str]) -> None:
+    def _start(self, name: str, kind: str, port: int, d: str, args: list[str]) -> None:
         with open(os.path.join(d, "stderr.log"), "wb") as err:
             proc = subprocess.Popen(args, cwd=d, stdout=subprocess.DEVNULL, stderr=err)
-        self.procs[name], self.ports[name], self.dirs[name] = proc, port, d
+        self.servers[name], self.ports[name], self.dirs[name] = Server(kind, port, proc, d, args), port, d
         wait_for_port(port, proc, timeout=30.0)  # a Python process on a loaded machine starts slowly
 
     def conf_path(self, name: str) -> str:
@@ -91,28 +88,17 @@ class Cluster:
             return f.read()
 
     def kill(self, name: str) -> None:
-        proc = self.procs[name]
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        self.servers[name].kill()
 
     def pause(self, name: str) -> None:
-        self.procs[name].send_signal(signal.SIGSTOP)
+        self.servers[name].pause()
 
     def resume(self, name: str) -> None:
-        self.procs[name].send_signal(signal.SIGCONT)
+        self.servers[name].resume()
 
     def stop(self) -> None:
-        for proc in self.procs.values():
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGCONT)  # a stopped process cannot act on SIGTERM
-                proc.terminate()
-        for proc in self.procs.values():
-            try:
-                proc.wait(10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        for server in self.servers.values():
+            server.stop(10)
         for d in self.dirs.values():
             shutil.rmtree(d, ignore_errors=True)
 
