@@ -59,6 +59,9 @@ class TlsCluster:
         return open(path, errors="replace").read() if os.path.exists(path) else ""
 
     def stop(self) -> None:
+        for server in self.servers.values():  # all told at once, then each waited for
+            if server.alive():
+                server.proc.terminate()
         for server in self.servers.values():
             server.stop(10)
         for d in self.dirs.values():

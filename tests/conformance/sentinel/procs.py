@@ -97,6 +97,10 @@ class Cluster:
         self.servers[name].resume()
 
     def stop(self) -> None:
+        for server in self.servers.values():  # all told at once, then each waited for
+            if server.alive():
+                server.resume()
+                server.proc.terminate()
         for server in self.servers.values():
             server.stop(10)
         for d in self.dirs.values():
