@@ -7,11 +7,12 @@ PSYNC FAILOVER handshake of the FAILOVER command."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 
 import pytest
 
 from replication import EpochHistory, NotAcknowledging, Refused
-from tests.replication.cluster import Node, eventually, nodes, run
+from tests.replication.cluster import FAST_REPLICA, Node, eventually, nodes, run
 from tests.replication.proxy import LinkProxy
 
 LEASE = 0.6
@@ -141,6 +142,40 @@ def test_replicas_fenced_by_a_newer_epoch_stop_acknowledging_and_the_lease_lapse
             for link in (link_a, link_b):
                 assert "STALEEPOCH" in (link.status().last_error or "")
                 assert not link.status().link_up
+
+    run(body())
+
+
+def test_a_replica_fenced_between_two_slices_applies_nothing_more_of_the_batch() -> None:
+    """With slicing on (repl-apply-slice-time), a FENCE that arrives
+    while a batch is being applied, in a loop turn between two of its slices, stops the rest."""
+
+    async def body() -> None:
+        async with nodes(2, fenced=True) as [primary, replica]:
+            await primary.promote(epoch=1)
+            assert replica.fence is not None
+            fence = replica.fence
+            link = replica.follow(primary.port, dataclasses.replace(FAST_REPLICA, apply_slice_seconds=1e-9),
+                                  contended=lambda: True)
+            end = primary.write_many(2)
+            await replica.caught_up(end)
+            apply = replica.machine.apply
+            slices: list[int] = []
+
+            def apply_then_fence(data: bytes, end_offset: int) -> None:
+                apply(data, end_offset)
+                slices.append(end_offset)
+                if len(slices) == 1:  # the FENCE 2 a sentinel sends, run before the next slice
+                    asyncio.get_running_loop().call_soon(fence.raise_to, 2)
+
+            replica.machine.apply = apply_then_fence  # type: ignore[method-assign]
+            # One batch of 20 units of 200 bytes: sliced (the link has timed no apply yet, the
+            # initial sync was a snapshot, so its first slice is 2 KB).
+            later = primary.write_many(20, size=200)
+            await eventually(lambda: "STALEEPOCH" in (link.status().last_error or ""))
+            assert slices == [replica.backlog.end], (slices, end, later)
+            assert end < replica.backlog.end < later, (end, replica.backlog.end, later)
+            assert replica.machine.offset == replica.backlog.end and 2 < len(replica.machine.records) < 22
 
     run(body())
 
