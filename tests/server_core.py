@@ -11,7 +11,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from bench.procs import free_port
-from node.commands.context import Session
+from node.commands.context import ClientSession
 from node.commands.table import CommandTable
 from node.config import Config
 from node.server.core import ServerCore
@@ -38,7 +38,7 @@ class RunningCore:
 @contextmanager
 def running_core(
     commands: CommandTable, mode: str = "standalone", setup: Callable[[ServerCore], None] | None = None,
-    on_shutdown: Callable[[Session | None, frozenset[str]], None] | None = None, **directives: str,
+    on_shutdown: Callable[[ClientSession | None, frozenset[str]], None] | None = None, **directives: str,
 ) -> Iterator[RunningCore]:
     """Starts a ServerCore with `commands` (`setup` may add sections...; `on_shutdown` is what
     SHUTDOWN calls) and stops it, clients closed, when the block ends."""

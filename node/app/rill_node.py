@@ -36,7 +36,7 @@ from node.app.info import add_node_sections, memory_stats
 from node.app.memory import MemoryAccounting
 from node.app.metrics import start_metrics
 from node.commands import load_all
-from node.commands.context import Admin, Clients, PubSub, Session, Watches
+from node.commands.context import Admin, Clients, ClientSession, PubSub, Watches
 from node.commands.table import CommandTable
 from node.config import Config
 from node.engine.keyspace import Keyspace
@@ -133,7 +133,7 @@ class RillNode:
     def reset_stats(self) -> None:
         self.server.reset_stats()
 
-    def request_shutdown(self, session: Session | None, flags: frozenset[str] = frozenset()) -> None:
+    def request_shutdown(self, session: ClientSession | None, flags: frozenset[str] = frozenset()) -> None:
         words = " ".join(["SHUTDOWN", *sorted(f.upper() for f in flags)])
         who = f"client id={session.id} addr={session.addr}" if session is not None else "the node"
         self.shutdown_reason = f"{words} from {who}"

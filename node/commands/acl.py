@@ -23,7 +23,7 @@ from node.commands.acl_rules import (
 )
 from node.commands.args import to_int
 from node.commands.client import client_line
-from node.commands.context import Session
+from node.commands.context import ClientSession
 from node.commands.helptext import help_reply, unknown_subcommand
 from node.commands.keyspecs import CATEGORY_BITS, describe
 from node.commands.reply import OK, CommandError, RSet
@@ -86,14 +86,14 @@ def denial_message(result: int, user: User, spec: CommandSpec, value: bytes, ver
     return "No permissions to access a %s" % what
 
 
-def log_denial(ctx: Session, result: int, context: int, obj: bytes, username: bytes | None = None) -> None:
+def log_denial(ctx: ClientSession, result: int, context: int, obj: bytes, username: bytes | None = None) -> None:
     """addACLLogEntry for the calling client."""
     now = ctx.now_ms()
-    ctx.node.acl.record(result, context, obj, ctx.user.name if username is None else username, now,
+    ctx.core.acl.record(result, context, obj, ctx.user.name if username is None else username, now,
                         client_line(ctx, now))
 
 
-def check_command(ctx: Session, spec: CommandSpec, argv: list[bytes]) -> str | None:
+def check_command(ctx: ClientSession, spec: CommandSpec, argv: list[bytes]) -> str | None:
     """processCommand's ACL check for a restricted user: None when allowed, else the NOPERM
     error (the refusal is logged)."""
     result, pos = ctx.user.check(spec, argv)
@@ -112,7 +112,7 @@ _EXEC_REASONS: Final = {
 }
 
 
-def check_queued_command(ctx: Session, spec: CommandSpec, argv: list[bytes]) -> str | None:
+def check_queued_command(ctx: ClientSession, spec: CommandSpec, argv: list[bytes]) -> str | None:
     """execCommand's check of each queued command, since the rules may have changed after
     it was queued."""
     result, pos = ctx.user.check(spec, argv)
@@ -129,11 +129,11 @@ def check_queued_command(ctx: Session, spec: CommandSpec, argv: list[bytes]) -> 
 
 
 @subcommand("acl", "setuser", -3, "admin noscript loading stale", summary="Creates and modifies an ACL user and its rules.")
-def acl_setuser(ctx: Session, argv: list[bytes]) -> Any:
+def acl_setuser(ctx: ClientSession, argv: list[bytes]) -> Any:
     name = argv[2]
     if has_spaces(name):
         raise CommandError("ERR Usernames can't contain spaces or null characters")
-    error = ctx.node.acl.set_user(name, argv[3:])
+    error = ctx.core.acl.set_user(name, argv[3:])
     if error is not None:
         # addReplyErrorSdsSafe: a rule's newlines must not break the reply.
         raise CommandError("ERR " + error.replace("\r", " ").replace("\n", " "))
@@ -141,10 +141,10 @@ def acl_setuser(ctx: Session, argv: list[bytes]) -> Any:
 
 
 @subcommand("acl", "deluser", -3, "admin noscript loading stale", summary="Deletes ACL users, and terminates their connections.")
-def acl_deluser(ctx: Session, argv: list[bytes]) -> Any:
+def acl_deluser(ctx: ClientSession, argv: list[bytes]) -> Any:
     if b"default" in argv[2:]:
         raise CommandError("ERR The 'default' user cannot be removed")
-    return ctx.node.acl.delete(argv[2:], ctx)
+    return ctx.core.acl.delete(argv[2:], ctx)
 
 
 def _selector_fields(selector: Selector) -> dict[bytes, Any]:
@@ -157,8 +157,8 @@ def _selector_fields(selector: Selector) -> dict[bytes, Any]:
 
 
 @subcommand("acl", "getuser", 3, "admin noscript loading stale", summary="Lists the ACL rules of a user.")
-def acl_getuser(ctx: Session, argv: list[bytes]) -> Any:
-    user = ctx.node.acl.users.get(argv[2])
+def acl_getuser(ctx: ClientSession, argv: list[bytes]) -> Any:
+    user = ctx.core.acl.users.get(argv[2])
     if user is None:
         return None
     reply: dict[bytes, Any] = {b"flags": RSet(user_flags(user)), b"passwords": list(user.passwords)}
@@ -168,43 +168,43 @@ def acl_getuser(ctx: Session, argv: list[bytes]) -> Any:
 
 
 @subcommand("acl", "list", 2, "admin noscript loading stale", summary="Dumps the effective rules in ACL file format.")
-def acl_list(ctx: Session, argv: list[bytes]) -> Any:
-    return [b"user " + u.name + b" " + u.describe() for u in users_in_order(ctx.node.acl.users.values())]
+def acl_list(ctx: ClientSession, argv: list[bytes]) -> Any:
+    return [b"user " + u.name + b" " + u.describe() for u in users_in_order(ctx.core.acl.users.values())]
 
 
 @subcommand("acl", "users", 2, "admin noscript loading stale", summary="Lists all ACL users.")
-def acl_users(ctx: Session, argv: list[bytes]) -> Any:
-    return [u.name for u in users_in_order(ctx.node.acl.users.values())]
+def acl_users(ctx: ClientSession, argv: list[bytes]) -> Any:
+    return [u.name for u in users_in_order(ctx.core.acl.users.values())]
 
 
 @subcommand("acl", "whoami", 2, "noscript loading stale", summary="Returns the authenticated username of the current connection.")
-def acl_whoami(ctx: Session, argv: list[bytes]) -> Any:
+def acl_whoami(ctx: ClientSession, argv: list[bytes]) -> Any:
     return ctx.user.name
 
 
 @subcommand("acl", "load", 2, "admin noscript loading stale", summary="Reloads the rules from the configured ACL file.")
-def acl_load(ctx: Session, argv: list[bytes]) -> Any:
-    path = ctx.node.config.get("aclfile")
+def acl_load(ctx: ClientSession, argv: list[bytes]) -> Any:
+    path = ctx.core.config.get("aclfile")
     if not path:
         raise CommandError(NO_ACL_FILE)
-    errors = ctx.node.acl.load_file(path)
+    errors = ctx.core.acl.load_file(path)
     if errors is not None:
         raise CommandError("ERR " + errors)
     return OK
 
 
 @subcommand("acl", "save", 2, "admin noscript loading stale", summary="Saves the effective ACL rules in the configured ACL file.")
-def acl_save(ctx: Session, argv: list[bytes]) -> Any:
-    path = ctx.node.config.get("aclfile")
+def acl_save(ctx: ClientSession, argv: list[bytes]) -> Any:
+    path = ctx.core.config.get("aclfile")
     if not path:
         raise CommandError(NO_ACL_FILE)
-    if not ctx.node.acl.save_file(path):
+    if not ctx.core.acl.save_file(path):
         raise CommandError("ERR There was an error trying to save the ACLs. Please check the server logs for more information")
     return OK
 
 
 @subcommand("acl", "cat", -2, "noscript loading stale", summary="Lists the ACL categories, or the commands inside a category.")
-def acl_cat(ctx: Session, argv: list[bytes]) -> Any:
+def acl_cat(ctx: ClientSession, argv: list[bytes]) -> Any:
     if len(argv) == 2:
         return category_list()
     if len(argv) != 3:
@@ -212,11 +212,11 @@ def acl_cat(ctx: Session, argv: list[bytes]) -> Any:
     bit = CATEGORY_BITS.get(argv[2].decode("utf-8", "replace").lower(), 0) if argv[2].isascii() else 0
     if not bit:
         raise CommandError("ERR Unknown category '%s'" % _text(argv[2])[:128])
-    return [spec.name.encode() for spec in ctx.node.acl.commands.all if describe(spec).categories & bit]
+    return [spec.name.encode() for spec in ctx.core.acl.commands.all if describe(spec).categories & bit]
 
 
 @subcommand("acl", "genpass", -2, "noscript loading stale", summary="Generates a pseudorandom, secure password that can be used to identify ACL users")
-def acl_genpass(ctx: Session, argv: list[bytes]) -> Any:
+def acl_genpass(ctx: ClientSession, argv: list[bytes]) -> Any:
     if len(argv) > 3:
         raise CommandError(unknown_subcommand(argv))
     bits = 256
@@ -235,10 +235,10 @@ def acl_genpass(ctx: Session, argv: list[bytes]) -> Any:
 
 
 @subcommand("acl", "log", -2, "admin noscript loading stale", summary="Lists recent security events generated due to ACL rules.")
-def acl_log(ctx: Session, argv: list[bytes]) -> Any:
+def acl_log(ctx: ClientSession, argv: list[bytes]) -> Any:
     if len(argv) > 3:
         raise CommandError(unknown_subcommand(argv))
-    acl = ctx.node.acl
+    acl = ctx.core.acl
     count = 10
     if len(argv) == 3:
         if argv[2].lower() == b"reset":
@@ -276,12 +276,12 @@ def _lookup(table: CommandTable, argv: list[bytes]) -> CommandSpec | None:
 
 @subcommand("acl", "dryrun", -4, "admin noscript loading stale",
             summary="Simulates the execution of a command by a user, without executing the command.")
-def acl_dryrun(ctx: Session, argv: list[bytes]) -> Any:
-    user = ctx.node.acl.users.get(argv[2])
+def acl_dryrun(ctx: ClientSession, argv: list[bytes]) -> Any:
+    user = ctx.core.acl.users.get(argv[2])
     if user is None:
         raise CommandError("ERR User '%s' not found" % _text(argv[2]))
     target = argv[3:]
-    spec = _lookup(ctx.node.commands, target)
+    spec = _lookup(ctx.core.commands, target)
     if spec is None:
         raise CommandError("ERR Command '%s' not found" % _text(argv[3]))
     if not spec.arity_ok(len(target)):
@@ -293,5 +293,5 @@ def acl_dryrun(ctx: Session, argv: list[bytes]) -> Any:
 
 
 @subcommand("acl", "help", 2, "loading stale", summary="Returns helpful text about the different subcommands.")
-def acl_help(ctx: Session, argv: list[bytes]) -> Any:
+def acl_help(ctx: ClientSession, argv: list[bytes]) -> Any:
     return help_reply(argv[0], _HELP)

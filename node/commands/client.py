@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from typing import Any, Final
 
 from node.commands.args import SYNTAX_ERROR, parse_int, to_int
-from node.commands.context import Session
+from node.commands.context import ClientSession, Session
 from node.commands.helptext import help_reply, unknown_subcommand
 from node.commands.reply import OK, CommandError, ReplyError, Verbatim
 from node.commands.table import container, subcommand
@@ -82,7 +82,7 @@ UNBLOCKED_ERROR: Final = "UNBLOCKED client unblocked via CLIENT UNBLOCK"
 # -- the CLIENT LIST line -------------------------------------------------------------------
 
 
-def client_type(session: Session) -> str:
+def client_type(session: ClientSession) -> str:
     """getClientType: a MONITOR client counts as normal even though Redis flags it a replica."""
     flags = session.flags
     if "master" in flags:
@@ -94,7 +94,7 @@ def client_type(session: Session) -> str:
     return "normal"
 
 
-def _flag_string(session: Session) -> str:
+def _flag_string(session: ClientSession) -> str:
     """The single-letter flags of CLIENT LIST, in Redis's order (catClientInfoString)."""
     flags = session.flags
     letters = []
@@ -110,7 +110,7 @@ def _flag_string(session: Session) -> str:
         letters.append("x")
     if "blocked" in flags:
         letters.append("b")
-    if session.watch_dirty:
+    if isinstance(session, Session) and session.watch_dirty:
         letters.append("d")
     if session.closing:
         letters.append("c")
@@ -123,7 +123,7 @@ def _flag_string(session: Session) -> str:
     return "".join(letters) or "N"
 
 
-def client_line(session: Session, now_ms: int) -> str:
+def client_line(session: ClientSession, now_ms: int) -> str:
     """One line of CLIENT LIST / CLIENT INFO, without the trailing newline."""
     age = (now_ms - session.created_ms) // 1000
     idle = (now_ms - session.last_interaction_ms) // 1000
@@ -147,13 +147,13 @@ def _text(raw: bytes) -> str:
     return raw.decode("ascii", "replace")
 
 
-def _lines_reply(sessions: Iterable[Session], now_ms: int) -> Verbatim:
+def _lines_reply(sessions: Iterable[ClientSession], now_ms: int) -> Verbatim:
     body = "".join(client_line(s, now_ms) + "\n" for s in sessions)
     return Verbatim("txt", body.encode())
 
 
-def _sorted_sessions(ctx: Session) -> list[Session]:
-    return sorted(ctx.node.clients.sessions(), key=lambda s: s.id)
+def _sorted_sessions(ctx: ClientSession) -> list[ClientSession]:
+    return sorted(ctx.core.clients.sessions(), key=lambda s: s.id)
 
 
 def _valid_attribute(value: bytes) -> bool:
@@ -165,12 +165,12 @@ def _valid_attribute(value: bytes) -> bool:
 
 
 @subcommand("client", "id", 2, "noscript loading stale", summary="Returns the unique client ID of the connection.")
-def client_id(ctx: Session, argv: list[bytes]) -> Any:
+def client_id(ctx: ClientSession, argv: list[bytes]) -> Any:
     return ctx.id
 
 
 @subcommand("client", "setname", 3, "noscript loading stale", summary="Sets the connection name.")
-def client_setname(ctx: Session, argv: list[bytes]) -> Any:
+def client_setname(ctx: ClientSession, argv: list[bytes]) -> Any:
     name = argv[2]
     if not _valid_attribute(name):
         raise CommandError("ERR Client names cannot contain spaces, newlines or special characters.")
@@ -179,12 +179,12 @@ def client_setname(ctx: Session, argv: list[bytes]) -> Any:
 
 
 @subcommand("client", "getname", 2, "noscript loading stale", summary="Returns the name of the connection.")
-def client_getname(ctx: Session, argv: list[bytes]) -> Any:
+def client_getname(ctx: ClientSession, argv: list[bytes]) -> Any:
     return ctx.name or None
 
 
 @subcommand("client", "setinfo", 4, "noscript loading stale", summary="Sets information specific to the client or connection.")
-def client_setinfo(ctx: Session, argv: list[bytes]) -> Any:
+def client_setinfo(ctx: ClientSession, argv: list[bytes]) -> Any:
     attr = argv[2].lower()
     if attr not in (b"lib-name", b"lib-ver"):
         raise CommandError("ERR Unrecognized option '%s'" % argv[2].decode("utf-8", "replace"))
@@ -200,12 +200,12 @@ def client_setinfo(ctx: Session, argv: list[bytes]) -> Any:
 
 
 @subcommand("client", "info", 2, "noscript loading stale", summary="Returns information about the connection.")
-def client_info(ctx: Session, argv: list[bytes]) -> Any:
+def client_info(ctx: ClientSession, argv: list[bytes]) -> Any:
     return Verbatim("txt", (client_line(ctx, ctx.now_ms()) + "\n").encode())
 
 
 @subcommand("client", "list", -2, "admin noscript loading stale", summary="Lists open connections.")
-def client_list(ctx: Session, argv: list[bytes]) -> Any:
+def client_list(ctx: ClientSession, argv: list[bytes]) -> Any:
     now = ctx.now_ms()
     sessions = _sorted_sessions(ctx)
     if len(argv) == 2:
@@ -216,7 +216,7 @@ def client_list(ctx: Session, argv: list[bytes]) -> Any:
         return _lines_reply((s for s in sessions if client_type(s) == wanted), now)
     if option == b"id" and len(argv) > 3:
         by_id = {s.id: s for s in sessions}
-        picked: list[Session] = []
+        picked: list[ClientSession] = []
         for raw in argv[3:]:
             cid = to_int(raw)
             if cid is None:
@@ -235,7 +235,7 @@ def _parse_type(raw: bytes) -> str:
 
 
 @subcommand("client", "kill", -3, "admin noscript loading stale", summary="Terminates open connections.")
-def client_kill(ctx: Session, argv: list[bytes]) -> Any:
+def client_kill(ctx: ClientSession, argv: list[bytes]) -> Any:
     old_form = len(argv) == 3
     addr = laddr = wanted_type = None
     user: bytes | None = None
@@ -263,7 +263,7 @@ def client_kill(ctx: Session, argv: list[bytes]) -> Any:
             elif option == b"laddr":
                 laddr = text
             elif option == b"user":
-                if value not in ctx.node.acl.users:
+                if value not in ctx.core.acl.users:
                     raise CommandError("ERR No such user '%s'" % text)
                 user = value
             elif option == b"skipme":
@@ -291,14 +291,14 @@ def client_kill(ctx: Session, argv: list[bytes]) -> Any:
                 continue
             ctx.closing = True  # after this reply is written, as CLIENT_CLOSE_AFTER_REPLY
         else:
-            ctx.node.clients.close_session(session)
+            ctx.core.clients.close_session(session)
         killed += 1
     # The replication links are gRPC streams, not RESP clients, but Redis lists them as
     # clients of type master (on a replica) and slave (on a primary): a filter that only
     # names a type (or nothing) kills them too. They have no address or client id; the
     # link to a primary has no user (Redis's master client has none), a replica's stream
-    # has the user its replica authenticated as. A sentinel has none.
-    if addr is None and laddr is None and not wanted_id and ctx.node.mode != "sentinel":
+    # has the user its replica authenticated as. A sentinel (its clients are no Sessions) has none.
+    if addr is None and laddr is None and not wanted_id and isinstance(ctx, Session):
         links = ctx.node.replication
         if wanted_type in (None, "master") and user is None:
             killed += links.kill_links("master")
@@ -312,7 +312,7 @@ def client_kill(ctx: Session, argv: list[bytes]) -> Any:
 
 
 @subcommand("client", "unblock", -3, "admin noscript loading stale", summary="Unblocks a client blocked by a blocking command from a different connection.")
-def client_unblock(ctx: Session, argv: list[bytes]) -> Any:
+def client_unblock(ctx: ClientSession, argv: list[bytes]) -> Any:
     if len(argv) > 4:
         raise CommandError(unknown_subcommand(argv))
     with_error = False
@@ -322,7 +322,7 @@ def client_unblock(ctx: Session, argv: list[bytes]) -> Any:
             raise CommandError("ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR")
         with_error = reason == b"error"
     target_id = parse_int(argv[2])
-    for session in ctx.node.clients.sessions():
+    for session in ctx.core.clients.sessions():
         if session.id != target_id:
             continue
         block = session.blocked_on
@@ -331,7 +331,7 @@ def client_unblock(ctx: Session, argv: list[bytes]) -> Any:
             # crashes on it).
             return 0
         reply = ReplyError(UNBLOCKED_ERROR) if with_error else block.timeout_reply
-        return 1 if ctx.node.clients.unblock_session(session, reply) else 0
+        return 1 if ctx.core.clients.unblock_session(session, reply) else 0
     return 0
 
 
@@ -345,19 +345,19 @@ def _on_off(raw: bytes) -> bool:
 
 
 @subcommand("client", "no-evict", 3, "admin noscript loading stale", summary="Sets the client eviction mode of the connection.")
-def client_no_evict(ctx: Session, argv: list[bytes]) -> Any:
+def client_no_evict(ctx: ClientSession, argv: list[bytes]) -> Any:
     ctx.no_evict = _on_off(argv[2])
     return OK
 
 
 @subcommand("client", "no-touch", 3, "noscript loading stale", summary="Controls whether commands sent by the client affect the LRU/LFU of accessed keys.")
-def client_no_touch(ctx: Session, argv: list[bytes]) -> Any:
+def client_no_touch(ctx: ClientSession, argv: list[bytes]) -> Any:
     ctx.no_touch = _on_off(argv[2])
     return OK
 
 
 @subcommand("client", "reply", 3, "noscript loading stale", summary="Instructs the server whether to reply to commands.")
-def client_reply(ctx: Session, argv: list[bytes]) -> Any:
+def client_reply(ctx: ClientSession, argv: list[bytes]) -> Any:
     mode = argv[2].lower()
     if mode == b"on":
         ctx.reply_mode = "on"
@@ -375,7 +375,7 @@ def client_reply(ctx: Session, argv: list[bytes]) -> Any:
 
 
 @subcommand("client", "pause", -3, "admin noscript loading stale", summary="Suspends commands processing.")
-def client_pause(ctx: Session, argv: list[bytes]) -> Any:
+def client_pause(ctx: ClientSession, argv: list[bytes]) -> Any:
     # Commands that may write (WRITE) or every command (ALL) wait until the timeout passes
     # or CLIENT UNPAUSE (node/server/pause.py).
     if len(argv) > 4:
@@ -391,38 +391,38 @@ def client_pause(ctx: Session, argv: list[bytes]) -> Any:
         raise CommandError("ERR timeout is not an integer or out of range")
     if timeout < 0:
         raise CommandError("ERR timeout is negative")
-    ctx.node.clients.pause_clients(timeout, write_only)
+    ctx.core.clients.pause_clients(timeout, write_only)
     return OK
 
 
 @subcommand("client", "unpause", 2, "admin noscript loading stale", summary="Resumes processing of clients that were paused.")
-def client_unpause(ctx: Session, argv: list[bytes]) -> Any:
-    ctx.node.clients.unpause_clients()
+def client_unpause(ctx: ClientSession, argv: list[bytes]) -> Any:
+    ctx.core.clients.unpause_clients()
     return OK
 
 
 @subcommand("client", "trackinginfo", 2, "noscript loading stale", summary="Returns information about server-assisted client-side caching for the connection.")
-def client_trackinginfo(ctx: Session, argv: list[bytes]) -> Any:
+def client_trackinginfo(ctx: ClientSession, argv: list[bytes]) -> Any:
     return {b"flags": [b"off"], b"redirect": -1, b"prefixes": []}
 
 
 @subcommand("client", "getredir", 2, "noscript loading stale", summary="Returns the client ID to which the connection's tracking notifications are redirected.")
-def client_getredir(ctx: Session, argv: list[bytes]) -> Any:
+def client_getredir(ctx: ClientSession, argv: list[bytes]) -> Any:
     return -1
 
 
 @subcommand("client", "tracking", -3, "noscript loading stale", summary="Controls server-assisted client-side caching for the connection.")
-def client_tracking(ctx: Session, argv: list[bytes]) -> Any:
+def client_tracking(ctx: ClientSession, argv: list[bytes]) -> Any:
     raise CommandError("ERR Rill does not support client-side caching (CLIENT TRACKING)")
 
 
 @subcommand("client", "caching", 3, "noscript loading stale", summary="Instructs the server whether to track the keys in the next request.")
-def client_caching(ctx: Session, argv: list[bytes]) -> Any:
+def client_caching(ctx: ClientSession, argv: list[bytes]) -> Any:
     raise CommandError(
         "ERR CLIENT CACHING can be called only when the client is in tracking mode with OPTIN or OPTOUT mode enabled"
     )
 
 
 @subcommand("client", "help", 2, "loading stale", summary="Returns helpful text about the different subcommands.")
-def client_help(ctx: Session, argv: list[bytes]) -> Any:
+def client_help(ctx: ClientSession, argv: list[bytes]) -> Any:
     return help_reply(argv[0], _HELP)

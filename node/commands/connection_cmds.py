@@ -11,7 +11,7 @@ from node import reported_version
 from node.commands.acl import MULTI, TOPLEVEL, log_denial
 from node.commands.acl_rules import DENIED_AUTH
 from node.commands.args import parse_int
-from node.commands.context import Session
+from node.commands.context import ClientSession, Session
 from node.commands.reply import OK, CommandError, Raw
 from node.commands.table import command
 
@@ -19,7 +19,7 @@ _PONG: Final = Raw(b"+PONG\r\n")
 
 
 @command("ping", -1, "fast", group="connection", summary="Returns the server's liveliness response.")
-def ping(ctx: Session, argv: list[bytes]) -> Any:
+def ping(ctx: ClientSession, argv: list[bytes]) -> Any:
     if len(argv) > 2:
         raise CommandError("ERR wrong number of arguments for 'ping' command")
     if ctx.subscriptions is not None and ctx.proto == 2:
@@ -31,12 +31,12 @@ def ping(ctx: Session, argv: list[bytes]) -> Any:
 
 
 @command("echo", 2, "loading stale fast", group="connection", summary="Returns the given string.")
-def echo(ctx: Session, argv: list[bytes]) -> Any:
+def echo(ctx: ClientSession, argv: list[bytes]) -> Any:
     return argv[1]
 
 
 @command("quit", -1, "noscript loading stale fast no_auth allow_busy", group="connection", summary="Closes the connection.")
-def quit_(ctx: Session, argv: list[bytes]) -> Any:
+def quit_(ctx: ClientSession, argv: list[bytes]) -> Any:
     ctx.closing = True
     return OK
 
@@ -53,10 +53,10 @@ def select(ctx: Session, argv: list[bytes]) -> Any:
 _WRONGPASS: Final = "WRONGPASS invalid username-password pair or user is disabled."
 
 
-def _authenticate(ctx: Session, argv0: bytes, username: bytes, password: bytes) -> None:
+def _authenticate(ctx: ClientSession, argv0: bytes, username: bytes, password: bytes) -> None:
     """checkPasswordBasedAuth: the client becomes the user, or the failure is logged (as an
     `auth` entry naming the command as sent) and WRONGPASS raised."""
-    user = ctx.node.acl.authenticate(username, password)
+    user = ctx.core.acl.authenticate(username, password)
     if user is None:
         log_denial(ctx, DENIED_AUTH, MULTI if ctx.multi is not None or ctx.in_exec else TOPLEVEL, argv0, username)
         raise CommandError(_WRONGPASS)
@@ -66,11 +66,11 @@ def _authenticate(ctx: Session, argv0: bytes, username: bytes, password: bytes) 
 
 @command("auth", -2, "noscript loading stale fast no_auth allow_busy", group="connection",
          summary="Authenticates the connection.")
-def auth(ctx: Session, argv: list[bytes]) -> Any:
+def auth(ctx: ClientSession, argv: list[bytes]) -> Any:
     if len(argv) > 3:
         raise CommandError("ERR syntax error")
     if len(argv) == 2:
-        if ctx.node.acl.default.nopass:
+        if ctx.core.acl.default.nopass:
             raise CommandError(
                 "ERR AUTH <password> called without any password configured for the default user. "
                 "Are you sure your configuration is correct?"
@@ -83,7 +83,7 @@ def auth(ctx: Session, argv: list[bytes]) -> Any:
 
 @command("hello", -1, "noscript loading stale fast no_auth allow_busy", group="connection",
          summary="Handshakes with the server.")
-def hello(ctx: Session, argv: list[bytes]) -> Any:
+def hello(ctx: ClientSession, argv: list[bytes]) -> Any:
     proto = ctx.proto
     i = 1
     if len(argv) >= 2:
@@ -118,13 +118,13 @@ def hello(ctx: Session, argv: list[bytes]) -> Any:
     ctx.proto = proto
     reply: dict[bytes, Any] = {
         b"server": b"redis",
-        b"version": reported_version(ctx.node.mode).encode(),
+        b"version": reported_version(ctx.core.mode).encode(),
         b"proto": proto,
         b"id": ctx.id,
-        b"mode": ctx.node.mode.encode(),
+        b"mode": ctx.core.mode.encode(),
     }
-    if ctx.node.mode != "sentinel":  # a sentinel has no replication role to report
-        reply[b"role"] = b"master" if ctx.node.role == "master" else b"replica"
+    if ctx.core.mode != "sentinel":  # a sentinel has no replication role to report
+        reply[b"role"] = b"master" if ctx.core.role == "master" else b"replica"
     reply[b"modules"] = []
     return reply
 
@@ -132,9 +132,7 @@ def hello(ctx: Session, argv: list[bytes]) -> Any:
 @command("reset", 1, "noscript loading stale fast no_auth allow_busy", group="connection",
          summary="Resets the connection.")
 def reset(ctx: Session, argv: list[bytes]) -> Any:
-    ctx.multi = None
-    ctx.multi_error = False
-    ctx.node.watches.unwatch_all(ctx)
+    ctx.discard_transaction()
     ctx.node.clients.remove_monitor(ctx)
     ctx.node.pubsub.unsubscribe_all(ctx)  # silently: RESET's reply is the only one
     ctx.select(0)

@@ -1,4 +1,9 @@
-"""What a command handler sees: the calling client's `Session` and, through it, its server.
+"""What a command handler sees: the calling client's session and, through it, its server.
+
+Every server's clients are `ClientSession`s (connection, authentication, protocol, transaction
+and Pub/Sub state), which reach their server as a `Core`; a node's are `Session`s, which also
+reach it as a `Node` (`session.node`: data, WATCH, the write path). A handler of a command a
+sentinel runs too takes a ClientSession; every other handler a Session.
 
 `Core` is any RESP server as commands see it (node/server/core.py builds one): its config and
 clock, its command table, the clients (`Clients`: CLIENT, MONITOR, RESET), the process
@@ -18,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final, Protocol, cast
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from node.commands.acl_rules import INTERNAL_USER, User
 from node.engine.expires import Expires
@@ -44,11 +49,11 @@ class Watches(Protocol):
 class Clients(Protocol):
     """The connected clients, as CLIENT, MONITOR and RESET see them."""
 
-    def sessions(self) -> Iterable[Session]: ...
-    def close_session(self, session: Session) -> None: ...
-    def unblock_session(self, session: Session, reply: Any) -> bool: ...
-    def add_monitor(self, session: Session) -> None: ...
-    def remove_monitor(self, session: Session) -> None: ...
+    def sessions(self) -> Iterable[ClientSession]: ...
+    def close_session(self, session: ClientSession) -> None: ...
+    def unblock_session(self, session: ClientSession, reply: Any) -> bool: ...
+    def add_monitor(self, session: ClientSession) -> None: ...
+    def remove_monitor(self, session: ClientSession) -> None: ...
     def pause_clients(self, timeout_ms: int, write_only: bool) -> None: ...  # CLIENT PAUSE
     def unpause_clients(self) -> None: ...  # CLIENT UNPAUSE
 
@@ -60,7 +65,7 @@ class Admin(Protocol):
     def memory_stats(self) -> dict[bytes, Any]: ...
     def command_stats(self) -> dict[str, Any]: ...
     def reset_stats(self) -> None: ...
-    def request_shutdown(self, session: Session | None, flags: frozenset[str] = frozenset()) -> None: ...
+    def request_shutdown(self, session: ClientSession | None, flags: frozenset[str] = frozenset()) -> None: ...
     def sleep(self, seconds: float) -> None: ...
 
 
@@ -74,9 +79,9 @@ class PubSub(Protocol):
     """Pub/Sub (node/server/pubsub.py): subscriptions, publishing, introspection; `kind` is
     CHANNEL, PATTERN or SHARD."""
 
-    def subscribe(self, session: Session, kind: int, names: list[bytes]) -> None: ...
-    def unsubscribe(self, session: Session, kind: int, names: list[bytes]) -> None: ...
-    def unsubscribe_all(self, session: Session) -> None: ...
+    def subscribe(self, session: ClientSession, kind: int, names: list[bytes]) -> None: ...
+    def unsubscribe(self, session: ClientSession, kind: int, names: list[bytes]) -> None: ...
+    def unsubscribe_all(self, session: ClientSession) -> None: ...
     def publish(self, channel: bytes, message: bytes) -> int: ...
     def spublish(self, channel: bytes, message: bytes) -> int: ...
     def channel_names(self, kind: int, pattern: bytes | None) -> list[bytes]: ...
@@ -211,46 +216,43 @@ class Block:
 
     keys: list[bytes]
     timeout_ms: int
-    retry: Callable[[Session], Any]
+    # Both are called with the session that blocked: a node's commands get their Session.
+    retry: Callable[[Any], Any]
     timeout_reply: Any = None
     postponed: list[bytes] | None = None
-    wake_at: Callable[[Session], int | None] | None = None
+    wake_at: Callable[[Any], int | None] | None = None
 
 
 def _no_output(data: bytes) -> None:
     """The output of a session without a connection (a log replay, the replication link)."""
 
 
-def _no_log(db_index: int, argv: Sequence[bytes]) -> None:
-    raise AssertionError("a server without data logs no effects")
-
-
-class Session:
-    """Per-connection state that commands read and change."""
+class ClientSession:
+    """A client of any server (Redis's `client`): its connection, authentication, protocol,
+    transaction and Pub/Sub state, and its selected database, which on a server without data
+    (a sentinel) is an empty one. Commands every server runs (PING, AUTH, HELLO, CLIENT,
+    COMMAND, INFO, SHUTDOWN, Pub/Sub) take one and reach their server through `core`; a
+    node's clients are `Session`s."""
 
     __slots__ = (
-        "node", "id", "db_index", "db", "proto", "name", "lib_name", "lib_ver", "authenticated",
-        "multi", "multi_error", "watched", "watch_dirty", "reply_mode", "addr", "laddr", "fd",
+        "core", "id", "db_index", "db", "proto", "name", "lib_name", "lib_ver", "authenticated",
+        "multi", "multi_error", "reply_mode", "addr", "laddr", "fd",
         "created_ms", "last_interaction_ms", "last_command", "flags", "closing", "no_evict",
         "no_touch", "user", "effects_in_command", "blocked_on", "output_size", "output_room", "in_exec",
-        "exec_ms", "woff", "expires", "subscriptions", "pushes", "send", "_clock", "_propagate",
+        "exec_ms", "woff", "expires", "subscriptions", "pushes", "send", "_clock",
     )
 
-    def __init__(self, node: Core, client_id: int, addr: str = "", laddr: str = "", fd: int = -1) -> None:
-        # A node's commands reach its data and services through `node`. A server without data
-        # (a sentinel) is only a Core: its table holds only commands that use the Core part,
-        # so nothing reads what a Node adds (the session's database is then an empty one).
-        self.node = cast("Node", node)
-        keyspace: Keyspace | None = getattr(node, "keyspace", None)
+    def __init__(self, core: Core, client_id: int, addr: str = "", laddr: str = "", fd: int = -1,
+                 db: Database | None = None, expires: Expires | None = None) -> None:
+        self.core = core
         # Called directly: XADD reads the clock per command, and a method call through the
-        # Node protocol costs more than the read. The same for logging an effect.
-        self._clock = node.clock
-        self._propagate: Callable[[int, Sequence[bytes]], None] = getattr(node, "propagate", _no_log)
+        # Core protocol costs more than the read.
+        self._clock = core.clock
         self.id = client_id
         self.db_index = 0
-        self.db: Database = keyspace.dbs[0] if keyspace is not None else {}
+        self.db: Database = db if db is not None else {}
         # The deadlines of db's volatile keys.
-        self.expires: Expires = keyspace.expires[0] if keyspace is not None else Expires()
+        self.expires: Expires = expires if expires is not None else Expires()
         self.proto = 2
         self.name: bytes = b""
         self.lib_name: bytes = b""
@@ -262,15 +264,11 @@ class Session:
         self.user: User = INTERNAL_USER
         self.multi: list[list[bytes]] | None = None  # queued commands while in MULTI
         self.multi_error = False  # a command failed to queue: EXEC must abort
-        # (db, key) watched -> whether it was logically expired when watched (Redis's
-        # watchedKey.expired: its deletion by expiry then changes nothing).
-        self.watched: dict[tuple[int, bytes], bool] = {}
-        self.watch_dirty = False
         self.reply_mode = "on"  # CLIENT REPLY on|off|skip
         self.addr = addr
         self.laddr = laddr
         self.fd = fd
-        now = node.now_ms()
+        now = core.now_ms()
         self.created_ms = now
         self.last_interaction_ms = now
         self.last_command = "NULL"
@@ -278,6 +276,7 @@ class Session:
         self.closing = False  # close after the pending replies are written
         self.no_evict = False
         self.no_touch = False
+        # Effects the running command logged (the core compares it before and after).
         self.effects_in_command = 0
         self.blocked_on: Block | None = None
         self.output_size = 0
@@ -300,6 +299,52 @@ class Session:
         self.pushes: list[bytes] | None = None
         # Writes out-of-band output to the client (its connection sets it).
         self.send: Callable[[bytes], None] = _no_output
+
+    def discard_transaction(self) -> None:
+        """Leave MULTI without running it (DISCARD, a refused EXEC, RESET)."""
+        self.multi = None
+        self.multi_error = False
+
+    def now_ms(self) -> int:
+        return self._clock()
+
+    def push(self, data: bytes) -> None:
+        """Out-of-band output (Pub/Sub messages and confirmations, RESP2 arrays or RESP3
+        pushes): while one of this client's commands runs it lands where that command's reply
+        will, before it, as Redis appends both to one output buffer; otherwise it is sent."""
+        out = self.pushes
+        if out is not None:
+            out.append(data)
+        else:
+            self.send(data)
+
+    def command_ms(self) -> int:
+        """The time the running command sees for key expiry (Redis's commandTimeSnapshot):
+        the clock, or inside EXEC the time EXEC started."""
+        return self.exec_ms if self.in_exec else self._clock()
+
+
+class Session(ClientSession):
+    """A client of a Rill node: a ClientSession whose commands reach the node's data and
+    services through `node`, select databases, WATCH keys and log effects."""
+
+    __slots__ = ("node", "watched", "watch_dirty", "_propagate")
+
+    def __init__(self, node: Node, client_id: int, addr: str = "", laddr: str = "", fd: int = -1) -> None:
+        keyspace = node.keyspace
+        super().__init__(node, client_id, addr, laddr, fd, keyspace.dbs[0], keyspace.expires[0])
+        self.node = node
+        # Called directly: a method call through the Node protocol costs more than this.
+        self._propagate: Callable[[int, Sequence[bytes]], None] = node.propagate
+        # (db, key) watched -> whether it was logically expired when watched (Redis's
+        # watchedKey.expired: its deletion by expiry then changes nothing).
+        self.watched: dict[tuple[int, bytes], bool] = {}
+        self.watch_dirty = False
+
+    def discard_transaction(self) -> None:
+        """Leave MULTI without running it, and forget the WATCHed keys (unwatchAllKeys)."""
+        super().discard_transaction()
+        self.node.watches.unwatch_all(self)
 
     def select(self, index: int) -> None:
         self.db_index = index
@@ -327,21 +372,3 @@ class Session:
         waits for the replicas to have it, as after any write."""
         self.effects_in_command += 1
         self.node.propagate_to_replicas(argv)
-
-    def now_ms(self) -> int:
-        return self._clock()
-
-    def push(self, data: bytes) -> None:
-        """Out-of-band output (Pub/Sub messages and confirmations, RESP2 arrays or RESP3
-        pushes): while one of this client's commands runs it lands where that command's reply
-        will, before it, as Redis appends both to one output buffer; otherwise it is sent."""
-        out = self.pushes
-        if out is not None:
-            out.append(data)
-        else:
-            self.send(data)
-
-    def command_ms(self) -> int:
-        """The time the running command sees for key expiry (Redis's commandTimeSnapshot):
-        the clock, or inside EXEC the time EXEC started."""
-        return self.exec_ms if self.in_exec else self._clock()

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, Final
 
-from node.commands.context import Session
+from node.commands.context import ClientSession
 from node.commands.glob import glob_match
 from node.commands.helptext import help_reply
 from node.commands.keyspecs import CATEGORY_BITS, category_names, describe, find_keys, key_flag_names
@@ -243,22 +243,22 @@ def _getkeys(table: CommandTable, argv: list[bytes]) -> tuple[CommandSpec, list[
 
 
 @command("command", -1, "loading stale", group="server", summary="Returns detailed information about all commands.")
-def command_(ctx: Session, argv: list[bytes]) -> Any:
+def command_(ctx: ClientSession, argv: list[bytes]) -> Any:
     if len(argv) == 1:
-        return [command_info(spec) for spec in ctx.node.commands.values()]
+        return [command_info(spec) for spec in ctx.core.commands.values()]
     raise CommandError(
         "ERR unknown subcommand '%s'. Try COMMAND HELP." % argv[1].decode("utf-8", "replace")[:128]
     )
 
 
 @subcommand("command", "count", 2, "loading stale", summary="Returns a count of commands.")
-def command_count(ctx: Session, argv: list[bytes]) -> Any:
-    return len(ctx.node.commands)
+def command_count(ctx: ClientSession, argv: list[bytes]) -> Any:
+    return len(ctx.core.commands)
 
 
 @subcommand("command", "info", -2, "loading stale", summary="Returns information about one, multiple or all commands.")
-def command_info_(ctx: Session, argv: list[bytes]) -> Any:
-    table = ctx.node.commands
+def command_info_(ctx: ClientSession, argv: list[bytes]) -> Any:
+    table = ctx.core.commands
     if len(argv) == 2:
         return [command_info(spec) for spec in table.values()]
     out: list[Any] = []
@@ -269,8 +269,8 @@ def command_info_(ctx: Session, argv: list[bytes]) -> Any:
 
 
 @subcommand("command", "docs", -2, "loading stale", summary="Returns documentary information about one, multiple or all commands.")
-def command_docs_(ctx: Session, argv: list[bytes]) -> Any:
-    table = ctx.node.commands
+def command_docs_(ctx: ClientSession, argv: list[bytes]) -> Any:
+    table = ctx.core.commands
     if len(argv) == 2:
         specs: Iterable[CommandSpec] = table.values()
     else:
@@ -279,8 +279,8 @@ def command_docs_(ctx: Session, argv: list[bytes]) -> Any:
 
 
 @subcommand("command", "list", -2, "loading stale", summary="Returns a list of command names.")
-def command_list(ctx: Session, argv: list[bytes]) -> Any:
-    table = ctx.node.commands
+def command_list(ctx: ClientSession, argv: list[bytes]) -> Any:
+    table = ctx.core.commands
     names = [spec.name.encode() for spec in _all_specs(table)]
     if len(argv) == 2:
         return names
@@ -298,17 +298,17 @@ def command_list(ctx: Session, argv: list[bytes]) -> Any:
 
 
 @subcommand("command", "getkeys", -3, "loading stale", summary="Extracts the key names from an arbitrary command.")
-def command_getkeys(ctx: Session, argv: list[bytes]) -> Any:
-    _spec, target, keys = _getkeys(ctx.node.commands, argv)
+def command_getkeys(ctx: ClientSession, argv: list[bytes]) -> Any:
+    _spec, target, keys = _getkeys(ctx.core.commands, argv)
     return [target[pos] for pos, _flags in keys]
 
 
 @subcommand("command", "getkeysandflags", -3, "loading stale", summary="Extracts the key names and access flags for an arbitrary command.")
-def command_getkeysandflags(ctx: Session, argv: list[bytes]) -> Any:
-    _spec, target, keys = _getkeys(ctx.node.commands, argv)
+def command_getkeysandflags(ctx: ClientSession, argv: list[bytes]) -> Any:
+    _spec, target, keys = _getkeys(ctx.core.commands, argv)
     return [[target[pos], RSet(key_flag_names(flags))] for pos, flags in keys]
 
 
 @subcommand("command", "help", 2, "loading stale", summary="Returns helpful text about the different subcommands.")
-def command_help(ctx: Session, argv: list[bytes]) -> Any:
+def command_help(ctx: ClientSession, argv: list[bytes]) -> Any:
     return help_reply(argv[0], _HELP)

@@ -11,7 +11,7 @@ import time
 from typing import Any, Final
 
 from node.commands.args import SYNTAX_ERROR
-from node.commands.context import Block, Session
+from node.commands.context import Block, ClientSession, Session
 from node.commands.helptext import help_reply
 from node.commands.reply import OK, CommandError, Raw, Verbatim
 from node.commands.table import command, container, subcommand
@@ -23,16 +23,16 @@ _SHUTDOWN_FLAGS: Final = {b"nosave": "nosave", b"save": "save", b"now": "now", b
 
 
 @command("info", -1, "loading stale", group="server", summary="Returns information and statistics about the server.")
-def info(ctx: Session, argv: list[bytes]) -> Any:
+def info(ctx: ClientSession, argv: list[bytes]) -> Any:
     sections = [a.decode("utf-8", "replace").lower() for a in argv[1:]]
-    text = ctx.node.admin.info(sections).encode()
-    if ctx.node.mode == "sentinel":
+    text = ctx.core.admin.info(sections).encode()
+    if ctx.core.mode == "sentinel":
         return text  # sentinelInfoCommand replies a bulk string, in RESP3 too
     return Verbatim("txt", text)
 
 
 @command("time", 1, "loading stale fast", group="server", summary="Returns the server time.")
-def time_(ctx: Session, argv: list[bytes]) -> Any:
+def time_(ctx: ClientSession, argv: list[bytes]) -> Any:
     usec = time.time_ns() // 1000
     return [str(usec // 1_000_000).encode(), str(usec % 1_000_000).encode()]
 
@@ -43,18 +43,18 @@ def lastsave(ctx: Session, argv: list[bytes]) -> Any:
 
 
 @command("monitor", 1, "admin noscript loading stale", group="server", summary="Listens for all requests received by the server in real-time.")
-def monitor(ctx: Session, argv: list[bytes]) -> Any:
+def monitor(ctx: ClientSession, argv: list[bytes]) -> Any:
     if ctx.in_exec:
         raise CommandError("ERR MONITOR isn't allowed for DENY BLOCKING client")
     if "monitor" in ctx.flags or "replica" in ctx.flags:
         return _NO_REPLY
-    ctx.node.clients.add_monitor(ctx)
+    ctx.core.clients.add_monitor(ctx)
     return OK
 
 
 @command("shutdown", -1, "admin noscript loading stale no_multi allow_busy", group="server",
          summary="Synchronously saves the database(s) to disk and shuts down the Redis server.")
-def shutdown(ctx: Session, argv: list[bytes]) -> Any:
+def shutdown(ctx: ClientSession, argv: list[bytes]) -> Any:
     flags: set[str] = set()
     abort = False
     for raw in argv[1:]:
@@ -70,13 +70,13 @@ def shutdown(ctx: Session, argv: list[bytes]) -> Any:
     if abort:
         # Rill's shutdown starts at once (there is no wait for lagging replicas to abort).
         raise CommandError("ERR No shutdown in progress.")
-    ctx.node.admin.request_shutdown(ctx, frozenset(flags))
+    ctx.core.admin.request_shutdown(ctx, frozenset(flags))
     # As in Redis, the caller stays blocked and gets no reply: its connection closes with
     # the others when the node stops.
     return Block([], 0, _never_ready)
 
 
-def _never_ready(session: Session) -> None:
+def _never_ready(session: ClientSession) -> None:
     return None
 
 
@@ -95,7 +95,7 @@ _FUNCTION_HELP: Final = (
 
 
 @subcommand("function", "list", -2, "noscript", summary="Returns information about all libraries.")
-def function_list(ctx: Session, argv: list[bytes]) -> Any:
+def function_list(ctx: ClientSession, argv: list[bytes]) -> Any:
     with_code = library = False
     i = 2
     while i < len(argv):
@@ -114,7 +114,7 @@ def function_list(ctx: Session, argv: list[bytes]) -> Any:
 
 
 @subcommand("function", "flush", -2, "write noscript", summary="Deletes all libraries and functions.")
-def function_flush(ctx: Session, argv: list[bytes]) -> Any:
+def function_flush(ctx: ClientSession, argv: list[bytes]) -> Any:
     if len(argv) > 3 or (len(argv) == 3 and argv[2].lower() not in (b"sync", b"async")):
         raise CommandError("ERR FUNCTION FLUSH only supports SYNC|ASYNC option")
     return OK
@@ -126,7 +126,7 @@ NOTBUSY: Final = "NOTBUSY No scripts in execution right now."
 
 
 @subcommand("function", "kill", 2, "noscript allow_busy", summary="Terminates a function during execution.")
-def function_kill(ctx: Session, argv: list[bytes]) -> Any:
+def function_kill(ctx: ClientSession, argv: list[bytes]) -> Any:
     raise CommandError(NOTBUSY)
 
 
@@ -134,15 +134,15 @@ container("script", -2, group="scripting", summary="A container for Lua scripts 
 
 
 @subcommand("script", "kill", 2, "noscript allow_busy", summary="Terminates a server-side Lua script during execution.")
-def script_kill(ctx: Session, argv: list[bytes]) -> Any:
+def script_kill(ctx: ClientSession, argv: list[bytes]) -> Any:
     raise CommandError(NOTBUSY)
 
 
 @subcommand("script", "help", 2, "loading stale", summary="Returns helpful text about the different subcommands.")
-def script_help(ctx: Session, argv: list[bytes]) -> Any:
+def script_help(ctx: ClientSession, argv: list[bytes]) -> Any:
     return help_reply(argv[0], ("KILL", "    Kill the currently executing Lua script (there never is one)."))
 
 
 @subcommand("function", "help", 2, "loading stale", summary="Returns helpful text about the different subcommands.")
-def function_help(ctx: Session, argv: list[bytes]) -> Any:
+def function_help(ctx: ClientSession, argv: list[bytes]) -> Any:
     return help_reply(argv[0], _FUNCTION_HELP)

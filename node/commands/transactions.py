@@ -43,9 +43,7 @@ def multi(ctx: Session, argv: list[bytes]) -> Any:
 
 def _end_transaction(ctx: Session) -> list[list[bytes]]:
     queued = ctx.multi or []
-    ctx.multi = None
-    ctx.multi_error = False
-    ctx.node.watches.unwatch_all(ctx)
+    ctx.discard_transaction()
     return queued
 
 

@@ -16,7 +16,7 @@ import sys
 import time
 from typing import Any, Final
 
-from node.commands.context import Session
+from node.commands.context import ClientSession
 from node.commands.table import CommandTable
 from node.config import Config
 from node.metrics.exporter import MetricsExporter
@@ -69,7 +69,7 @@ class SentinelShell:
     def _bind(self, handler: commands.Handler) -> Any:
         runner = self.runner
 
-        def run(session: Session, argv: list[bytes]) -> Any:
+        def run(session: ClientSession, argv: list[bytes]) -> Any:
             return handler(runner, argv)
 
         return run
@@ -80,7 +80,7 @@ class SentinelShell:
     def _info_fields(self) -> Fields:
         return replies.info_fields(self.runner.sentinel, self.runner.now(), self.runner.script_counts)
 
-    def _shutdown_requested(self, session: Session | None, flags: frozenset[str]) -> None:
+    def _shutdown_requested(self, session: ClientSession | None, flags: frozenset[str]) -> None:
         log.warning("User requested shutdown...")
         self._stop.set()
 

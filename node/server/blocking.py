@@ -15,7 +15,7 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
-from node.commands.context import Block, Session
+from node.commands.context import Block, ClientSession
 from node.commands.reply import CommandError, ReplyError
 
 KeyRef = tuple[int, bytes]
@@ -27,7 +27,7 @@ REPROCESS: Any = object()
 class Waiter:
     __slots__ = ("session", "block", "keys", "timer", "wake", "deliver", "done")
 
-    def __init__(self, session: Session, block: Block, deliver: Callable[[Any], None]) -> None:
+    def __init__(self, session: ClientSession, block: Block, deliver: Callable[[Any], None]) -> None:
         self.session = session
         self.block = block
         self.keys: list[KeyRef] = [(session.db_index, k) for k in dict.fromkeys(block.keys)]
@@ -49,7 +49,7 @@ class BlockingManager:
         # system call each time (CPython 3.11), and every WAIT of a busy primary blocks.
         self._loop: asyncio.AbstractEventLoop | None = None
 
-    def block(self, session: Session, block: Block, deliver: Callable[[Any], None]) -> Waiter:
+    def block(self, session: ClientSession, block: Block, deliver: Callable[[Any], None]) -> Waiter:
         waiter = Waiter(session, block, deliver)
         for ref in waiter.keys:
             self._by_key.setdefault(ref, deque()).append(waiter)

@@ -13,7 +13,7 @@ end of the turn, and the replies of the batch being run) are counted after every
 and every push. `client-output-buffer-limit` (class normal, pubsub; replicas are bounded by
 the replication service) closes a client once they pass the hard limit, or the soft limit
 for longer than its seconds, as Redis checks in addReply; a reply that could be large on
-its own (XRANGE, XREAD) stops as soon as it would pass the hard limit (`Session.output_room`).
+its own (XRANGE, XREAD) stops as soon as it would pass the hard limit (`ClientSession.output_room`).
 
 Flow control: once a client's pending output passes `_FLOW_HIGH` (or the transport's buffer
 its high-water mark) the connection stops running that client's commands until the output
@@ -37,7 +37,7 @@ import time
 from collections import deque
 from typing import TYPE_CHECKING, Any, Final, Protocol, cast
 
-from node.commands.context import Block, Session
+from node.commands.context import Block, ClientSession
 from node.commands.reply import OutputLimitReached, ReplyError
 from node.server.blocking import REPROCESS, Waiter
 from node.server.dispatch import ProtocolViolation
@@ -77,9 +77,9 @@ class ClientHost(Protocol):
     @property
     def reply_gate(self) -> ReplyGate: ...
 
-    def register(self, conn: ClientConnection, addr: str, laddr: str, fd: int, tls: bool = False) -> Session | None: ...
-    def unregister(self, session: Session) -> None: ...
-    def execute(self, session: Session, argv: list[bytes]) -> Any: ...
+    def register(self, conn: ClientConnection, addr: str, laddr: str, fd: int, tls: bool = False) -> ClientSession | None: ...
+    def unregister(self, session: ClientSession) -> None: ...
+    def execute(self, session: ClientSession, argv: list[bytes]) -> Any: ...
     def after_batch(self) -> None: ...
     def now_ms(self) -> int: ...
     def output_pending(self, conn: ClientConnection) -> None: ...
@@ -114,7 +114,7 @@ class ClientConnection(asyncio.Protocol):
         self.tls = tls
         self.transport: asyncio.Transport | None = None
         self.parser = RequestParser(server.config.proto_max_bulk_len)
-        self.session: Session | None = None
+        self.session: ClientSession | None = None
         self.pending: deque[list[bytes]] = deque()  # commands waiting behind a blocked one
         self.waiter: Waiter | None = None
         self._writing_paused = False

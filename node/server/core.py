@@ -13,10 +13,11 @@ sentinel uses it as it is, with its own table and INFO section:
     ...
     core.stop_listening(); await core.close_clients(deadline)
 
-The core is the `Core` command handlers see (`Session.node`) unless it is built with another
-(`node=`: a node's `RillNode`), and implements the `Clients` and `Admin` protocols. What it
-reads of its owner it is given when built: the role (read-only, `role=`), the write gates
-(`gates=`), the replication's sync counters (`sync_stats=`), what SHUTDOWN calls (`on_shutdown=`).
+The core is the `Core` command handlers see (`ClientSession.core`) and implements the `Clients`
+and `Admin` protocols. What it reads of its owner it is given when built: how a client's
+session is made (`new_session=`: a node's clients are `Session`s of its `RillNode`), the role
+(read-only, `role=`), the write gates (`gates=`), the replication's sync counters
+(`sync_stats=`), what SHUTDOWN calls (`on_shutdown=`).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Final
 
 from node.commands.acl_users import AclClient, AclUsers
-from node.commands.context import Core, Session
+from node.commands.context import ClientSession
 from node.commands.table import CommandTable
 from node.config import Config
 from node.log.effect_log import EffectLog
@@ -47,6 +48,9 @@ from node.server.write_gates import WriteGates
 
 log = logging.getLogger("rill.server")
 
+# Makes the session of a new client: (client id, addr, laddr, fd) -> its session.
+SessionFactory = Callable[[int, str, str, int], ClientSession]
+
 
 def _no_syncs() -> Fields:
     return [("sync_full", 0), ("sync_partial_ok", 0), ("sync_partial_err", 0)]
@@ -58,8 +62,8 @@ class ServerCore:
     def __init__(
         self, config: Config, commands: CommandTable, clock: Callable[[], int], mode: str = "standalone",
         effects: EffectLog | None = None, *, role: RoleView | None = None, gates: WriteGates | None = None,
-        node: Core | None = None, sync_stats: Callable[[], Fields] | None = None,
-        on_shutdown: Callable[[Session | None, frozenset[str]], None] | None = None,
+        new_session: SessionFactory | None = None, sync_stats: Callable[[], Fields] | None = None,
+        on_shutdown: Callable[[ClientSession | None, frozenset[str]], None] | None = None,
     ) -> None:
         self.config = config
         # Milliseconds since the epoch; tests drive the server with a fake clock.
@@ -78,9 +82,8 @@ class ServerCore:
         # The log whose units the dispatcher delimits (a write's effects form one unit). A
         # server without data gets one of its own: its commands log nothing, so it stays empty.
         self.effects = effects if effects is not None else EffectLog()
-        # What command handlers see as their server (Session.node): a node's RillNode, which
-        # builds this server; the core itself for a server without data.
-        self.node: Core = node if node is not None else self
+        # Makes a client's session (id, addr, laddr, fd): a node's sessions reach its data.
+        self._new_session: SessionFactory = new_session if new_session is not None else self._plain_session
         self.dispatcher = Dispatcher(commands, self.effects, self.gates)
         self.blocking = BlockingManager(self.effects.unit)
         # CLIENT PAUSE and FAILOVER's pause: the dispatcher postpones what they pause.
@@ -155,7 +158,7 @@ class ServerCore:
 
     # -- Clients ---------------------------------------------------------------------------
 
-    def sessions(self) -> Iterable[Session]:
+    def sessions(self) -> Iterable[ClientSession]:
         return [c.session for c in self.connections.values() if c.session is not None]
 
     def pause_clients(self, timeout_ms: int, write_only: bool) -> None:
@@ -166,10 +169,10 @@ class ServerCore:
         """CLIENT UNPAUSE (a FAILOVER's pause stays)."""
         self.pause.unpause(CLIENT)
 
-    def connection_of(self, session: Session) -> ClientConnection | None:
+    def connection_of(self, session: ClientSession) -> ClientConnection | None:
         return self.connections.get(session.id)
 
-    def close_session(self, session: Session) -> None:
+    def close_session(self, session: ClientSession) -> None:
         conn = self.connections.get(session.id)
         if conn is not None:
             conn.close()
@@ -179,14 +182,14 @@ class ServerCore:
         if conn is not None:
             conn.close()
 
-    def add_monitor(self, session: Session) -> None:
+    def add_monitor(self, session: ClientSession) -> None:
         conn = self.connections.get(session.id)
         if conn is not None and conn not in self.monitors:
             session.flags.add("monitor")
             self.monitors.append(conn)
             _refresh_output_class(conn, session)
 
-    def remove_monitor(self, session: Session) -> None:
+    def remove_monitor(self, session: ClientSession) -> None:
         """RESET ends MONITOR mode."""
         session.flags.discard("monitor")
         conn = self.connections.get(session.id)
@@ -194,14 +197,14 @@ class ServerCore:
             self.monitors.remove(conn)
             _refresh_output_class(conn, session)
 
-    def unblock_session(self, session: Session, reply: Any) -> bool:
+    def unblock_session(self, session: ClientSession, reply: Any) -> bool:
         conn = self.connections.get(session.id)
         if conn is None or conn.waiter is None:
             return False
         self.blocking.unblock(conn.waiter, reply)
         return True
 
-    def _pubsub_mode_changed(self, session: Session) -> None:
+    def _pubsub_mode_changed(self, session: ClientSession) -> None:
         conn = self.connections.get(session.id)
         if conn is not None:
             _refresh_output_class(conn, session)
@@ -235,7 +238,7 @@ class ServerCore:
         self.dispatcher.total_commands = 0
         self.acl.reset_stats()
 
-    def request_shutdown(self, session: Session | None, flags: frozenset[str] = frozenset()) -> None:
+    def request_shutdown(self, session: ClientSession | None, flags: frozenset[str] = frozenset()) -> None:
         if self._on_shutdown is not None:
             self._on_shutdown(session, flags)
 
@@ -252,7 +255,7 @@ class ServerCore:
 
     # -- executing commands --------------------------------------------------------------
 
-    def execute(self, session: Session, argv: list[bytes]) -> Any:
+    def execute(self, session: ClientSession, argv: list[bytes]) -> Any:
         # The dispatcher makes each write's effects one unit of the effect log.
         written = session.effects_in_command
         # The replication link's session ("master") applies its primary's writes on a replica
@@ -282,7 +285,7 @@ class ServerCore:
         """Serve clients woken by the batch before going back to the event loop."""
         self.blocking.serve_ready()
 
-    def _feed_monitors(self, session: Session, argv: list[bytes]) -> None:
+    def _feed_monitors(self, session: ClientSession, argv: list[bytes]) -> None:
         """One MONITOR line (replicationFeedMonitors): `+<sec>.<usec> [<db> <addr>] "arg" ...`
         with credentials redacted, to every monitor (the sender too, as Redis does)."""
         now_us = time.time_ns() // 1000
@@ -294,7 +297,7 @@ class ServerCore:
 
     # -- clients ---------------------------------------------------------------------------
 
-    def register(self, conn: ClientConnection, addr: str, laddr: str, fd: int, tls: bool = False) -> Session | None:
+    def register(self, conn: ClientConnection, addr: str, laddr: str, fd: int, tls: bool = False) -> ClientSession | None:
         self.stats_connections += 1
         if len(self.connections) >= self.config.get_int("maxclients"):
             self.stats_rejected_connections += 1
@@ -305,18 +308,22 @@ class ServerCore:
             return None
         client_id = self._next_client_id
         self._next_client_id += 1
-        session = Session(self.node, client_id, addr, laddr, fd)
+        session = self._new_session(client_id, addr, laddr, fd)
         # createClient: the default user, authenticated when it needs no password.
         session.user = self.acl.default
         session.authenticated = not self.acl.auth_required()
         self.connections[client_id] = conn
         return session
 
-    def unregister(self, session: Session) -> None:
+    def _plain_session(self, client_id: int, addr: str, laddr: str, fd: int) -> ClientSession:
+        return ClientSession(self, client_id, addr, laddr, fd)
+
+    def unregister(self, session: ClientSession) -> None:
         conn = self.connections.pop(session.id, None)
         if conn is not None and conn in self.monitors:
             self.monitors.remove(conn)
         self.pubsub.unsubscribe_all(session)
+        session.discard_transaction()  # freeClient: its MULTI state and WATCHed keys go
 
     # -- listening ---------------------------------------------------------------------------
 
@@ -431,7 +438,7 @@ def _bound_port(server: asyncio.AbstractServer) -> int:
     return int(sock.getsockname()[1])
 
 
-def _refresh_output_class(conn: ClientConnection, session: Session) -> None:
+def _refresh_output_class(conn: ClientConnection, session: ClientSession) -> None:
     """The client-output-buffer-limit class of a client: pubsub in Pub/Sub mode
     (getClientType), and for a MONITOR (Rill bounds monitors as Pub/Sub clients too)."""
     pubsub = session.subscriptions is not None or "monitor" in session.flags

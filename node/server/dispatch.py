@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import Any, Final
 
 from node.commands.acl import check_command, check_queued_command
-from node.commands.context import Block, Session
+from node.commands.context import Block, ClientSession, Session
 from node.commands.expiry import Hidden, command_keys, expire_before_retry, expire_command_keys, restore_hidden
 from node.commands.reply import QUEUED, CommandError, ReplyError
 from node.commands.table import CommandSpec, CommandTable, lookup, queues_write
@@ -156,7 +156,7 @@ class Dispatcher:
                 self._cache[name] = spec
         return spec
 
-    def count_direct(self, session: Session, name: bytes, calls: int) -> None:
+    def count_direct(self, session: ClientSession, name: bytes, calls: int) -> None:
         """Statistics for `calls` commands `name` that ran without `execute` (a replica
         appending its primary's XADDs), timed together up to now from the batch's clock mark."""
         spec = self.resolve([name])
@@ -190,7 +190,7 @@ class Dispatcher:
             st.failed += 1
         self.count_error(message)
 
-    def reject(self, session: Session, spec: CommandSpec | None, message: str) -> ReplyError:
+    def reject(self, session: ClientSession, spec: CommandSpec | None, message: str) -> ReplyError:
         """A command refused before running (unknown, arity, auth, …); inside MULTI it also
         dooms the transaction."""
         if spec is not None:
@@ -199,14 +199,12 @@ class Dispatcher:
             session.multi_error = True
         if spec is not None and spec.name == "exec":
             # rejectCommand: a refused EXEC discards the transaction (open or not) and says why.
-            session.multi = None
-            session.multi_error = False
-            session.node.watches.unwatch_all(session)
+            session.discard_transaction()
             message = "EXECABORT Transaction discarded because of: " + message.removeprefix("ERR ")
         self.count_error(message)
         return ReplyError(message)
 
-    def execute(self, session: Session, argv: list[bytes], role: str, from_master: bool = False) -> Any:
+    def execute(self, session: ClientSession, argv: list[bytes], role: str, from_master: bool = False) -> Any:
         """Run argv for session; returns the reply value or a Block."""
         self.total_commands += 1
         plain = self._plain.get(argv[0])
@@ -259,13 +257,13 @@ class Dispatcher:
             self.count_error(error)
         return error
 
-    def _execute_checked(self, session: Session, argv: list[bytes], role: str, from_master: bool) -> Any:
+    def _execute_checked(self, session: ClientSession, argv: list[bytes], role: str, from_master: bool) -> Any:
         spec, error = self._checked_spec(argv)
         if error is not None:
             return self.reject(session, spec, error)
         assert spec is not None
         flags = spec.flags
-        if not session.authenticated and "no_auth" not in flags and session.node.acl.auth_required():
+        if not session.authenticated and "no_auth" not in flags and session.core.acl.auth_required():
             return self.reject(session, spec, "NOAUTH Authentication required.")
         if session.multi is not None and "no_multi" in flags and argv[0].lower() not in _MULTI_IMMEDIATE:
             return self.reject(session, spec, "ERR Command not allowed inside a transaction")
@@ -330,7 +328,7 @@ class Dispatcher:
             return QUEUED
         return self.call(session, spec, argv)
 
-    def _refuses_for_memory(self, session: Session, spec: CommandSpec) -> bool:
+    def _refuses_for_memory(self, session: ClientSession, spec: CommandSpec) -> bool:
         """processCommand's maxmemory rule (noeviction): over maxmemory, commands that may
         add memory (denyoom; EXEC when it queued one) are refused, and in MULTI every
         command but EXEC, DISCARD, QUIT and RESET (queueing takes memory too); the
@@ -346,7 +344,7 @@ class Dispatcher:
         full = self._memory_full
         return full is not None and full()
 
-    def call(self, session: Session, spec: CommandSpec, argv: list[bytes]) -> Any:
+    def call(self, session: ClientSession, spec: CommandSpec, argv: list[bytes]) -> Any:
         st = self._stat(spec)
         unit = spec.is_write or spec.name == "exec"
         # Only top-level commands: argv[0] of a subcommand names its container.
@@ -359,7 +357,7 @@ class Dispatcher:
             self._plain[argv[0]] = (spec, st, abs(arity), arity if arity > 0 else 1 << 30, unit, gated)
         return self._run(session, spec, st, argv, unit)
 
-    def _run(self, session: Session, spec: CommandSpec, st: CommandStats, argv: list[bytes], unit: bool) -> Any:
+    def _run(self, session: ClientSession, spec: CommandSpec, st: CommandStats, argv: list[bytes], unit: bool) -> Any:
         if not session.in_exec:  # inside EXEC, CLIENT LIST and the ACL log say cmd=exec, as Redis
             session.last_command = spec.name
         handler = spec.handler
@@ -367,7 +365,8 @@ class Dispatcher:
         mark = self._mark
         start = mark if mark else time.perf_counter_ns()
         # With volatile keys in the client's database, the keys the command names are expired
-        # first (node.commands.expiry); for a write, the DELs that logs are in its unit.
+        # first (node.commands.expiry); for a write, the DELs that logs are in its unit. Only a
+        # node's client (a Session) has keys: a server without data has an empty database.
         volatile = len(session.expires.deadlines) != 0
         hidden: Hidden | None = None
         meter = self.meter if unit else None
@@ -380,7 +379,7 @@ class Dispatcher:
         if unit:
             self._effects.begin()
         try:
-            if volatile:
+            if volatile and isinstance(session, Session):
                 hidden = expire_command_keys(session, spec, argv)
             reply = handler(session, argv)
         except CommandError as exc:
@@ -403,7 +402,8 @@ class Dispatcher:
                     meter.total += after - before
                     meter.seen = self._effects.offset
         if type(reply) is Block:
-            expire_before_retry(reply)
+            if isinstance(session, Session):
+                expire_before_retry(reply)
             if not session.user.unrestricted:
                 reply.retry = _PermittedRetry(spec, argv, reply.retry)
         end = time.perf_counter_ns()
@@ -422,7 +422,7 @@ class ProtocolViolation(Exception):
     """The request itself broke the protocol: reply with the error and close."""
 
 
-def _queues_denyoom(dispatcher: Dispatcher, session: Session) -> bool:
+def _queues_denyoom(dispatcher: Dispatcher, session: ClientSession) -> bool:
     """EXEC counts as denyoom when a queued command is (Redis's mstate.cmd_flags)."""
     for argv in session.multi or ():
         spec = dispatcher.resolve(argv)
@@ -431,12 +431,12 @@ def _queues_denyoom(dispatcher: Dispatcher, session: Session) -> bool:
     return False
 
 
-def _queues_write(session: Session) -> bool:
+def _queues_write(session: ClientSession) -> bool:
     """EXEC counts as a write when a queued command is one."""
     return queues_write(session.multi or ())
 
 
-def _may_replicate(spec: CommandSpec, session: Session) -> bool:
+def _may_replicate(spec: CommandSpec, session: ClientSession) -> bool:
     """What a WRITE pause postpones (processCommand's is_may_replicate_command): a command
     that may write or be propagated, EXEC of a transaction holding one."""
     if spec.is_write or "may_replicate" in spec.flags:
@@ -456,19 +456,19 @@ class _PermittedRetry:
 
     __slots__ = ("spec", "argv", "retry")
 
-    def __init__(self, spec: CommandSpec, argv: list[bytes], retry: Callable[[Session], Any]) -> None:
+    def __init__(self, spec: CommandSpec, argv: list[bytes], retry: Callable[[ClientSession], Any]) -> None:
         self.spec = spec
         self.argv = argv
         self.retry = retry
 
-    def __call__(self, session: Session) -> Any:
+    def __call__(self, session: ClientSession) -> Any:
         denial = check_command(session, self.spec, self.argv)
         if denial is not None:
             raise CommandError(denial)
         return self.retry(session)
 
 
-def _never_ready(session: Session) -> None:
+def _never_ready(session: ClientSession) -> None:
     return None
 
 

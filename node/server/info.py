@@ -31,7 +31,7 @@ from node.commands.acl_rules import DENIED_AUTH, DENIED_CHANNEL, DENIED_CMD, DEN
 
 if TYPE_CHECKING:
     from node.commands.acl_users import AclUsers
-    from node.commands.context import Session
+    from node.commands.context import ClientSession
     from node.config import Config
     from node.server.blocking import BlockingManager
     from node.server.dispatch import Dispatcher
@@ -83,7 +83,7 @@ class CoreFigures(Protocol):
     @property
     def stats_keyspace_misses(self) -> int: ...
 
-    def sessions(self) -> Iterable[Session]: ...
+    def sessions(self) -> Iterable[ClientSession]: ...
     def expiry_stats(self) -> Fields: ...
     def sync_stats(self) -> Fields: ...
 

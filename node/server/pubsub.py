@@ -4,9 +4,9 @@ Three namespaces, as in Redis: channels (SUBSCRIBE), patterns (PSUBSCRIBE, glob-
 against every published channel with Redis's stringmatchlen, node.commands.glob) and shard
 channels (SSUBSCRIBE/SPUBLISH, which never match patterns). The server keeps, per name, the
 subscribed sessions in subscription order; each session keeps its own names
-(`Session.subscriptions`, None while it subscribes to nothing).
+(`ClientSession.subscriptions`, None while it subscribes to nothing).
 
-Everything a client receives here is a push (`Session.push`): the confirmations of
+Everything a client receives here is a push (`ClientSession.push`): the confirmations of
 (P|S)(UN)SUBSCRIBE (one per name, with the client's count after it) and the messages, as
 RESP2 arrays or RESP3 `>` pushes by the client's protocol. A client with at least one
 subscription is in Pub/Sub mode: flag `pubsub` (CLIENT LIST `flags=P`, `TYPE pubsub`, the
@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Final
 
-from node.commands.context import CHANNEL, PATTERN, SHARD, Session
+from node.commands.context import CHANNEL, PATTERN, SHARD, ClientSession
 from node.commands.glob import compile_glob
 from node.commands.subscriptions import Subscriptions
 from node.log.encode import bulk_header
@@ -40,7 +40,7 @@ _SMESSAGE: Final = b"$8\r\nsmessage\r\n"
 _HEADER3: Final = {2: b"*3\r\n", 3: b">3\r\n"}
 _HEADER4: Final = {2: b"*4\r\n", 3: b">4\r\n"}
 
-Subscribers = dict[Session, None]  # insertion-ordered: delivery follows subscription order
+Subscribers = dict[ClientSession, None]  # insertion-ordered: delivery follows subscription order
 
 
 def _bulk(data: bytes) -> bytes:
@@ -67,7 +67,7 @@ class PubSubRegistry:
     """The server's subscriptions. `mode_changed(session)` is called when a session enters
     or leaves Pub/Sub mode (its connection changes output-buffer class)."""
 
-    def __init__(self, mode_changed: Callable[[Session], None] | None = None) -> None:
+    def __init__(self, mode_changed: Callable[[ClientSession], None] | None = None) -> None:
         self._channels: dict[bytes, Subscribers] = {}
         # Pattern -> (its matcher, subscribers).
         self._patterns: dict[bytes, tuple[Callable[[bytes], bool], Subscribers]] = {}
@@ -76,7 +76,7 @@ class PubSubRegistry:
 
     # -- subscribing --------------------------------------------------------------------------
 
-    def subscribe(self, session: Session, kind: int, names: list[bytes]) -> None:
+    def subscribe(self, session: ClientSession, kind: int, names: list[bytes]) -> None:
         """(P|S)SUBSCRIBE: each name added (once), each confirmed with the client's count."""
         subs = session.subscriptions
         entering = subs is None
@@ -92,7 +92,7 @@ class PubSubRegistry:
         if entering and self._mode_changed is not None:
             self._mode_changed(session)
 
-    def unsubscribe(self, session: Session, kind: int, names: list[bytes]) -> None:
+    def unsubscribe(self, session: ClientSession, kind: int, names: list[bytes]) -> None:
         """(P|S)UNSUBSCRIBE: the names given (all the client's of that kind when none), each
         confirmed; with nothing to unsubscribe from, one confirmation with a null name."""
         subs = session.subscriptions
@@ -108,7 +108,7 @@ class PubSubRegistry:
         if subs is not None and not subs.count():
             self._leave(session)
 
-    def unsubscribe_all(self, session: Session) -> None:
+    def unsubscribe_all(self, session: ClientSession) -> None:
         """Every subscription dropped silently (RESET, a closed connection)."""
         subs = session.subscriptions
         if subs is None:
@@ -118,13 +118,13 @@ class PubSubRegistry:
                 self._remove(session, subs, kind, name)
         self._leave(session)
 
-    def _leave(self, session: Session) -> None:
+    def _leave(self, session: ClientSession) -> None:
         session.subscriptions = None
         session.flags.discard("pubsub")
         if self._mode_changed is not None:
             self._mode_changed(session)
 
-    def _remove(self, session: Session, subs: Subscriptions, kind: int, name: bytes) -> None:
+    def _remove(self, session: ClientSession, subs: Subscriptions, kind: int, name: bytes) -> None:
         mine = _own(subs, kind)
         if name not in mine:
             return
@@ -238,7 +238,7 @@ def _count(subs: Subscriptions | None, kind: int) -> int:
     return len(subs.channels) + len(subs.patterns)
 
 
-def _confirmation(session: Session, kind: int, index: int, name: bytes | None, count: int) -> bytes:
+def _confirmation(session: ClientSession, kind: int, index: int, name: bytes | None, count: int) -> bytes:
     if name is None:
         named = b"_\r\n" if session.proto == 3 else b"$-1\r\n"
     else:

@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Final, Protocol
 
-from node.commands.context import Core, Session
+from node.commands.context import Node, Session
 from node.commands.expiry import Expiry, is_expired
 from node.commands.table import TABLE, lookup
 from node.config import Config
@@ -35,10 +35,14 @@ class Server(ServerCore):
 
     def __init__(
         self, config: Config, keyspace: Keyspace, effects: EffectLog, clock: Callable[[], int], *,
-        role: RoleView | None = None, gates: WriteGates | None = None, node: Core | None = None,
+        node: Node, role: RoleView | None = None, gates: WriteGates | None = None,
         sync_stats: Callable[[], Fields] | None = None,
     ) -> None:
-        super().__init__(config, TABLE, clock, effects=effects, role=role, gates=gates, node=node, sync_stats=sync_stats)
+        super().__init__(config, TABLE, clock, effects=effects, role=role, gates=gates,
+                         new_session=self._node_session, sync_stats=sync_stats)
+        # The node as its commands see it (node/app/rill_node.py's RillNode, which builds this
+        # server): every client of this server is a Session of it.
+        self.node = node
         self.keyspace = keyspace
         self.expiry = Expiry()
         self._watchers: dict[tuple[int, bytes], set[Session]] = {}
@@ -162,7 +166,7 @@ class Server(ServerCore):
         keyspace.swap(a, b)
         for conn in self.connections.values():
             s = conn.session
-            if s is not None and s.db_index in (a, b):
+            if isinstance(s, Session) and s.db_index in (a, b):
                 s.select(s.db_index)
         self.blocking.signal_db(a)
         self.blocking.signal_db(b)
@@ -182,9 +186,8 @@ class Server(ServerCore):
         super().reset_stats()
         self.expiry.reset_stats()
 
-    def unregister(self, session: Session) -> None:
-        super().unregister(session)
-        self.unwatch_all(session)
+    def _node_session(self, client_id: int, addr: str, laddr: str, fd: int) -> Session:
+        return Session(self.node, client_id, addr, laddr, fd)
 
 
 # Effects whose command touches the keys it changes itself: COPY changes only its destination,

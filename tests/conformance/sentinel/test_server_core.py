@@ -16,7 +16,7 @@ from collections.abc import Iterator
 import pytest
 import redis
 
-from node.commands.context import Session
+from node.commands.context import ClientSession
 from node.server.core import ServerCore
 from node.server.sentinel_mode import sentinel_commands
 from tests.conformance.harness import RawConnection
@@ -161,7 +161,7 @@ def test_the_server_side_publish_hook_reaches_subscribers(servers: tuple[int, Ru
 def test_shutdown_hands_its_flags_to_the_owner_and_blocks_the_caller() -> None:
     calls: list[tuple[int, frozenset[str]]] = []
 
-    def on_shutdown(session: Session | None, flags: frozenset[str]) -> None:
+    def on_shutdown(session: ClientSession | None, flags: frozenset[str]) -> None:
         calls.append((session.id if session else 0, flags))
 
     with running_core(sentinel_commands(), mode="sentinel", on_shutdown=on_shutdown) as rc:
