@@ -154,4 +154,4 @@ chaos: chaos-deps system-deps
 	$(PY) -m chaos matrix --scenarios $(CHAOS_SCENARIOS) --duration 20
 
 clean: clean-native
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache bench/results/*.tmp
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache bench/results/*/*.tmp bench/results/*/*/*.tmp

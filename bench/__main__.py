@@ -39,7 +39,8 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("-c", "--clients", type=int, default=50, help="parallel connections (default 50)")
     parser.add_argument("--pipelines", default="1,16", help="pipeline depths (default: %(default)s)")
     parser.add_argument("--out", default=os.path.join(ROOT, "bench", "results"),
-                        help="directory for latest.json and a line of history.jsonl")
+                        help="directory of the results: each suite writes latest.json and a line of "
+                             "history.jsonl to <out>/<suite>/")
     parser.add_argument("--profile", metavar="PATH", default=None,
                         help="run the Rill node under cProfile and write its profile to PATH")
     parser.add_argument("--no-persistence", action="store_true",
@@ -49,7 +50,7 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
                              "--quick skips them too)")
     parser.add_argument("--suite", default="throughput",
                         help=f"comma-separated suites: {', '.join(SUITE_NAMES)} or all (default: %(default)s); "
-                             "the others write to <out>/<suite>/, --quick makes each tiny")
+                             "--quick makes each tiny")
     args = parser.parse_args(argv)
     suites = [s.strip().lower() for s in args.suite.split(",") if s.strip()]
     args.suites = list(SUITE_NAMES) if suites == ["all"] else suites
@@ -107,7 +108,7 @@ def _throughput(args: argparse.Namespace) -> int:
         "rows": [row_dict(row) for row in rows],
     }
     print(table(rows))
-    for path in write_json(document, args.out, stamp):
+    for path in write_json(document, os.path.join(args.out, "throughput"), stamp):
         print(f"wrote {os.path.relpath(path)}")
     if args.profile:
         print(f"rill profile written to {args.profile}")

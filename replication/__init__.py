@@ -22,11 +22,11 @@ from replication.errors import (
     ReplicationClosed,
     ReplicationError,
 )
-from replication.history import NO_REPLID, History
 from replication.lease import Lease, lease_clock_ns
 from replication.primary import Primary
 from replication.registry import OnlineAcks, ReplicaInfo, ReplicaRegistry
 from replication.replica import LinkStatus, ReplicaLink
+from replication.replids import NO_REPLID, History
 from replication.settings import OutputBufferLimit, PrimarySettings, ReplicaSettings
 from replication.state_machine import StateMachine
 from replication.tls import ClientTls, ServerTls

@@ -30,7 +30,7 @@ from itertools import accumulate
 from operator import sub
 from typing import Protocol
 
-from replication.history import NO_REPLID, History, is_replid, new_replid
+from replication.replids import NO_REPLID, History, is_replid, new_replid
 
 __all__ = ["NO_REPLID", "Backlog", "BacklogInfo", "BacklogListener", "PsyncDecision", "is_replid", "new_replid"]
 

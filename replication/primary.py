@@ -41,11 +41,11 @@ from google.protobuf.message import DecodeError
 from replication.backlog import Backlog, PsyncDecision
 from replication.commit import CommitPoint
 from replication.epochs import Fence
-from replication.history import is_replid
 from replication.lease import Lease
 from replication.pb import replication_pb2 as pb
 from replication.pb import replication_pb2_grpc as pb_grpc
 from replication.registry import STATE_ONLINE, STATE_SEND_BULK, ReplicaRegistry
+from replication.replids import is_replid
 from replication.settings import PrimarySettings
 from replication.tls import ServerTls
 from replication.wait import AckWaiters

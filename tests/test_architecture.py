@@ -91,7 +91,7 @@ WRITERS = {
     # The replication position: the effect log alone moves its offset (each unit it commits,
     # `replicated`), and these move it when a data set is loaded or replaced.
     r"effects\.offset [+-]?=": set(),
-    r"effects\.(move_to|restore|restart)\(": {"node/persistence/service.py", "node/replication/state_machine.py",
+    r"effects\.(move_to|restore|restart)\(": {"node/persistence/service.py", "node/replication/node_state_machine.py",
                                                "node/replication/redis_link.py"},
 }
 
@@ -105,3 +105,39 @@ def test_each_piece_of_shared_state_has_its_writers(call: str) -> None:
         if re.search(call, path.read_text(encoding="utf-8"))
     }
     assert found <= WRITERS[call], f"{call} written from {sorted(found - WRITERS[call])}"
+
+
+# File names that several of the packages use, each for the same concept (issue #35, item 6);
+# any other name used twice says too little about what its file holds.
+SHARED_NAMES = {
+    "__init__.py": "a package",
+    "__main__.py": "a package's command line",
+    "cluster.py": "a local cluster of Rill processes (`rill cluster`; the chaos lab keeps its own)",
+    "config.py": "a server's configuration: a node's directives, a sentinel's sentinel.conf",
+    "core.py": "the server core (node/server) and what its metrics export (node/metrics)",
+    "discovery.py": "finding peers: a replica its primary, a sentinel the instances around a master",
+    "failover.py": "a sentinel failover: carried out (the sentinel policy), measured (the bench suite)",
+    "fencing.py": "fenced mode, on a node and in the sentinel policy",
+    "groups.py": "consumer groups: the engine's, the Spark source's group mode",
+    "ids.py": "stream entry IDs: the engine's, the Spark source's",
+    "info.py": "INFO sections: the core's machinery, the node's and replication's sections",
+    "memory.py": "a node's memory: what the engine's values take, what the node accounts",
+    "metrics.py": "the Prometheus metrics of a node, of a sentinel",
+    "options.py": "user-settable options: a sentinel's per master, the Spark data source's",
+    "pubsub.py": "Pub/Sub: its commands, the server's subscriptions",
+    "registry.py": "who is there: a primary's replicas, a sentinel's instances",
+    "report.py": "results as tables and files: the bench's, the chaos matrix's",
+    "runner.py": "what drives one thing through its steps: a sentinel's policy, a chaos run",
+    "stream_refs.py": "XDELEX/XACKDEL's references: the commands and the engine's rules",
+    "tls.py": "the TLS set-up of one kind of link (clients, replication, the chaos lab's targets)",
+}
+
+
+def test_a_file_name_used_twice_names_one_concept() -> None:
+    root = pathlib.Path(__file__).resolve().parent.parent
+    where: dict[str, list[str]] = {}
+    for package in PACKAGES:
+        for path in sorted((root / package).rglob("*.py")):
+            where.setdefault(path.name, []).append(str(path.relative_to(root)))
+    twice = {name: paths for name, paths in where.items() if len(paths) > 1 and name not in SHARED_NAMES}
+    assert twice == {}

@@ -22,7 +22,7 @@ from node.engine.stream_value import StreamValue
 from node.metrics.core import CoreCollector, server_registry
 from node.metrics.exporter import MetricsExporter, serve
 from node.metrics.figures import PREFIX, Figure, families, number, section
-from node.replication.failover import IN_PROGRESS, NO_FAILOVER, WAITING
+from node.replication.planned_failover import IN_PROGRESS, NO_FAILOVER, WAITING
 
 if TYPE_CHECKING:
     from node.config import Config

@@ -22,7 +22,7 @@ from node.commands.acl_rules import (
     users_in_order,
 )
 from node.commands.args import to_int
-from node.commands.client import client_line
+from node.commands.client_cmds import client_line
 from node.commands.context import ClientSession
 from node.commands.helptext import help_reply, unknown_subcommand
 from node.commands.keyspecs import CATEGORY_BITS, describe

@@ -127,7 +127,7 @@ class ReplicationControl(Protocol):
 
 
 class Failover(Protocol):
-    """The FAILOVER command's state machine (node.replication.failover)."""
+    """The FAILOVER command's state machine (node.replication.planned_failover)."""
 
     def command(self, session: Session, argv: list[bytes]) -> Any: ...
 

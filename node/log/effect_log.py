@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 
 from node.log.encode import encode_command, encoded_size
-from replication.history import History
+from replication.replids import History
 
 Listener = Callable[[bytes, int], None]
 

@@ -28,7 +28,7 @@ from typing import Final
 
 from node.persistence.files import atomic_write
 from node.text import split_config_line
-from replication.history import is_replid
+from replication.replids import is_replid
 
 BASE: Final = "b"
 HISTORY: Final = "h"

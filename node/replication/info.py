@@ -11,8 +11,8 @@ from node.replication.discovery import INFO_PORT_FIELD
 if TYPE_CHECKING:
     from node.config import Config
     from node.replication.backlog_feed import BacklogFeed
-    from node.replication.failover import Failover
     from node.replication.fencing import Fencing
+    from node.replication.planned_failover import Failover
     from node.replication.redis_link import RedisReplicaLink
     from node.server.server import Server
     from replication import Backlog, Primary, ReplicaLink

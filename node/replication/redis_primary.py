@@ -57,7 +57,7 @@ from replication.registry import STATE_ONLINE, STATE_SEND_BULK
 
 if TYPE_CHECKING:
     from node.replication.backlog_feed import BacklogFeed
-    from node.replication.failover import Failover
+    from node.replication.planned_failover import Failover
     from node.replication.redis_link import RedisReplicaLink
     from node.server.connection import ClientConnection
     from node.server.server import Server

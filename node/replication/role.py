@@ -7,10 +7,10 @@ package and owns everything that changes with the role.
 * As a primary: the effect log's units feed the backlog (node/replication/backlog_feed.py);
   min-replicas-to-write gates writes; WAIT and WAITAOF park clients (node/replication/waits.py).
 * As a replica: a `ReplicaLink` to the primary, with a `NodeStateMachine`
-  (node/replication/state_machine.py) that applies each batch and logs the primary's bytes.
+  (node/replication/node_state_machine.py) that applies each batch and logs the primary's bytes.
 * Role changes (REPLICAOF host port, REPLICAOF NO ONE [EPOCH e]) and the replica's fsynced
   and written offsets.
-* The FAILOVER command (node/replication/failover.py) and, with `fenced-mode yes`, fenced
+* The FAILOVER command (node/replication/planned_failover.py) and, with `fenced-mode yes`, fenced
   mode (node/replication/fencing.py): epochs on the link, FENCE, the primary's lease.
 ROLE and INFO's replication figures are rendered by node/replication/info.py.
 """
@@ -31,14 +31,14 @@ from node.persistence.snapshot import SnapshotMeta, dump
 from node.replication.access import replica_access
 from node.replication.backlog_feed import BacklogFeed
 from node.replication.discovery import DiscoveryError, RedisPrimary, discover_repl_port, listen_port
-from node.replication.failover import Failover
 from node.replication.fencing import NOT_FENCED, Fencing
 from node.replication.info import role_reply
+from node.replication.link_settings import client_tls, primary_settings, replica_settings, server_tls
 from node.replication.loop_load import CpuContention
+from node.replication.node_state_machine import NodeStateMachine
+from node.replication.planned_failover import Failover
 from node.replication.redis_link import RedisReplicaLink
 from node.replication.redis_primary import RedisReplicas
-from node.replication.settings import client_tls, primary_settings, replica_settings, server_tls
-from node.replication.state_machine import NodeStateMachine
 from node.replication.waits import Waits
 from node.server.role_view import RoleView
 from replication import Backlog, CommitPoint, Primary, ReplicaLink, ReplicationError, new_replid

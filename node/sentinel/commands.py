@@ -32,7 +32,7 @@ from node.sentinel.messages import WARNING
 from node.sentinel.policy import SentinelError
 from node.sentinel.policy.options import TIMING_OPTIONS
 from node.sentinel.runner import Runner
-from node.sentinel.settings import HELLO_CHANNEL, SIMFAILURE_CRASH_AFTER_ELECTION, SIMFAILURE_CRASH_AFTER_PROMOTION
+from node.sentinel.timings import HELLO_CHANNEL, SIMFAILURE_CRASH_AFTER_ELECTION, SIMFAILURE_CRASH_AFTER_PROMOTION
 
 FLUSH_FAILED: Final = "ERR Failed to save config file. Check server logs."
 NO_SUCH_MASTER: Final = "ERR No such master with that name"

@@ -49,7 +49,7 @@ from node.sentinel.server_options import (
 )
 from node.sentinel.server_options import ConfigError as ConfigError  # re-exported: the loader's error
 from node.sentinel.server_options import ServerOptions as ServerOptions  # re-exported: what load returns
-from node.sentinel.settings import (
+from node.sentinel.timings import (
     DEFAULT_ANNOUNCE_HOSTNAMES,
     DEFAULT_DENY_SCRIPTS_RECONFIG,
     DEFAULT_PARALLEL_SYNCS,

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from node.sentinel.messages import DEBUG, WARNING, Event
-from node.sentinel.settings import Timings
+from node.sentinel.timings import Timings
 
 log = logging.getLogger("rill.sentinel")
 

@@ -11,7 +11,7 @@ Candidates are ordered by lower priority, then larger replication offset, then s
 from __future__ import annotations
 
 from node.sentinel.instance import O_DOWN, S_DOWN, Instance
-from node.sentinel.settings import Timings
+from node.sentinel.timings import Timings
 
 
 def exclusion(replica: Instance, master: Instance, now: int, timings: Timings) -> str | None:

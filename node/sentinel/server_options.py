@@ -15,7 +15,7 @@ from node.config import Config as NodeConfig
 from node.config import ConfigError as NodeConfigError
 from node.sentinel.command_table import command_table
 from node.sentinel.ctext import atoi
-from node.sentinel.settings import DEFAULT_PORT
+from node.sentinel.timings import DEFAULT_PORT
 
 REDIS_VERSION: Final = SENTINEL_REDIS_VERSION
 

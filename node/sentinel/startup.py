@@ -18,7 +18,7 @@ from node.sentinel import config as sentinel_config
 from node.sentinel.clock import SYSTEM_CLOCK
 from node.sentinel.policy import Sentinel
 from node.sentinel.runner import REDIS_LOG_LEVELS
-from node.sentinel.settings import RUN_ID_SIZE
+from node.sentinel.timings import RUN_ID_SIZE
 
 
 class StartupError(Exception):

@@ -33,7 +33,7 @@ def _run_bench(out_dir: Path) -> tuple[subprocess.CompletedProcess[str], dict[st
         raise
     done = subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
     assert done.returncode == 0, f"bench failed:\n{stdout}\n{stderr}"
-    with open(out_dir / "latest.json", encoding="utf-8") as f:
+    with open(out_dir / "throughput" / "latest.json", encoding="utf-8") as f:
         return done, json.load(f)
 
 
@@ -57,8 +57,9 @@ def test_quick_bench_writes_a_measured_row_per_test_and_pipeline(tmp_path: Path)
         assert row["rps_ratio"] > 0
     # CPU time is read in 10 ms ticks, so a tiny run may show 0 for one row, never for all.
     assert sum(row["rill"]["cpu_s"] for row in doc["rows"] if row["rill"]) > 0
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["history.jsonl", "latest.json"]
-    [run] = (tmp_path / "history.jsonl").read_text(encoding="utf-8").splitlines()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["throughput"]
+    assert sorted(p.name for p in (tmp_path / "throughput").iterdir()) == ["history.jsonl", "latest.json"]
+    [run] = (tmp_path / "throughput" / "history.jsonl").read_text(encoding="utf-8").splitlines()
     assert json.loads(run)["stamp"] == doc["timestamp"] and json.loads(run)["rows"] == doc["rows"]
     assert "rill/redis" in done.stdout  # the table was printed
 

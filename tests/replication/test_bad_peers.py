@@ -13,7 +13,7 @@ import pytest
 from replication import PROTOCOL_VERSION, ReplicaSettings, new_run_id
 from replication.pb import replication_pb2 as pb
 from replication.pb import replication_pb2_grpc as pb_grpc
-from tests.replication.cluster import FAST_PRIMARY, FAST_REPLICA, Node, eventually, nodes, run
+from tests.replication.inprocess_cluster import FAST_PRIMARY, FAST_REPLICA, Node, eventually, nodes, run
 
 Call = grpc.aio.StreamStreamCall[pb.ReplicaMessage, pb.PrimaryMessage]
 RawCall = grpc.aio.StreamStreamCall[bytes, bytes]  # no (de)serializers: raw bytes on the wire

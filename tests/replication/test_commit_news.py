@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from tests.replication.cluster import FAST_PRIMARY, FAST_REPLICA, eventually, nodes, run
+from tests.replication.inprocess_cluster import FAST_PRIMARY, FAST_REPLICA, eventually, nodes, run
 
 # No idle heartbeat during the test, and no replica giving up on a silent primary (and learning
 # the committed point in a new handshake): only news of the committed point may carry it.

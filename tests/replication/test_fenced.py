@@ -12,7 +12,7 @@ import dataclasses
 import pytest
 
 from replication import EpochHistory, NotAcknowledging, Refused
-from tests.replication.cluster import FAST_REPLICA, Node, eventually, nodes, run
+from tests.replication.inprocess_cluster import FAST_REPLICA, Node, eventually, nodes, run
 from tests.replication.proxy import LinkProxy
 
 LEASE = 0.6

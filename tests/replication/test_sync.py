@@ -9,7 +9,7 @@ from collections.abc import Coroutine
 from typing import Any
 
 from replication import ReplicaSettings
-from tests.replication.cluster import FAST_PRIMARY, FAST_REPLICA, Node, eventually, limit, nodes, run
+from tests.replication.inprocess_cluster import FAST_PRIMARY, FAST_REPLICA, Node, eventually, limit, nodes, run
 from tests.replication.proxy import LinkProxy
 
 

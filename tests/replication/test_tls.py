@@ -14,7 +14,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 from replication import ClientTls, ServerTls
-from tests.replication.cluster import eventually, nodes, run
+from tests.replication.inprocess_cluster import eventually, nodes, run
 
 
 @dataclass(frozen=True)

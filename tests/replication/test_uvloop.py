@@ -7,7 +7,7 @@ import asyncio
 
 import uvloop
 
-from tests.replication.cluster import nodes
+from tests.replication.inprocess_cluster import nodes
 from tests.replication.proxy import LinkProxy
 
 

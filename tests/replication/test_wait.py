@@ -11,7 +11,7 @@ import pytest
 
 from replication import AckWaiters, ReplicaRegistry, ReplicationClosed
 from replication.registry import STATE_ONLINE, STATE_SEND_BULK
-from tests.replication.cluster import FAST_REPLICA, eventually, nodes, run
+from tests.replication.inprocess_cluster import FAST_REPLICA, eventually, nodes, run
 from tests.replication.proxy import LinkProxy
 from tests.replication.toy import ToyMachine
 

@@ -13,7 +13,7 @@ from node.commands.context import Session
 from node.config import Config
 from node.log.applier import ApplyError
 from node.log.encode import encode_command
-from node.replication.state_machine import NodeStateMachine
+from node.replication.node_state_machine import NodeStateMachine
 from node.server.resp import encode_one
 
 

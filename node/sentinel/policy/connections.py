@@ -14,7 +14,7 @@ from node.sentinel.instance import MASTER, SENTINEL, SLAVE, Addr, Instance, Link
 from node.sentinel.messages import Close, Connect, Send
 from node.sentinel.policy.outbox import Outbox
 from node.sentinel.policy.state import State
-from node.sentinel.settings import HELLO_CHANNEL
+from node.sentinel.timings import HELLO_CHANNEL
 
 # Request kinds: which reply callback handles the answer (sentinel.c's *ReplyCallback).
 DISCARD: Final = "discard"

@@ -17,7 +17,7 @@ from node.sentinel.policy.connections import PUBLISH, Connections
 from node.sentinel.policy.outbox import Outbox
 from node.sentinel.policy.registry import Registry
 from node.sentinel.policy.state import SentinelError, State
-from node.sentinel.settings import HELLO_CHANNEL
+from node.sentinel.timings import HELLO_CHANNEL
 
 
 class Discovery:

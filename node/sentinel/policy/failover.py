@@ -49,7 +49,7 @@ from node.sentinel.policy.retenure import Retenure
 from node.sentinel.policy.state import State
 from node.sentinel.policy.transitions import abort_failover, set_state, start_failover
 from node.sentinel.policy.voting import Voting
-from node.sentinel.settings import SIMFAILURE_CRASH_AFTER_ELECTION, SIMFAILURE_CRASH_AFTER_PROMOTION
+from node.sentinel.timings import SIMFAILURE_CRASH_AFTER_ELECTION, SIMFAILURE_CRASH_AFTER_PROMOTION
 
 
 class Failover:

@@ -56,7 +56,7 @@ from node.sentinel.policy.retenure import Retenure
 from node.sentinel.policy.state import SentinelError, State
 from node.sentinel.policy.transitions import start_failover
 from node.sentinel.policy.voting import Voting
-from node.sentinel.settings import DEFAULT_PORT, MAX_PENDING_COMMANDS, Timings
+from node.sentinel.timings import DEFAULT_PORT, MAX_PENDING_COMMANDS, Timings
 
 
 class Sentinel(State):

@@ -15,7 +15,7 @@ import random
 from typing import Final
 
 from node.sentinel.instance import Instance
-from node.sentinel.settings import (
+from node.sentinel.timings import (
     DEFAULT_ANNOUNCE_HOSTNAMES,
     DEFAULT_DENY_SCRIPTS_RECONFIG,
     DEFAULT_RESOLVE_HOSTNAMES,

@@ -19,7 +19,7 @@ from node.sentinel.instance import (
 from node.sentinel.messages import WARNING
 from node.sentinel.policy.outbox import Outbox
 from node.sentinel.policy.state import State
-from node.sentinel.settings import MAX_DESYNC
+from node.sentinel.timings import MAX_DESYNC
 
 
 def start_failover(state: State, outbox: Outbox, master: Instance, *, retenure: bool = False) -> None:

@@ -10,7 +10,7 @@ from node.sentinel.instance import Instance
 from node.sentinel.messages import WARNING
 from node.sentinel.policy.outbox import Outbox
 from node.sentinel.policy.state import State
-from node.sentinel.settings import MAX_DESYNC
+from node.sentinel.timings import MAX_DESYNC
 
 
 class Voting:

@@ -48,7 +48,7 @@ from node.sentinel.messages import (
     Send,
     Tick,
 )
-from node.sentinel.settings import HELLO_CHANNEL, Timings
+from node.sentinel.timings import HELLO_CHANNEL, Timings
 
 NAME = "mymaster"
 REPL_PERIOD = 400  # ms between two replication requests of a replica

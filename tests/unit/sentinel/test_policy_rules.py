@@ -10,7 +10,7 @@ from node.sentinel import selection
 from node.sentinel.instance import FAILOVER_NONE, FAILOVER_RECONF_SLAVES, S_DOWN
 from node.sentinel.messages import Closed, FlushConfig, Log, Message, RespError, Send
 from node.sentinel.policy import Sentinel, lease_wait_ms
-from node.sentinel.settings import HELLO_CHANNEL, Timings
+from node.sentinel.timings import HELLO_CHANNEL, Timings
 from tests.unit.sentinel.driver import MASTER, MYID, Driver, info_master, info_replica
 
 RUN_A = "1" * 40

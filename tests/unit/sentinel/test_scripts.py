@@ -13,7 +13,7 @@ import pytest
 
 from node.sentinel.messages import DEBUG, WARNING, Event
 from node.sentinel.scripts import MAX_QUEUE, MAX_RUNNING, ScriptQueue
-from node.sentinel.settings import Timings
+from node.sentinel.timings import Timings
 
 
 @pytest.fixture

@@ -8,8 +8,8 @@ import re
 
 import pytest
 
-from node.sentinel.settings import DEFAULT_PORT
 from node.sentinel.startup import StartupError, ensure_id, load, split_args
+from node.sentinel.timings import DEFAULT_PORT
 
 
 def test_directives_take_the_words_up_to_the_next_option() -> None:
