@@ -20,7 +20,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Sequence
-from typing import Literal
+from typing import Literal, Self
 
 import redis
 
@@ -214,7 +214,7 @@ class Launcher:
             shutil.rmtree(self.dir, ignore_errors=True)
             atexit.unregister(self.close)
 
-    def __enter__(self) -> Launcher:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
