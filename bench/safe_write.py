@@ -61,7 +61,6 @@ from bench.repl_cluster import (
     percentile,
     redis_benchmark,
     start_cluster,
-    start_node,
     timed_round_trips,
     wait_caught_up,
     xadd_wait_samples,
@@ -302,7 +301,7 @@ def run_config(cfg: Config, args: argparse.Namespace) -> dict[str, Any]:
     """Every measurement of one configuration on a fresh cluster."""
     runs: dict[str, Any] = {}
     with _load_meter() as load:
-        cluster = Cluster(start_node(cfg.kind, None, cfg.flags), [])
+        cluster = start_cluster(cfg.kind, 0, cfg.flags)
         try:
             if cfg.group == "default":
                 runs["xadd_p16_alone"] = redis_benchmark(cluster, args.p16_requests, args.clients, 16)
@@ -758,7 +757,7 @@ def _spread(values: list[float]) -> dict[str, float]:
 
 def _version(cmd: list[str]) -> str:
     if cmd[0] == "valkey-server":
-        from bench.repl_cluster import valkey_server_binary
+        from bench.cluster import valkey_server_binary
 
         cmd = [valkey_server_binary(), *cmd[1:]]
     return subprocess.run(cmd, capture_output=True, text=True).stdout.strip()

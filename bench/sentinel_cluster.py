@@ -5,18 +5,12 @@ free loopback ports in one temporary directory: the cluster the failover bench
 The nodes are redis-server or Rill nodes (`kind`), each started from its own config file, so
 the sentinels' `CONFIG REWRITE` rewrites it and a restarted node comes back with what Sentinel
 made of it, as in production. Black-box: processes, signals and RESP (redis-py) only.
-`close()` stops everything and removes the directory; so does an atexit hook, should the
-caller die first.
+The processes are members of a bench.cluster.Launcher: `close()` stops everything and
+removes the directory; so does its atexit hook, should the caller die first.
 """
 
 from __future__ import annotations
 
-import atexit
-import os
-import shutil
-import subprocess
-import sys
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -25,7 +19,8 @@ from typing import Any, TypeVar
 import redis
 from redis.sentinel import MasterNotFoundError, Sentinel
 
-from bench.procs import ROOT, BenchError, Server, free_port, wait_pong
+from bench.cluster import Launcher, Member
+from bench.procs import BenchError, free_port
 
 SERVICE = "mymaster"
 T = TypeVar("T")
@@ -41,69 +36,6 @@ class Settings:
     quorum: int = 2
 
 
-class Member:
-    """One process of the cluster: a node (redis-server or Rill) or a sentinel."""
-
-    def __init__(self, name: str, kind: str, workdir: str) -> None:
-        self.name = name
-        self.kind = kind  # "redis", "rill" or "sentinel"
-        self.port = free_port()
-        self.dir = os.path.join(workdir, name)
-        os.makedirs(self.dir)
-        self.conf = os.path.join(self.dir, "sentinel.conf" if kind == "sentinel" else "node.conf")
-        self.log = os.path.join(self.dir, "sentinel.log" if kind == "sentinel" else "node.log")
-        self.server: Server | None = None  # while started
-
-    def argv(self) -> list[str]:
-        if self.kind == "rill":
-            return [sys.executable, "-m", "node.main", "node", self.conf]
-        binary = "redis-sentinel" if self.kind == "sentinel" else "redis-server"
-        path = shutil.which(binary)
-        if path is None:
-            raise BenchError(f"{binary} is not installed (`make sentinel-deps` / `make system-deps` install it)")
-        return [path, self.conf]
-
-    def start(self, timeout: float = 30.0) -> None:
-        """Start from the config file and wait until it answers PING."""
-        argv = self.argv()
-        with open(os.path.join(self.dir, "stderr.log"), "ab") as err:
-            proc = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=err)
-        self.server = Server(self.kind, self.port, proc, self.dir, argv)
-        try:
-            wait_pong(self.port, proc, self.name, timeout)
-        except BenchError as exc:
-            raise BenchError(f"{exc}: {self.tail()}") from None
-
-    def kill(self) -> None:
-        """SIGKILL (a crash) and reap it."""
-        if self.server is not None:
-            self.server.kill()
-
-    def pause(self) -> None:
-        assert self.server is not None
-        self.server.pause()
-
-    def resume(self) -> None:
-        assert self.server is not None
-        self.server.resume()
-
-    def stop(self) -> None:
-        if self.server is not None:
-            self.server.stop(10)
-
-    def client(self, timeout: float = 2.0) -> redis.Redis:
-        return redis.Redis(host="127.0.0.1", port=self.port, socket_timeout=timeout, socket_connect_timeout=timeout,
-                           decode_responses=True)
-
-    def tail(self, lines: int = 20) -> str:
-        """The end of its log, for error messages."""
-        try:
-            with open(self.log, encoding="utf-8", errors="replace") as f:
-                return "".join(f.readlines()[-lines:])
-        except OSError:
-            return ""
-
-
 class SentinelCluster:
     """nodes[0] starts as the primary, nodes[1..2] as its replicas; sentinels[0..2] monitor
     it as SERVICE with quorum 2."""
@@ -113,11 +45,9 @@ class SentinelCluster:
             raise ValueError(f"unknown node kind {kind!r}")
         self.kind = kind
         self.settings = settings
-        self.workdir = tempfile.mkdtemp(prefix=f"sentinel-cluster-{kind}-")
-        self.nodes = [Member(f"n{i}", kind, self.workdir) for i in range(3)]
-        self.sentinels = [Member(f"s{i}", "sentinel", self.workdir) for i in range(3)]
-        self._closed = False
-        atexit.register(self.close)
+        self.launcher = Launcher(prefix=f"sentinel-cluster-{kind}-")
+        self.nodes = [self.launcher.add(f"n{i}", kind) for i in range(3)]
+        self.sentinels = [self.launcher.add(f"s{i}", "redis-sentinel") for i in range(3)]
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -134,13 +64,7 @@ class SentinelCluster:
         self.wait(self.ready, timeout, "the sentinels to see the primary, two replicas and each other")
 
     def close(self) -> None:
-        if self._closed:
-            return
-        self._closed = True
-        for member in [*self.sentinels, *self.nodes]:
-            member.stop()
-        shutil.rmtree(self.workdir, ignore_errors=True)
-        atexit.unregister(self.close)
+        self.launcher.close()
 
     def __enter__(self) -> SentinelCluster:
         return self
@@ -149,7 +73,7 @@ class SentinelCluster:
         self.close()
 
     def _write_node_config(self, node: Member, primary: Member | None) -> None:
-        lines = [f"port {node.port}", "bind 127.0.0.1", f"dir {node.dir}", f"logfile {node.log}", "appendonly no"]
+        lines = [f"port {node.port}", "bind 127.0.0.1", f"dir {node.dir}", f"logfile {node.logfile}", "appendonly no"]
         if self.kind == "rill":
             lines.append(f"repl-port {free_port()}")
         else:
@@ -157,20 +81,18 @@ class SentinelCluster:
             lines += ['save ""', "repl-diskless-sync yes", "repl-diskless-sync-delay 0"]
         if primary is not None:
             lines.append(f"replicaof 127.0.0.1 {primary.port}")
-        with open(node.conf, "w") as f:
-            f.write("# written by bench/sentinel_cluster.py; Sentinel may rewrite it\n" + "\n".join(lines) + "\n")
+        node.write_conf("# written by bench/sentinel_cluster.py; Sentinel may rewrite it\n" + "\n".join(lines) + "\n")
 
     def _write_sentinel_config(self, sentinel: Member, primary: Member) -> None:
         s = self.settings
         lines = [
-            f"port {sentinel.port}", "bind 127.0.0.1", f"dir {sentinel.dir}", f"logfile {sentinel.log}",
+            f"port {sentinel.port}", "bind 127.0.0.1", f"dir {sentinel.dir}", f"logfile {sentinel.logfile}",
             f"sentinel monitor {SERVICE} 127.0.0.1 {primary.port} {s.quorum}",
             f"sentinel down-after-milliseconds {SERVICE} {s.down_after_ms}",
             f"sentinel failover-timeout {SERVICE} {s.failover_timeout_ms}",
             f"sentinel parallel-syncs {SERVICE} 2",
         ]
-        with open(sentinel.conf, "w") as f:
-            f.write("\n".join(lines) + "\n")
+        sentinel.write_conf("\n".join(lines) + "\n")
 
     # -- what the sentinels and nodes say -----------------------------------------------
 
@@ -240,7 +162,7 @@ class SentinelCluster:
         count = 0
         for sentinel in self.sentinels:
             try:
-                with open(sentinel.log, encoding="utf-8", errors="replace") as f:
+                with open(sentinel.logfile, encoding="utf-8", errors="replace") as f:
                     count += sum(1 for line in f if f" {name} " in line)
             except OSError:
                 pass

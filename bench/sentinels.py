@@ -24,12 +24,10 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import signal
 import socket
 import statistics
 import sys
-import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
@@ -38,7 +36,8 @@ from typing import Any
 import hiredis
 
 from bench.client import RespClient, encode
-from bench.procs import ROOT, BenchError, Server, _launch, free_port, install_exit_handlers
+from bench.cluster import Launcher
+from bench.procs import ROOT, BenchError, Server, install_exit_handlers
 from bench.report import write_json
 
 SERVICE = "bench"
@@ -46,6 +45,8 @@ KINDS = ("redis", "rill")
 FAULTS = ("kill", "stop")
 _SETTLE_TIMEOUT = 60.0
 _FAILOVER_TIMEOUT = 90.0
+_START_TIMEOUT = 20.0  # until a node or sentinel answers PING
+_STOP_TIMEOUT = 15.0  # a graceful stop, before SIGKILL
 
 
 @dataclass(frozen=True)
@@ -59,17 +60,16 @@ class Settings:
 
 # -- processes -----------------------------------------------------------------------------------
 
-def start_node(node_kind: str, replicaof: int | None) -> Server:
-    port = free_port()
-    workdir = tempfile.mkdtemp(prefix=f"bench-sentinels-{node_kind}-")
+def start_node(launcher: Launcher, name: str, node_kind: str, replicaof: int | None) -> Server:
+    member = launcher.add(name, node_kind)
     follow = ["--replicaof", "127.0.0.1", str(replicaof)] if replicaof is not None else []
-    log = ["--logfile", os.path.join(workdir, "server.log")]
+    log = ["--logfile", member.logfile]
     if node_kind == "redis":
-        args = ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-                "--repl-diskless-sync-delay", "0", "--dir", workdir, *log, *follow]
+        args = ["--port", str(member.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+                "--repl-diskless-sync-delay", "0", "--dir", member.dir, *log, *follow]
     else:
-        args = [sys.executable, "-m", "node.main", "node", "--port", str(port), "--dir", workdir, *log, *follow]
-    return _launch(node_kind, args, workdir, port, signal.SIGTERM)
+        args = ["--port", str(member.port), "--dir", member.dir, *log, *follow]
+    return member.start(args, timeout=_START_TIMEOUT)
 
 
 def sentinel_conf(port: int, workdir: str, primary: int, s: Settings) -> str:
@@ -81,20 +81,10 @@ def sentinel_conf(port: int, workdir: str, primary: int, s: Settings) -> str:
     )
 
 
-def start_sentinel(kind: str, primary: int, s: Settings) -> Server:
-    port = free_port()
-    workdir = os.path.realpath(tempfile.mkdtemp(prefix=f"bench-sentinels-{kind}-"))
-    path = os.path.join(workdir, "sentinel.conf")
-    with open(path, "w", encoding="utf-8") as f:
-        f.write(sentinel_conf(port, workdir, primary, s))
-    if kind == "redis":
-        binary = shutil.which("redis-sentinel")
-        if binary is None:
-            raise BenchError("redis-sentinel is not installed (`make sentinel-deps`)")
-        args = [binary, path]
-    else:
-        args = [sys.executable, "-m", "node.main", "sentinel", path]
-    return _launch(f"{kind}-sentinel", args, workdir, port, signal.SIGTERM)
+def start_sentinel(launcher: Launcher, name: str, kind: str, primary: int, s: Settings) -> Server:
+    member = launcher.add(name, f"{kind}-sentinel")
+    member.write_conf(sentinel_conf(member.port, member.dir, primary, s))
+    return member.start(timeout=_START_TIMEOUT)
 
 
 def _fields(reply: object) -> dict[str, str]:
@@ -114,6 +104,9 @@ def _call(port: int, *argv: str, timeout: float = 1.0) -> object:
 
 @dataclass
 class Cluster:
+    """The nodes ("n0" the primary) and sentinels ("s0", ...) of one bench.cluster.Launcher."""
+
+    launcher: Launcher
     nodes: list[Server] = field(default_factory=list)
     sentinels: list[Server] = field(default_factory=list)
 
@@ -122,24 +115,18 @@ class Cluster:
         return self.nodes[0]
 
     def stop(self) -> None:
-        for server in self.sentinels + self.nodes:
-            if server.alive():
-                try:
-                    os.kill(server.pid, signal.SIGCONT)  # a stopped process cannot handle SIGTERM
-                except ProcessLookupError:
-                    pass
-            server.stop()
+        self.launcher.close(_STOP_TIMEOUT)
 
 
 def start_cluster(kind: str, node_kind: str, s: Settings) -> Cluster:
-    cluster = Cluster()
+    cluster = Cluster(Launcher(prefix=f"bench-sentinels-{kind}-"))
     try:
-        cluster.nodes.append(start_node(node_kind, None))
-        for _ in range(s.replicas):
-            cluster.nodes.append(start_node(node_kind, cluster.primary.port))
+        cluster.nodes.append(start_node(cluster.launcher, "n0", node_kind, None))
+        for i in range(s.replicas):
+            cluster.nodes.append(start_node(cluster.launcher, f"n{i + 1}", node_kind, cluster.primary.port))
         _wait(lambda: _replicas_online(cluster), "the replicas to sync")
-        for _ in range(s.sentinels):
-            cluster.sentinels.append(start_sentinel(kind, cluster.primary.port, s))
+        for i in range(s.sentinels):
+            cluster.sentinels.append(start_sentinel(cluster.launcher, f"s{i}", kind, cluster.primary.port, s))
         _wait(lambda: all(_settled(x.port, s) for x in cluster.sentinels), "the sentinels to discover each other")
     except BaseException:
         cluster.stop()

@@ -22,7 +22,6 @@ import json
 import os
 import random
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -115,35 +114,19 @@ def measure_rill(name: str, n: int) -> dict[str, Any]:
     }
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
 def measure_redis(names: list[str], n: int) -> dict[str, float] | str:
-    server = shutil.which("redis-server")
-    if server is None:
+    if shutil.which("redis-server") is None:
         return "redis-server not installed"
     try:
-        import redis
+        import redis  # noqa: F401  (bench.procs needs it: imported here, the engine figures do not)
     except ImportError:
         return "redis-py not installed"
-    port = free_port()
-    proc = subprocess.Popen(
-        [server, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    from bench.procs import start_redis
+    # The benchmarks' redis-server (no persistence, a throwaway directory), ready once it
+    # answers PING; stopped, and its directory removed, whatever happens.
+    server = start_redis()
     try:
-        client = redis.Redis(host="127.0.0.1", port=port)
-        for _ in range(100):
-            try:
-                client.ping()
-                break
-            except redis.ConnectionError:
-                time.sleep(0.05)
+        client = server.client()
         out: dict[str, float] = {}
         version = client.info("server")["redis_version"]
         for name in names:
@@ -161,11 +144,10 @@ def measure_redis(names: list[str], n: int) -> dict[str, float] | str:
             assert client.xlen(key) == n
             out[name] = (after - before) / n
             client.delete(key)
-        print(f"redis-server {version} on 127.0.0.1:{port}")
+        print(f"redis-server {version} on 127.0.0.1:{server.port}")
         return out
     finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+        server.stop(10)
 
 
 def main() -> None:

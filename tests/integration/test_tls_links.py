@@ -6,48 +6,44 @@ over TLS, clients must present a certificate (tls-auth-clients yes), and a failo
 from __future__ import annotations
 
 import os
-import shutil
-import subprocess
-import sys
-import tempfile
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 
 import pytest
 import redis
 
-from bench.procs import Server, free_port
-from bench.tls_certs import TlsFiles, make_tls_files
-from tests.conformance.sentinel.procs import binary, wait_until
-from tests.conftest import ROOT, wait_for_port
+from bench.cluster import Launcher
+from bench.procs import free_port
+from bench.tls_certs import make_tls_files
+from tests.conformance.sentinel.procs import wait_until
 
 
-@dataclass
-class TlsCluster:
-    files: TlsFiles
-    servers: dict[str, Server] = field(default_factory=dict)
-    ports: dict[str, int] = field(default_factory=dict)
-    dirs: dict[str, str] = field(default_factory=dict)
+class TlsCluster(Launcher):
+    """Members that listen on TLS only, with certificates made for the test in the launcher's
+    directory; ready once they listen (PING in the clear cannot reach them)."""
+
+    def __init__(self) -> None:
+        super().__init__(prefix="rill-tls-")
+        self.files = make_tls_files(os.path.join(self.dir, "tls"))
+
+    @property
+    def ports(self) -> dict[str, int]:
+        return {name: m.port for name, m in self.members.items()}
 
     def tls_lines(self, port: int) -> str:
         f = self.files
         return (f"port 0\ntls-port {port}\ntls-cert-file {f.cert}\ntls-key-file {f.key}\ntls-ca-cert-file {f.ca}\n"
                 "tls-auth-clients yes\ntls-replication yes\nbind 127.0.0.1\n")
 
-    def start(self, name: str, program: list[str], conf: str) -> int:
-        port = free_port()
-        d = tempfile.mkdtemp(prefix=f"rill-tls-{name}-")
-        path = os.path.join(d, "node.conf")
-        with open(path, "w") as f:
-            f.write(self.tls_lines(port) + f"dir {d}\nlogfile {d}/log\n" + conf)
-        with open(os.path.join(d, "stderr.log"), "wb") as err:
-            proc = subprocess.Popen([*program, path], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=err)
-        self.servers[name], self.ports[name], self.dirs[name] = Server(os.path.basename(program[-1]), port, proc, d, [*program, path]), port, d
-        wait_for_port(port, proc, timeout=30)
-        return port
+    def start(self, name: str, kind: str, conf: str) -> int:
+        """A member of `kind` started from a config file of the TLS lines, its directory and
+        log, and `conf`."""
+        member = self.add(name, kind, ready="port")
+        member.write_conf(self.tls_lines(member.port) + f"dir {member.dir}\nlogfile {member.logfile}\n" + conf)
+        member.start()
+        return member.port
 
     def node(self, name: str, extra: str = "") -> int:
-        return self.start(name, [sys.executable, "-m", "node.main", "node"], f"repl-port {free_port()}\n" + extra)
+        return self.start(name, "rill", f"repl-port {free_port()}\n" + extra)
 
     def client(self, name: str) -> redis.Redis:
         f = self.files
@@ -55,28 +51,14 @@ class TlsCluster:
                            ssl_keyfile=f.client_key, decode_responses=True, socket_timeout=10)
 
     def log(self, name: str) -> str:
-        path = os.path.join(self.dirs[name], "log")
-        return open(path, errors="replace").read() if os.path.exists(path) else ""
-
-    def stop(self) -> None:
-        for server in self.servers.values():  # all told at once, then each waited for
-            if server.alive():
-                server.proc.terminate()
-        for server in self.servers.values():
-            server.stop(10)
-        for d in self.dirs.values():
-            shutil.rmtree(d, ignore_errors=True)
+        server = self.members[name].server
+        return server.log if server is not None else ""
 
 
 @pytest.fixture
 def tls_cluster() -> Iterator[TlsCluster]:
-    d = tempfile.mkdtemp(prefix="rill-tls-files-")
-    c = TlsCluster(make_tls_files(d))
-    try:
+    with TlsCluster() as c:
         yield c
-    finally:
-        c.stop()
-        shutil.rmtree(d, ignore_errors=True)
 
 
 def _sentinel_conf(master: int) -> str:
@@ -100,7 +82,7 @@ def test_a_tls_only_cluster_replicates_and_fails_over_over_tls(tls_cluster: TlsC
     with pytest.raises(redis.exceptions.ConnectionError):
         bare.ping()
     bare.close()
-    c.start("s", [sys.executable, "-m", "node.main", "sentinel"], _sentinel_conf(primary))
+    c.start("s", "rill-sentinel", _sentinel_conf(primary))
     sentinel = c.client("s")
 
     def sees_replica() -> bool:
@@ -130,7 +112,7 @@ def test_redis_sentinel_manages_rill_nodes_over_tls(tls_cluster: TlsCluster) -> 
     primary = c.node("m")
     c.node("r", f"replicaof 127.0.0.1 {primary}\n")
     wait_until(lambda: c.client("r").info("replication")["master_link_status"] == "up", 60, "the replica's link")
-    c.start("s", [binary("redis-sentinel")], _sentinel_conf(primary))
+    c.start("s", "redis-sentinel", _sentinel_conf(primary))
     sentinel = c.client("s")
 
     def healthy() -> bool:

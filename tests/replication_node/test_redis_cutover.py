@@ -13,10 +13,8 @@ primary. Waits are bounded; nothing asserts a duration.
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -26,8 +24,8 @@ import pytest
 import redis
 from redis.sentinel import MasterNotFoundError, Sentinel
 
+from bench.cluster import Launcher, Member
 from bench.procs import free_port
-from bench.sentinel_cluster import Member
 from tests.conftest import ROOT
 from tests.replication_node.nodes import wait_until
 
@@ -38,14 +36,14 @@ _ERRORS = (redis.ConnectionError, redis.TimeoutError, redis.ReadOnlyError, Maste
 
 class Deployment:
     """The source redis-server, the Rill node that replicates from it and its Rill replica,
-    three sentinels monitoring the source; all in one temporary directory."""
+    three sentinels monitoring the source; members of one bench.cluster.Launcher."""
 
     def __init__(self) -> None:
-        self.dir = tempfile.mkdtemp(prefix="rill-cutover-")
-        self.source = Member("source", "redis", self.dir)
-        self.rill = Member("rill", "rill", self.dir)
-        self.rill_replica = Member("rill-replica", "rill", self.dir)
-        self.sentinels = [Member(f"s{i}", "sentinel", self.dir) for i in range(3)]
+        self.launcher = Launcher(prefix="rill-cutover-")
+        self.source = self.launcher.add("source", "redis")
+        self.rill = self.launcher.add("rill", "rill")
+        self.rill_replica = self.launcher.add("rill-replica", "rill")
+        self.sentinels = [self.launcher.add(f"s{i}", "redis-sentinel") for i in range(3)]
 
     @property
     def members(self) -> list[Member]:
@@ -60,24 +58,20 @@ class Deployment:
         for node in (self.source, self.rill, self.rill_replica):
             node.start()
         for sentinel in self.sentinels:
-            with open(sentinel.conf, "w") as f:
-                f.write("\n".join([
-                    f"port {sentinel.port}", "bind 127.0.0.1", f"dir {sentinel.dir}", f"logfile {sentinel.log}",
-                    f"sentinel monitor {SERVICE} 127.0.0.1 {self.source.port} 2",
-                    f"sentinel down-after-milliseconds {SERVICE} 5000",
-                    f"sentinel failover-timeout {SERVICE} 20000",
-                ]) + "\n")
+            sentinel.write_conf("\n".join([
+                f"port {sentinel.port}", "bind 127.0.0.1", f"dir {sentinel.dir}", f"logfile {sentinel.logfile}",
+                f"sentinel monitor {SERVICE} 127.0.0.1 {self.source.port} 2",
+                f"sentinel down-after-milliseconds {SERVICE} 5000",
+                f"sentinel failover-timeout {SERVICE} 20000",
+            ]) + "\n")
             sentinel.start()
 
     def _conf(self, node: Member, extra: list[str]) -> None:
-        lines = [f"port {node.port}", "bind 127.0.0.1", f"dir {node.dir}", f"logfile {node.log}", *extra]
-        with open(node.conf, "w") as f:
-            f.write("\n".join(lines) + "\n")
+        lines = [f"port {node.port}", "bind 127.0.0.1", f"dir {node.dir}", f"logfile {node.logfile}", *extra]
+        node.write_conf("\n".join(lines) + "\n")
 
     def close(self) -> None:
-        for member in self.members:
-            member.stop()
-        shutil.rmtree(self.dir, ignore_errors=True)
+        self.launcher.close()
 
     def sentinels_see_the_rill_replica(self) -> bool:
         for sentinel in self.sentinels:

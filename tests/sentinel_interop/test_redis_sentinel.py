@@ -22,7 +22,8 @@ import pytest
 import redis
 from redis.sentinel import MasterNotFoundError
 
-from bench.sentinel_cluster import SERVICE, Member, SentinelCluster, Settings
+from bench.cluster import Member
+from bench.sentinel_cluster import SERVICE, SentinelCluster, Settings
 
 # Sentinel needs down-after-milliseconds plus an election and a promotion; on a machine
 # shared by other test runs a sentinel may also TILT (30 s without acting).

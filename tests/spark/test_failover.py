@@ -50,7 +50,7 @@ class Producer:
     def _client(self) -> redis.Redis:
         if self.pinned is not None:
             return redis.Redis(port=self.pinned.port, socket_timeout=1, socket_connect_timeout=1)
-        sentinels = [("127.0.0.1", port) for port, _, _ in self.cluster.sentinels]
+        sentinels = [("127.0.0.1", s.port) for s in self.cluster.sentinels]
         return Sentinel(sentinels, socket_timeout=1).master_for(SERVICE, socket_timeout=1, socket_connect_timeout=1)
 
     def _run(self) -> None:

@@ -4,10 +4,6 @@ the reads land on the replicas, not the primary, and return every entry."""
 
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
-import tempfile
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -15,7 +11,8 @@ from typing import Any
 import pytest
 import redis
 
-from tests.conftest import Server, free_port, start_redis, wait_for_port
+from bench.cluster import Launcher
+from tests.conftest import Server, start_redis
 from tests.replication_node.nodes import start_node
 from tests.spark.conftest import fill, run_available_now, url
 from tests.spark.test_stream_read import Batches
@@ -48,21 +45,17 @@ class Cluster:
 
 
 class SentinelProc:
-    """Debian's redis-sentinel monitoring `primary` as "rillmaster"."""
+    """Debian's redis-sentinel monitoring `primary` as "rillmaster" (a bench.cluster.Launcher's
+    one member)."""
 
     def __init__(self, primary: Server) -> None:
-        binary = shutil.which("redis-sentinel")
-        if binary is None:
-            pytest.fail("redis-sentinel is not installed: `make spark-deps` installs Debian's redis-sentinel")
-        self.dir = tempfile.mkdtemp(prefix="rill-sentinel-")
-        self.port = free_port()
-        config = os.path.join(self.dir, "sentinel.conf")
-        with open(config, "w") as f:
-            f.write(f"port {self.port}\nbind 127.0.0.1\ndir {self.dir}\n"
-                    f"sentinel monitor rillmaster 127.0.0.1 {primary.port} 1\n"
-                    "sentinel down-after-milliseconds rillmaster 60000\n")
-        self.proc = subprocess.Popen([binary, config], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        wait_for_port(self.port, self.proc)
+        self.launcher = Launcher(prefix="rill-sentinel-")
+        member = self.launcher.add("sentinel", "redis-sentinel", ready="port")
+        self.port = member.port
+        member.write_conf(f"port {self.port}\nbind 127.0.0.1\ndir {member.dir}\n"
+                          f"sentinel monitor rillmaster 127.0.0.1 {primary.port} 1\n"
+                          "sentinel down-after-milliseconds rillmaster 60000\n")
+        member.start(timeout=10.0)
 
     def wait_for_replicas(self, count: int) -> None:
         with redis.Redis(port=self.port, decode_responses=True) as s:
@@ -72,9 +65,7 @@ class SentinelProc:
                 time.sleep(0.2)
 
     def stop(self) -> None:
-        self.proc.terminate()
-        self.proc.wait(10)
-        shutil.rmtree(self.dir, ignore_errors=True)
+        self.launcher.close()
 
 
 @pytest.fixture(scope="module", params=["rill", "redis"])

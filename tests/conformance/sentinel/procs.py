@@ -1,23 +1,23 @@
-"""Real redis-server nodes and Debian's redis-sentinel for differential tests: each in its own
-temporary directory on a free loopback port, stopped by the caller (a context manager stops
-everything it started, whatever happens)."""
+"""Real redis-server nodes and Debian's redis-sentinel for differential tests (and Rill's, to
+compare): each in its own directory on a free loopback port, members of one
+bench.cluster.Launcher, stopped by the caller (a context manager stops everything it
+started, whatever happens)."""
 
 from __future__ import annotations
 
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
 
-from bench.procs import Server, free_port, wait_for_port
+from bench.cluster import Launcher
+from bench.procs import Server
 
 
 def binary(name: str) -> str:
@@ -27,84 +27,60 @@ def binary(name: str) -> str:
     return path
 
 
-@dataclass
-class Cluster:
-    """What a test started: servers by name, their ports and directories."""
+class Cluster(Launcher):
+    """What a test started, by name: nodes and sentinels of a bench.cluster.Launcher, each
+    ready once it listens (a test may probe its start-up itself, or give it a password) and
+    run in its own directory (redis-sentinel writes its working directory into the config
+    it rewrites when the file names no `dir`)."""
 
-    servers: dict[str, Server] = field(default_factory=dict)
-    ports: dict[str, int] = field(default_factory=dict)
-    dirs: dict[str, str] = field(default_factory=dict)
+    def __init__(self) -> None:
+        super().__init__(prefix="sentinel-diff-")
+
+    @property
+    def servers(self) -> dict[str, Server]:
+        return {name: m.server for name, m in self.members.items() if m.server is not None}
+
+    @property
+    def ports(self) -> dict[str, int]:
+        return {name: m.port for name, m in self.members.items()}
+
+    @property
+    def dirs(self) -> dict[str, str]:
+        return {name: m.dir for name, m in self.members.items()}
 
     def node(self, name: str, replica_of: str | None = None, kind: str = "redis") -> int:
         """A redis-server, or a Rill node for kind "rill", optionally a replica of another."""
-        port = free_port()
-        d = tempfile.mkdtemp(prefix=f"sentinel-diff-{name}-")
-        log = ["--logfile", os.path.join(d, "server.log")]
+        member = self.add(name, kind, ready="port", in_own_dir=True)
+        port, d = str(member.port), member.dir
+        log = ["--logfile", member.logfile]
         if kind == "redis":
-            args = [binary("redis-server"), "--port", str(port), "--bind", "127.0.0.1", "--dir", d, "--save", "",
-                    "--appendonly", "no", *log,
+            args = ["--port", port, "--bind", "127.0.0.1", "--dir", d, "--save", "", "--appendonly", "no", *log,
                     # A replica (re)syncs at once, not after the default 5 s wait for others.
                     "--repl-diskless-sync-delay", "0"]
         else:
-            args = [sys.executable, "-m", "node.main", "node", "--port", str(port), "--bind", "127.0.0.1",
-                    "--dir", d, *log]
+            args = ["--port", port, "--bind", "127.0.0.1", "--dir", d, *log]
         if replica_of is not None:
             args += ["--replicaof", "127.0.0.1", str(self.ports[replica_of])]
-        self._start(name, kind, port, d, args)
-        return port
+        member.start(args)  # 30 s: a Python process on a loaded machine starts slowly
+        return member.port
 
     def sentinel(self, name: str, conf: str | Callable[[int, str], str], kind: str = "redis") -> int:
         """A sentinel (Debian's redis-sentinel, or `rill sentinel` for kind "rill") with this
         sentinel.conf (or a function of its port and directory returning it)."""
-        port = free_port()
-        d = os.path.realpath(tempfile.mkdtemp(prefix=f"sentinel-{kind}-{name}-"))
-        text = conf(port, d) if callable(conf) else conf
-        path = os.path.join(d, "sentinel.conf")
-        with open(path, "w") as f:
-            f.write(text)
-        program = [binary("redis-sentinel")] if kind == "redis" else [sys.executable, "-m", "node.main", "sentinel"]
-        self._start(name, f"{kind}-sentinel", port, d, [*program, path])
-        return port
+        member = self.add(name, f"{kind}-sentinel", ready="port", in_own_dir=True)
+        member.write_conf(conf(member.port, member.dir) if callable(conf) else conf)
+        member.start()
+        return member.port
 
     def rill_sentinel(self, name: str, conf: str | Callable[[int, str], str]) -> int:
         return self.sentinel(name, conf, kind="rill")
 
-    def restart(self, name: str) -> None:
-        """Start a stopped process again with the same arguments (same port, directory)."""
-        old = self.servers[name]
-        self._start(name, old.kind, old.port, old.dir, old.args)
-
-    def _start(self, name: str, kind: str, port: int, d: str, args: list[str]) -> None:
-        with open(os.path.join(d, "stderr.log"), "wb") as err:
-            proc = subprocess.Popen(args, cwd=d, stdout=subprocess.DEVNULL, stderr=err)
-        self.servers[name], self.ports[name], self.dirs[name] = Server(kind, port, proc, d, args), port, d
-        wait_for_port(port, proc, timeout=30.0)  # a Python process on a loaded machine starts slowly
-
     def conf_path(self, name: str) -> str:
-        return os.path.join(self.dirs[name], "sentinel.conf")
+        return self.members[name].conf
 
     def read_conf(self, name: str) -> str:
         with open(self.conf_path(name)) as f:
             return f.read()
-
-    def kill(self, name: str) -> None:
-        self.servers[name].kill()
-
-    def pause(self, name: str) -> None:
-        self.servers[name].pause()
-
-    def resume(self, name: str) -> None:
-        self.servers[name].resume()
-
-    def stop(self) -> None:
-        for server in self.servers.values():  # all told at once, then each waited for
-            if server.alive():
-                server.resume()
-                server.proc.terminate()
-        for server in self.servers.values():
-            server.stop(10)
-        for d in self.dirs.values():
-            shutil.rmtree(d, ignore_errors=True)
 
 
 @contextmanager
@@ -113,7 +89,7 @@ def cluster() -> Iterator[Cluster]:
     try:
         yield c
     finally:
-        c.stop()
+        c.close()
 
 
 def wait_until(predicate: Callable[[], Any], timeout: float, what: str) -> Any:
