@@ -112,7 +112,7 @@ def test_each_piece_of_shared_state_has_its_writers(call: str) -> None:
 SHARED_NAMES = {
     "__init__.py": "a package",
     "__main__.py": "a package's command line",
-    "cluster.py": "a local cluster of Rill processes (`rill cluster`; the chaos lab keeps its own)",
+    "cluster.py": "a local cluster of server processes: `rill cluster`, the bench's and tests' launcher, the chaos lab's own",
     "config.py": "a server's configuration: a node's directives, a sentinel's sentinel.conf",
     "core.py": "the server core (node/server) and what its metrics export (node/metrics)",
     "discovery.py": "finding peers: a replica its primary, a sentinel the instances around a master",
