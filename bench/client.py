@@ -29,6 +29,14 @@ def encode(argv: Sequence[bytes | str | int]) -> bytes:
     return b"".join(parts)
 
 
+def answers_ping(port: int, timeout: float) -> bool:
+    """Whether the server on `port` answers one PING with PONG now (a server still loading
+    answers -LOADING); OSError when nothing accepts the connection."""
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as sock:
+        sock.sendall(b"*1\r\n$4\r\nPING\r\n")
+        return sock.recv(64).startswith(b"+PONG")
+
+
 class RespClient:
     def __init__(self, port: int, timeout: float = 60.0) -> None:
         self._sock = socket.create_connection(("127.0.0.1", port), timeout=timeout)

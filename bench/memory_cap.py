@@ -24,6 +24,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from bench.client import RespClient, encode
 from bench.procs import Server, install_exit_handlers, start_redis, start_rill
 
 MB = 1024 * 1024
@@ -38,17 +39,12 @@ def _status(pid: int, field: str) -> int:
 
 
 def _cmd(*args: bytes | str) -> bytes:
-    parts = [b"*%d\r\n" % len(args)]
-    for a in args:
-        b = a.encode() if isinstance(a, str) else a
-        parts.append(b"$%d\r\n%s\r\n" % (len(b), b))
-    return b"".join(parts)
+    return encode(args)
 
 
-def _call(port: int, *args: bytes | str) -> bytes:
-    with socket.create_connection(("127.0.0.1", port), timeout=60) as sock:
-        sock.sendall(_cmd(*args))
-        return sock.recv(65536)
+def _call(port: int, *args: bytes | str) -> object:
+    with RespClient(port, timeout=60) as client:
+        return client.check(*args)
 
 
 def _send_all_read_all(port: int, payload: bytes, expect: int) -> int:
@@ -153,7 +149,9 @@ def case_multibulk(server: Server) -> dict[str, Any]:
 
 
 def _info_field(port: int, name: str) -> int:
-    text = _call(port, "INFO", "memory").decode()
+    reply = _call(port, "INFO", "memory")
+    assert isinstance(reply, bytes)
+    text = reply.decode()
     for line in text.split("\r\n"):
         if line.startswith(name + ":"):
             return int(line.split(":")[1])

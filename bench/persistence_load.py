@@ -22,7 +22,6 @@ import argparse
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -30,7 +29,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from bench.client import RespClient
+from bench.client import RespClient, answers_ping
 from bench.procs import ROOT, BenchError, Server, free_port
 from bench.report import write_json
 
@@ -51,9 +50,7 @@ def _args(kind: str, workdir: str, port: int, aof: bool) -> list[str]:
 
 def _ping(port: int) -> bool:
     try:
-        with socket.create_connection(("127.0.0.1", port), timeout=1.0) as sock:
-            sock.sendall(b"*1\r\n$4\r\nPING\r\n")
-            return sock.recv(64).startswith(b"+PONG")
+        return answers_ping(port, 1.0)
     except OSError:
         return False
 

@@ -22,7 +22,7 @@ from typing import Any
 
 import redis
 
-from bench.client import RespClient
+from bench.client import RespClient, answers_ping
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -204,10 +204,8 @@ def wait_pong(port: int, proc: subprocess.Popen[bytes], name: str, timeout: floa
         if proc.poll() is not None:
             raise BenchError(f"{name} exited with code {proc.returncode} before it was ready")
         try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.5) as sock:
-                sock.sendall(b"*1\r\n$4\r\nPING\r\n")
-                if sock.recv(64).startswith(b"+PONG"):
-                    return
+            if answers_ping(port, 0.5):
+                return
         except OSError as exc:
             last = str(exc)
         time.sleep(0.05)
